@@ -1,0 +1,428 @@
+//! The session actor: the conversation, the mode, the queue, one turn at a time.
+//!
+//! Every submission ([`Op`]) arrives as a message and is answered with
+//! events. A turn runs in its own [`TurnActor`], linked to the session: the
+//! turn reports each message it records and its end by message; if it
+//! panics instead, the supervisor event fails that turn (closing any tool
+//! call it left unanswered) and the session carries on with the next one.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use cadre_runtime::message::{Message, unanswered_calls};
+use cadre_runtime::model::{ModelClient, RequestContext};
+use cadre_runtime::paths::SessionPaths;
+use cadre_runtime::prompt::system_prompt;
+use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op, STREAM_VERSION, Usage};
+use cadre_runtime::tool::{definition_gate, ErrorCode, ToolContext, ToolRunner, Workspace};
+use cadre_runtime::turn::{TurnConfig, TurnMachine, TurnOutcome};
+use cadre_runtime::Mode;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use tokio::sync::mpsc;
+
+use crate::turn::{TurnActor, TurnArgs, TurnMsg};
+
+/// Where a session's events go.
+pub type EventSink = mpsc::UnboundedSender<Event>;
+
+/// What a session is, fixed at its start.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// The session id.
+    pub session_id: String,
+    /// The starting mode.
+    pub mode: Mode,
+    /// The workspace and its confinement.
+    pub workspace: Workspace,
+    /// The session's files.
+    pub paths: SessionPaths,
+    /// Model requests one turn may make.
+    pub max_iterations: u32,
+    /// The agent role (`main` for a user's session).
+    pub role: String,
+    /// When set, only these tools (and system tools) are offered and run.
+    pub allowed_tools: Option<Arc<[String]>>,
+}
+
+/// What a session uses to do its work.
+#[derive(Clone)]
+pub struct SessionServices {
+    /// The model.
+    pub model: Arc<dyn ModelClient>,
+    /// The tool entry point.
+    pub tools: ToolRunner,
+}
+
+/// Messages to a session.
+#[derive(Debug)]
+pub enum SessionMsg {
+    /// A submission from the host.
+    Op(Op),
+    /// A snapshot of the session's state, by reply.
+    Snapshot(RpcReplyPort<SessionSnapshot>),
+    /// A turn recorded a message (from the turn actor).
+    TurnRecord {
+        /// The reporting turn.
+        turn_id: u64,
+        /// The message.
+        message: Arc<Message>,
+    },
+    /// A turn ended (from the turn actor).
+    TurnFinished {
+        /// The turn.
+        turn_id: u64,
+        /// How.
+        outcome: TurnOutcome,
+    },
+}
+
+impl ractor::Message for SessionMsg {}
+
+/// The session's state as a host may inspect it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSnapshot {
+    /// Idle or running.
+    pub activity: Activity,
+    /// The mode.
+    pub mode: Mode,
+    /// Messages waiting.
+    pub queue_length: usize,
+    /// Turns started.
+    pub turns: u64,
+    /// The stored conversation.
+    pub conversation: Vec<Arc<Message>>,
+}
+
+/// The session actor. Stateless itself; everything lives in its state.
+pub struct SessionActor;
+
+/// The arguments a session starts with.
+pub struct SessionArgs {
+    config: SessionConfig,
+    services: SessionServices,
+    events: EventSink,
+}
+
+struct Running {
+    turn_id: u64,
+    actor: ActorRef<TurnMsg>,
+}
+
+/// A session's state.
+pub struct SessionState {
+    config: SessionConfig,
+    services: SessionServices,
+    events: EventSink,
+    mode: Mode,
+    conversation: Vec<Arc<Message>>,
+    queue: VecDeque<String>,
+    running: Option<Running>,
+    turns: u64,
+    stopping: bool,
+    span: tracing::Span,
+}
+
+/// A started session: its actor, and a way to wait for its end.
+pub struct SessionHandle {
+    /// The session actor.
+    pub actor: ActorRef<SessionMsg>,
+    join: tokio::task::JoinHandle<()>,
+}
+
+impl SessionHandle {
+    /// Submits an operation; fails only when the session has stopped.
+    pub fn submit(&self, op: Op) -> Result<(), ractor::MessagingErr<SessionMsg>> {
+        self.actor.cast(SessionMsg::Op(op))
+    }
+
+    /// The session's state now.
+    pub async fn snapshot(&self) -> Result<SessionSnapshot, ractor::RactorErr<SessionMsg>> {
+        ractor::call!(self.actor, SessionMsg::Snapshot)
+    }
+
+    /// Waits until the session actor has stopped.
+    pub async fn stopped(self) {
+        let _ = self.join.await;
+    }
+}
+
+/// Starts a session and returns it with its event stream. `session.started`
+/// is the first event.
+pub async fn spawn_session(
+    config: SessionConfig,
+    services: SessionServices,
+) -> Result<(SessionHandle, mpsc::UnboundedReceiver<Event>), ractor::SpawnErr> {
+    let (events, receiver) = mpsc::unbounded_channel();
+    let args = SessionArgs {
+        config,
+        services,
+        events,
+    };
+    let (actor, join) = Actor::spawn(None, SessionActor, args).await?;
+    Ok((SessionHandle { actor, join }, receiver))
+}
+
+impl Actor for SessionActor {
+    type Msg = SessionMsg;
+    type State = SessionState;
+    type Arguments = SessionArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: SessionArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        args.config.paths.create()?;
+        let span = tracing::info_span!("session", session_id = %args.config.session_id);
+        let _ = args.events.send(Event::SessionStarted {
+            version: STREAM_VERSION,
+            session_id: args.config.session_id.clone(),
+            mode: args.config.mode,
+            workspace: args.config.workspace.root().display().to_string(),
+            model: args.services.model.model().to_string(),
+        });
+        Ok(SessionState {
+            mode: args.config.mode,
+            config: args.config,
+            services: args.services,
+            events: args.events,
+            conversation: Vec::new(),
+            queue: VecDeque::new(),
+            running: None,
+            turns: 0,
+            stopping: false,
+            span,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            SessionMsg::Op(op) => state.on_op(&myself, op).await,
+            SessionMsg::Snapshot(reply) => {
+                let _ = reply.send(state.snapshot());
+            }
+            SessionMsg::TurnRecord { turn_id, message } => {
+                if state.is_current(turn_id) {
+                    state.conversation.push(message);
+                }
+            }
+            SessionMsg::TurnFinished { turn_id, outcome } => {
+                if let Some(running) = state.running.take_if(|r| r.turn_id == turn_id) {
+                    running.actor.stop(None);
+                    tracing::info!(parent: &state.span, turn_id, ?outcome, "turn finished");
+                    state.close_unanswered("the turn ended before this call was answered");
+                    state.after_turn(&myself).await;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // Only a failure needs handling: a turn that ends normally reports
+        // `TurnFinished` first and is then stopped by the session.
+        if let SupervisionEvent::ActorFailed(cell, error) = event {
+            let crashed = state
+                .running
+                .take_if(|r| r.actor.get_id() == cell.get_id());
+            if let Some(running) = crashed {
+                tracing::error!(parent: &state.span, turn_id = running.turn_id, %error, "turn crashed");
+                state.close_unanswered("the turn crashed before this call was answered");
+                let _ = state.events.send(Event::TurnFailed {
+                    turn_id: running.turn_id,
+                    category: FailureCategory::Agent,
+                    message: format!("the turn crashed: {error}"),
+                    retryable: false,
+                    usage: Usage::default(),
+                    iterations: 0,
+                });
+                state.after_turn(&myself).await;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl SessionState {
+    fn is_current(&self, turn_id: u64) -> bool {
+        self.running.as_ref().is_some_and(|r| r.turn_id == turn_id)
+    }
+
+    fn emit(&self, event: Event) {
+        let _ = self.events.send(event);
+    }
+
+    fn reject(&self, op: &str, message: impl Into<String>) {
+        self.emit(Event::OpRejected {
+            op: op.to_string(),
+            message: message.into(),
+        });
+    }
+
+    fn snapshot(&self) -> SessionSnapshot {
+        SessionSnapshot {
+            activity: self.activity(),
+            mode: self.mode,
+            queue_length: self.queue.len(),
+            turns: self.turns,
+            conversation: self.conversation.clone(),
+        }
+    }
+
+    fn activity(&self) -> Activity {
+        if self.running.is_some() {
+            Activity::Running
+        } else {
+            Activity::Idle
+        }
+    }
+
+    async fn on_op(&mut self, myself: &ActorRef<SessionMsg>, op: Op) {
+        match op {
+            Op::UserInput { text } => {
+                if self.stopping {
+                    return self.reject("user_input", "the session is shutting down");
+                }
+                self.queue.push_back(text);
+                if self.running.is_some() {
+                    self.emit(Event::InputQueued {
+                        queue_length: self.queue.len(),
+                    });
+                } else {
+                    self.start_next(myself).await;
+                }
+            }
+            Op::SetMode { mode } => {
+                if self.running.is_some() {
+                    return self.reject(
+                        "set_mode",
+                        "a turn is running: cancel it first (Ctrl-C, or the `cancel` op), then change the mode",
+                    );
+                }
+                self.mode = mode;
+                self.emit(Event::ModeChanged { mode });
+            }
+            Op::Cancel => match &self.running {
+                Some(running) => {
+                    let _ = running.actor.cast(TurnMsg::Cancel);
+                }
+                None => self.reject("cancel", "no turn is running"),
+            },
+            Op::Status => self.emit(Event::SessionStatus {
+                activity: self.activity(),
+                mode: self.mode,
+                queue_length: self.queue.len(),
+                turns: self.turns,
+            }),
+            Op::Shutdown => {
+                self.stopping = true;
+                self.queue.clear();
+                match &self.running {
+                    Some(running) => {
+                        let _ = running.actor.cast(TurnMsg::Cancel);
+                    }
+                    None => self.stop(myself),
+                }
+            }
+        }
+    }
+
+    /// After a turn ends: stop if asked to, else run the next queued message.
+    async fn after_turn(&mut self, myself: &ActorRef<SessionMsg>) {
+        if self.stopping {
+            self.stop(myself);
+        } else {
+            self.start_next(myself).await;
+        }
+    }
+
+    fn stop(&self, myself: &ActorRef<SessionMsg>) {
+        self.emit(Event::SessionStopped { turns: self.turns });
+        myself.stop(None);
+    }
+
+    /// Answers every call the conversation left open, so the next request
+    /// is well-formed.
+    fn close_unanswered(&mut self, why: &str) {
+        for call in unanswered_calls(&self.conversation) {
+            self.conversation.push(Arc::new(Message::Tool {
+                call_id: call.id,
+                content: format!("error ({}): {why}", ErrorCode::Cancelled),
+            }));
+        }
+    }
+
+    async fn start_next(&mut self, myself: &ActorRef<SessionMsg>) {
+        let Some(text) = self.queue.pop_front() else {
+            return;
+        };
+        self.conversation.push(Arc::new(Message::user(text)));
+        self.turns += 1;
+        let turn_id = self.turns;
+        let config = &self.config;
+        let plan_file = config.paths.plan_file();
+        let tools = definition_gate(
+            self.services.tools.registry(),
+            self.mode,
+            config.allowed_tools.as_deref(),
+            &plan_file,
+        );
+        let turn = TurnConfig {
+            turn_id,
+            mode: self.mode,
+            max_iterations: config.max_iterations,
+            system: system_prompt(self.mode, config.workspace.root()).into(),
+            tools: tools.into(),
+            context: RequestContext {
+                agent_id: config.session_id.as_str().into(),
+                role: config.role.as_str().into(),
+                mode: self.mode,
+                turn: turn_id,
+                iteration: 0,
+                session_id: config.session_id.as_str().into(),
+                workspace: config.workspace.root().display().to_string().into(),
+                plan_file: plan_file.display().to_string().into(),
+            },
+            plan_file: plan_file.clone(),
+        };
+        let tool_context = ToolContext {
+            workspace: config.workspace.clone(),
+            mode: self.mode,
+            session_dir: config.paths.dir.clone(),
+            plan_file,
+            allowed_tools: config.allowed_tools.clone(),
+        };
+        let args = TurnArgs {
+            machine: TurnMachine::new(turn, self.conversation.as_slice().into()),
+            session: myself.clone(),
+            model: self.services.model.clone(),
+            tools: self.services.tools.clone(),
+            tool_context: Arc::new(tool_context),
+            events: self.events.clone(),
+            span: self.span.clone(),
+        };
+        match Actor::spawn_linked(None, TurnActor, args, myself.get_cell()).await {
+            Ok((actor, _join)) => self.running = Some(Running { turn_id, actor }),
+            Err(error) => {
+                self.emit(Event::TurnFailed {
+                    turn_id,
+                    category: FailureCategory::Agent,
+                    message: format!("the turn could not start: {error}"),
+                    retryable: false,
+                    usage: Usage::default(),
+                    iterations: 0,
+                });
+            }
+        }
+    }
+}

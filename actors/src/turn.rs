@@ -1,0 +1,231 @@
+//! The turn actor: one per turn, supervised by its session.
+//!
+//! It owns a [`TurnMachine`] and performs its effects. A model stream or a
+//! tool call runs in a task that reports back by message; the actor keeps
+//! the task's abort handle so a cancel stops it at once: an aborted stream
+//! closes its connection, an aborted `bash` call kills its process group.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use cadre_runtime::model::{ModelClient, ModelError, ModelEvent, ModelResponse};
+use cadre_runtime::protocol::Event;
+use cadre_runtime::tool::{ToolContext, ToolOutcome, ToolRunner};
+use cadre_runtime::turn::{TurnEffect, TurnInput, TurnMachine};
+use futures::{FutureExt, StreamExt};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio::task::AbortHandle;
+use tracing::Instrument;
+
+use crate::session::{EventSink, SessionMsg};
+
+/// Messages to a turn.
+#[derive(Debug)]
+pub enum TurnMsg {
+    /// The model request finished (from the model task).
+    ModelDone(Result<ModelResponse, ModelError>),
+    /// A tool call finished (from its task).
+    ToolDone {
+        /// The call.
+        call_id: String,
+        /// Its outcome.
+        outcome: ToolOutcome,
+    },
+    /// Stop now: abort what runs and end the turn as cancelled.
+    Cancel,
+}
+
+impl ractor::Message for TurnMsg {}
+
+/// What a turn is started with.
+pub struct TurnArgs {
+    /// The loop to run.
+    pub machine: TurnMachine,
+    /// The supervising session, told of every recorded message and the end.
+    pub session: ActorRef<SessionMsg>,
+    /// The model.
+    pub model: Arc<dyn ModelClient>,
+    /// The tool entry point.
+    pub tools: ToolRunner,
+    /// What tool calls see.
+    pub tool_context: Arc<ToolContext>,
+    /// Where events go.
+    pub events: EventSink,
+    /// The session's span, parent of the turn's.
+    pub span: tracing::Span,
+}
+
+/// The turn actor. Stateless itself; everything lives in [`TurnState`].
+pub struct TurnActor;
+
+/// A running turn's state.
+pub struct TurnState {
+    machine: TurnMachine,
+    session: ActorRef<SessionMsg>,
+    model: Arc<dyn ModelClient>,
+    tools: ToolRunner,
+    tool_context: Arc<ToolContext>,
+    events: EventSink,
+    span: tracing::Span,
+    /// The model or tool task in flight, aborted on cancel.
+    inflight: Option<AbortHandle>,
+}
+
+impl Actor for TurnActor {
+    type Msg = TurnMsg;
+    type State = TurnState;
+    type Arguments = TurnArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: TurnArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let span = tracing::info_span!(parent: &args.span, "turn", turn_id = args.machine.turn_id());
+        Ok(TurnState {
+            machine: args.machine,
+            session: args.session,
+            model: args.model,
+            tools: args.tools,
+            tool_context: args.tool_context,
+            events: args.events,
+            span,
+            inflight: None,
+        })
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let effects = state.machine.step(TurnInput::Start);
+        state.perform(&myself, effects)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let input = match message {
+            TurnMsg::ModelDone(Ok(response)) => TurnInput::ModelResponded(response),
+            TurnMsg::ModelDone(Err(error)) => TurnInput::ModelFailed(error),
+            TurnMsg::ToolDone { call_id, outcome } => TurnInput::ToolFinished { call_id, outcome },
+            TurnMsg::Cancel => {
+                if let Some(task) = state.inflight.take() {
+                    task.abort();
+                }
+                TurnInput::Cancel
+            }
+        };
+        let effects = state.machine.step(input);
+        state.perform(&myself, effects)
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(task) = state.inflight.take() {
+            task.abort();
+        }
+        Ok(())
+    }
+}
+
+impl TurnState {
+    fn perform(
+        &mut self,
+        myself: &ActorRef<TurnMsg>,
+        effects: Vec<TurnEffect>,
+    ) -> Result<(), ActorProcessingErr> {
+        let turn_id = self.machine.turn_id();
+        for effect in effects {
+            match effect {
+                TurnEffect::Emit(event) => {
+                    // A consumer that went away cannot be told anything more.
+                    let _ = self.events.send(event);
+                }
+                TurnEffect::Record(message) => {
+                    self.session.cast(SessionMsg::TurnRecord { turn_id, message })?;
+                }
+                TurnEffect::CallModel(request) => {
+                    // `stream` only builds the request; a client that panics
+                    // here fails this turn through the supervisor.
+                    let stream = self.model.stream(request);
+                    let events = self.events.clone();
+                    let reply = myself.clone();
+                    let work = async move {
+                        let result = AssertUnwindSafe(drive(stream, turn_id, &events))
+                            .catch_unwind()
+                            .await
+                            .unwrap_or_else(|_| {
+                                Err(ModelError::Malformed("the model client crashed".into()))
+                            });
+                        let _ = reply.cast(TurnMsg::ModelDone(result));
+                    };
+                    self.spawn(work);
+                }
+                TurnEffect::RunTool(call) => {
+                    let tools = self.tools.clone();
+                    let context = self.tool_context.clone();
+                    let reply = myself.clone();
+                    let work = async move {
+                        let outcome = tools.execute(&call, &context).await;
+                        let _ = reply.cast(TurnMsg::ToolDone {
+                            call_id: call.id,
+                            outcome,
+                        });
+                    };
+                    self.spawn(work);
+                }
+                TurnEffect::Finish(outcome) => {
+                    self.inflight = None;
+                    self.session.cast(SessionMsg::TurnFinished { turn_id, outcome })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn spawn(&mut self, work: impl Future<Output = ()> + Send + 'static) {
+        let task = tokio::spawn(work.instrument(self.span.clone()));
+        self.inflight = Some(task.abort_handle());
+    }
+}
+
+/// Reads a model stream to its end, forwarding text deltas and retries as
+/// events.
+async fn drive(
+    mut stream: cadre_runtime::model::ModelStream,
+    turn_id: u64,
+    events: &EventSink,
+) -> Result<ModelResponse, ModelError> {
+    while let Some(event) = stream.next().await {
+        match event? {
+            ModelEvent::TextDelta(text) => {
+                let _ = events.send(Event::AssistantDelta { turn_id, text });
+            }
+            ModelEvent::ReasoningDelta(_) => {}
+            ModelEvent::Retrying {
+                attempt,
+                delay,
+                reason,
+            } => {
+                let _ = events.send(Event::ModelRetry {
+                    turn_id,
+                    attempt,
+                    delay_ms: delay.as_millis() as u64,
+                    reason,
+                });
+            }
+            ModelEvent::Completed(response) => return Ok(response),
+        }
+    }
+    Err(ModelError::Malformed(
+        "the model stream ended without a response".into(),
+    ))
+}

@@ -1,0 +1,33 @@
+//! cadre's domain, with no actors: the tool contract and registry, the
+//! built-in tools, modes and their gates, the model clients, and the turn
+//! loop as a pure state machine.
+//!
+//! # Layout
+//! - [`protocol`]: `Op` in, `Event` out; the session's wire vocabulary.
+//! - [`message`]: the conversation's messages and tool calls.
+//! - [`mode`]: Plan, Work, Operate.
+//! - [`tool`]: definitions, registry, gates, workspace confinement, the one
+//!   execution entry point, the built-in tools.
+//! - [`model`]: the streaming client trait, the OpenAI-compatible client, the
+//!   retry policy, the scripted model.
+//! - [`prompt`]: the system prompt and the Plan reminders.
+//! - [`turn`]: the turn loop, `step(input) -> effects`.
+//! - [`paths`]: the data directory and the files of a session.
+//!
+//! **Invariant:** this crate knows nothing about ractor, and writes nothing to
+//! stdout or stderr.
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod message;
+pub mod mode;
+pub mod model;
+pub mod paths;
+pub mod prompt;
+pub mod protocol;
+pub mod tool;
+pub mod turn;
+
+pub use message::{Message, ToolCall};
+pub use mode::Mode;
+pub use protocol::{Event, Op};

@@ -1,0 +1,408 @@
+//! The OpenAI-compatible client (LLM2), on async-openai.
+//!
+//! async-openai builds and sends the request, frames the SSE stream and
+//! maps HTTP errors; cadre reads each chunk as loose JSON (`byot`) and
+//! assembles it with [`Assembler`], because real servers break the strict
+//! types. async-openai's own silent retry layer is replaced by a plain
+//! transport ([`Transport`]): retries belong to [`super::Retrying`] alone, so
+//! each one is visible (`model.retry`) and bounded in one place.
+
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
+use async_openai::middleware::HttpRequestFactory;
+use async_openai::types::chat::{
+    ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
+    ChatCompletionRequestAssistantMessage, ChatCompletionRequestAssistantMessageContent,
+    ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
+    ChatCompletionRequestSystemMessageContent, ChatCompletionRequestToolMessage,
+    ChatCompletionRequestToolMessageContent, ChatCompletionRequestUserMessage,
+    ChatCompletionRequestUserMessageContent, ChatCompletionStreamOptions, ChatCompletionTool,
+    ChatCompletionTools, CreateChatCompletionRequest, FunctionCall, FunctionObject,
+};
+use futures::{Stream, StreamExt};
+use serde_json::Value;
+
+use super::assemble::{error_kind, error_message};
+use super::{Assembler, ModelClient, ModelError, ModelEvent, ModelRequest, ModelStream, parse_completion};
+use crate::message::Message;
+
+/// Where and how to reach an OpenAI-compatible server.
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    /// The API base including `/v1`, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    /// The bearer token; local servers often need none.
+    pub api_key: Option<String>,
+    /// The model name sent with every request.
+    pub model: String,
+    /// Stream responses (the default) or ask for whole ones.
+    pub stream: bool,
+    /// How long to wait for a connection.
+    pub connect_timeout: Duration,
+    /// How long a response may stay silent (between stream chunks, too)
+    /// before the request counts as timed out.
+    pub idle_timeout: Duration,
+}
+
+impl OpenAiConfig {
+    /// Streaming, 10 s to connect, 120 s of silence allowed.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            api_key: None,
+            model: model.into(),
+            stream: true,
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// A client for any OpenAI-compatible chat-completions server.
+#[derive(Clone)]
+pub struct OpenAiClient {
+    client: async_openai::Client<OpenAIConfig>,
+    config: Arc<OpenAiConfig>,
+}
+
+impl std::fmt::Debug for OpenAiClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiClient")
+            .field("base_url", &self.config.base_url)
+            .field("model", &self.config.model)
+            .finish()
+    }
+}
+
+impl OpenAiClient {
+    /// Builds the client; fails only if the HTTP stack cannot start.
+    pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .read_timeout(config.idle_timeout)
+            .build()
+            .map_err(|e| ModelError::Request(format!("HTTP client: {e}")))?;
+        let mut api = OpenAIConfig::new().with_api_base(config.base_url.trim_end_matches('/'));
+        // async-openai reads OPENAI_API_KEY itself when no key is set; an
+        // explicit empty key keeps configuration in the caller's hands.
+        api = api.with_api_key(config.api_key.clone().unwrap_or_default());
+        let client = async_openai::Client::with_config(api).with_http_service(Transport { http });
+        Ok(Self {
+            client,
+            config: Arc::new(config),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+}
+
+impl ModelClient for OpenAiClient {
+    fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        let body = chat_request(&request, &self.config);
+        let client = self.client.clone();
+        if !self.config.stream {
+            return Box::pin(futures::stream::once(async move {
+                let (result, hint) =
+                    with_hint(async { client.chat().create_byot::<_, Value>(body).await }).await;
+                let value = result.map_err(|e| map_error(e, hint))?;
+                parse_completion(&value).map(ModelEvent::Completed)
+            }));
+        }
+        let state = StreamState {
+            phase: Phase::Connect(client, Box::new(body)),
+            pending: VecDeque::new(),
+        };
+        Box::pin(futures::stream::unfold(state, StreamState::next))
+    }
+}
+
+type ChunkStream = Pin<Box<dyn Stream<Item = Result<Value, OpenAIError>> + Send>>;
+
+enum Phase {
+    Connect(async_openai::Client<OpenAIConfig>, Box<CreateChatCompletionRequest>),
+    Reading(ChunkStream, Assembler),
+    Done,
+}
+
+struct StreamState {
+    phase: Phase,
+    pending: VecDeque<Result<ModelEvent, ModelError>>,
+}
+
+impl StreamState {
+    async fn next(mut self) -> Option<(Result<ModelEvent, ModelError>, Self)> {
+        loop {
+            if let Some(item) = self.pending.pop_front() {
+                return Some((item, self));
+            }
+            match std::mem::replace(&mut self.phase, Phase::Done) {
+                Phase::Done => return None,
+                Phase::Connect(client, body) => {
+                    let (result, hint) = with_hint(async {
+                        client.chat().create_stream_byot::<_, Value>(*body).await
+                    })
+                    .await;
+                    match result {
+                        Ok(chunks) => self.phase = Phase::Reading(chunks, Assembler::new()),
+                        Err(e) => self.pending.push_back(Err(map_error(e, hint))),
+                    }
+                }
+                Phase::Reading(mut chunks, mut assembler) => match chunks.next().await {
+                    None => self
+                        .pending
+                        .push_back(Ok(ModelEvent::Completed(assembler.finish()))),
+                    Some(Err(e)) => self.pending.push_back(Err(stream_error(e))),
+                    Some(Ok(chunk)) => match assembler.push(&chunk) {
+                        Err(e) => self.pending.push_back(Err(e)),
+                        Ok(delta) => {
+                            if !delta.reasoning.is_empty() {
+                                self.pending.push_back(Ok(ModelEvent::ReasoningDelta(delta.reasoning)));
+                            }
+                            if !delta.text.is_empty() {
+                                self.pending.push_back(Ok(ModelEvent::TextDelta(delta.text)));
+                            }
+                            self.phase = Phase::Reading(chunks, assembler);
+                        }
+                    },
+                },
+            }
+        }
+    }
+}
+
+/// What the transport saw of an error response, which async-openai's error
+/// types do not carry: the status (for bodies it could not parse) and the
+/// `Retry-After` hint.
+#[derive(Debug, Clone, Copy, Default)]
+struct Hint {
+    status: Option<u16>,
+    retry_after: Option<Duration>,
+}
+
+tokio::task_local! {
+    static HINT: Cell<Hint>;
+}
+
+async fn with_hint<T>(work: impl Future<Output = T>) -> (T, Hint) {
+    HINT.scope(Cell::new(Hint::default()), async {
+        let out = work.await;
+        (out, HINT.with(Cell::get))
+    })
+    .await
+}
+
+/// async-openai's plain reqwest transport, minus its retry layer, plus a
+/// look at error responses' status and `Retry-After`.
+#[derive(Clone)]
+struct Transport {
+    http: reqwest::Client,
+}
+
+type TransportFuture =
+    Pin<Box<dyn Future<Output = Result<reqwest::Response, OpenAIError>> + Send>>;
+
+impl tower::Service<HttpRequestFactory> for Transport {
+    type Response = reqwest::Response;
+    type Error = OpenAIError;
+    type Future = TransportFuture;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
+        let http = self.http.clone();
+        Box::pin(async move {
+            let request = factory.build().await?;
+            let response = http.execute(request).await.map_err(OpenAIError::Reqwest)?;
+            if !response.status().is_success() {
+                let hint = Hint {
+                    status: Some(response.status().as_u16()),
+                    retry_after: retry_after(response.headers()),
+                };
+                // Outside a `with_hint` scope there is nobody to tell.
+                let _ = HINT.try_with(|cell| cell.set(hint));
+            }
+            Ok(response)
+        })
+    }
+}
+
+/// `retry-after-ms` (OpenAI's) or `Retry-After` in seconds, capped at a minute.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let delay = if let Some(ms) = text("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
+        Duration::from_secs_f64(ms.max(0.0) / 1000.0)
+    } else {
+        let secs = text("retry-after").and_then(|v| v.trim().parse::<f64>().ok())?;
+        Duration::from_secs_f64(secs.max(0.0))
+    };
+    Some(delay.min(Duration::from_secs(60)))
+}
+
+fn map_error(error: OpenAIError, hint: Hint) -> ModelError {
+    match error {
+        OpenAIError::ApiError(response) => ModelError::Http {
+            status: response.status_code.as_u16(),
+            message: response.api_error.message,
+            retry_after: hint.retry_after,
+            kind: response.api_error.r#type.or(response.api_error.code),
+        },
+        OpenAIError::JSONDeserialize(err, body) => match hint.status {
+            Some(status) => {
+                let parsed: Option<Value> = serde_json::from_str(&body).ok();
+                ModelError::Http {
+                    status,
+                    message: parsed
+                        .as_ref()
+                        .and_then(error_message)
+                        .unwrap_or_else(|| body.chars().take(500).collect()),
+                    retry_after: hint.retry_after,
+                    kind: parsed.as_ref().and_then(error_kind),
+                }
+            }
+            None => ModelError::Malformed(format!("{err}: {}", body.chars().take(300).collect::<String>())),
+        },
+        OpenAIError::Reqwest(err) => reqwest_error(err),
+        OpenAIError::StreamError(err) => ModelError::Interrupted(err.to_string()),
+        OpenAIError::InvalidArgument(message) => ModelError::Request(message),
+        other => ModelError::Transport(other.to_string()),
+    }
+}
+
+fn reqwest_error(err: reqwest::Error) -> ModelError {
+    match err.status() {
+        Some(status) => ModelError::Http {
+            status: status.as_u16(),
+            message: err.to_string(),
+            retry_after: None,
+            kind: None,
+        },
+        None if err.is_body() || err.is_decode() => ModelError::Interrupted(err.to_string()),
+        None => ModelError::Transport(error_chain(&err)),
+    }
+}
+
+/// An error and its sources, which is where reqwest keeps the useful part.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// An error while reading the stream: a chunk that is not JSON means the
+/// stream was cut mid-event, which a new attempt may not repeat.
+fn stream_error(error: OpenAIError) -> ModelError {
+    match error {
+        OpenAIError::JSONDeserialize(err, data) => {
+            ModelError::Interrupted(format!("unreadable chunk ({err}): {}", data.chars().take(200).collect::<String>()))
+        }
+        other => match map_error(other, Hint::default()) {
+            ModelError::Transport(m) => ModelError::Interrupted(m),
+            mapped => mapped,
+        },
+    }
+}
+
+/// The wire request for one model request.
+fn chat_request(request: &ModelRequest, config: &OpenAiConfig) -> CreateChatCompletionRequest {
+    let mut messages = Vec::with_capacity(request.history.len() + request.turn.len() + 2);
+    messages.push(ChatCompletionRequestMessage::System(
+        ChatCompletionRequestSystemMessage {
+            content: ChatCompletionRequestSystemMessageContent::Text(request.system.to_string()),
+            name: None,
+        },
+    ));
+    messages.extend(request.messages().map(wire_message));
+    if let Some(reminder) = &request.reminder {
+        messages.push(user(reminder.to_string()));
+    }
+    let tools: Vec<ChatCompletionTools> = request
+        .tools
+        .iter()
+        .map(|spec| {
+            ChatCompletionTools::Function(ChatCompletionTool {
+                function: FunctionObject {
+                    name: spec.name.clone(),
+                    description: Some(spec.description.clone()),
+                    parameters: Some(spec.parameters.clone()),
+                    strict: None,
+                },
+            })
+        })
+        .collect();
+    CreateChatCompletionRequest {
+        model: config.model.clone(),
+        messages,
+        tools: (!tools.is_empty()).then_some(tools),
+        stream: Some(config.stream),
+        stream_options: config.stream.then_some(ChatCompletionStreamOptions {
+            include_usage: Some(true),
+            include_obfuscation: None,
+        }),
+        ..Default::default()
+    }
+}
+
+fn user(text: String) -> ChatCompletionRequestMessage {
+    ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
+        content: ChatCompletionRequestUserMessageContent::Text(text),
+        name: None,
+    })
+}
+
+fn wire_message(message: &Message) -> ChatCompletionRequestMessage {
+    match message {
+        Message::User { content } => user(content.clone()),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => ChatCompletionRequestMessage::Assistant(ChatCompletionRequestAssistantMessage {
+            content: (!content.is_empty() || tool_calls.is_empty())
+                .then(|| ChatCompletionRequestAssistantMessageContent::Text(content.clone())),
+            tool_calls: (!tool_calls.is_empty()).then(|| {
+                tool_calls
+                    .iter()
+                    .map(|call| {
+                        ChatCompletionMessageToolCalls::Function(ChatCompletionMessageToolCall {
+                            id: call.id.clone(),
+                            function: FunctionCall {
+                                name: call.name.clone(),
+                                arguments: call.arguments.clone(),
+                            },
+                        })
+                    })
+                    .collect()
+            }),
+            ..Default::default()
+        }),
+        Message::Tool { call_id, content } => {
+            ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
+                content: ChatCompletionRequestToolMessageContent::Text(content.clone()),
+                tool_call_id: call_id.clone(),
+            })
+        }
+    }
+}

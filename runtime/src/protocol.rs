@@ -1,0 +1,259 @@
+//! The session protocol: submissions in ([`Op`]), events out ([`Event`]).
+//!
+//! Both are serde-tagged enums with no I/O. The text renderer, the
+//! stream-json writer and the interactive shell are consumers of one event
+//! stream; `docs/stream-json.md` documents the wire form of [`Event`], whose
+//! version is [`STREAM_VERSION`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::mode::Mode;
+use crate::tool::ErrorCode;
+
+/// The stream-json version carried by `session.started`.
+pub const STREAM_VERSION: u32 = 1;
+
+/// A submission to a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Op {
+    /// A user message. Answered by `turn.started` and, at the end of the
+    /// turn, `turn.completed` or `turn.failed`; queued (answered by
+    /// `input.queued`) while another turn runs.
+    UserInput {
+        /// The message.
+        text: String,
+    },
+    /// Switch the mode. Answered by `mode.changed`, or `op.rejected` while a
+    /// turn runs (M6).
+    SetMode {
+        /// The new mode.
+        mode: Mode,
+    },
+    /// Cancel the running turn. Answered by `turn.failed` with category
+    /// `cancelled`, or `op.rejected` when nothing runs.
+    Cancel,
+    /// Ask for the session's state. Answered by `session.status`.
+    Status,
+    /// Cancel whatever runs, drop the queue and stop the session. Answered
+    /// by `session.stopped`.
+    Shutdown,
+}
+
+/// Token counts as the provider reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens in the requests.
+    pub prompt_tokens: u64,
+    /// Tokens the model produced.
+    pub completion_tokens: u64,
+}
+
+impl Usage {
+    /// Adds another request's usage.
+    pub fn add(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+}
+
+/// Why a turn failed; decides the exit code of a headless host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureCategory {
+    /// The model server or the network failed.
+    Infrastructure,
+    /// The agent did not finish: iteration limit, a crash in the turn, a
+    /// script that ran out.
+    Agent,
+    /// Someone cancelled the turn.
+    Cancelled,
+}
+
+/// The status of one tool result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// The call ran and succeeded.
+    Ok,
+    /// The call was refused or failed; `error_code` says how.
+    Error,
+}
+
+/// Whether the session is between turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Activity {
+    /// No turn runs.
+    Idle,
+    /// A turn runs.
+    Running,
+}
+
+/// Something that happened in a session. One JSON object per line in
+/// stream-json, tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum Event {
+    /// The session is ready. Always first.
+    #[serde(rename = "session.started")]
+    SessionStarted {
+        /// The stream-json version ([`STREAM_VERSION`]).
+        version: u32,
+        /// The session id.
+        session_id: String,
+        /// The starting mode.
+        mode: Mode,
+        /// The workspace root.
+        workspace: String,
+        /// The model the session talks to.
+        model: String,
+    },
+    /// A user message was queued behind a running turn.
+    #[serde(rename = "input.queued")]
+    InputQueued {
+        /// Messages waiting, this one included.
+        queue_length: usize,
+    },
+    /// A turn began.
+    #[serde(rename = "turn.started")]
+    TurnStarted {
+        /// The turn id (1, 2, … within the session).
+        turn_id: u64,
+        /// The mode the turn runs in.
+        mode: Mode,
+    },
+    /// A piece of streamed assistant text, for live display. The complete
+    /// text follows in `assistant.message`.
+    #[serde(rename = "assistant.delta")]
+    AssistantDelta {
+        /// The turn.
+        turn_id: u64,
+        /// The new text.
+        text: String,
+    },
+    /// The model's complete text of one response.
+    #[serde(rename = "assistant.message")]
+    AssistantMessage {
+        /// The turn.
+        turn_id: u64,
+        /// The text.
+        text: String,
+    },
+    /// The model's reasoning of one response, when the provider sends it.
+    #[serde(rename = "assistant.reasoning")]
+    AssistantReasoning {
+        /// The turn.
+        turn_id: u64,
+        /// The reasoning text.
+        text: String,
+    },
+    /// The model asked for a tool call.
+    #[serde(rename = "tool.call")]
+    ToolCall {
+        /// The turn.
+        turn_id: u64,
+        /// The call id; `tool.result` carries the same.
+        call_id: String,
+        /// The tool name as the model sent it.
+        name: String,
+        /// The arguments: the parsed object, or the raw text when it is not JSON.
+        arguments: Value,
+    },
+    /// A tool call finished, was refused, or failed.
+    #[serde(rename = "tool.result")]
+    ToolResult {
+        /// The turn.
+        turn_id: u64,
+        /// The call this answers.
+        call_id: String,
+        /// The tool name.
+        name: String,
+        /// `ok` or `error`.
+        status: ToolStatus,
+        /// Set exactly when `status` is `error`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error_code: Option<ErrorCode>,
+        /// The output or error message, truncated for display.
+        output: String,
+    },
+    /// A model request failed in a way worth retrying; it is retried after `delay_ms`.
+    #[serde(rename = "model.retry")]
+    ModelRetry {
+        /// The turn.
+        turn_id: u64,
+        /// The attempt that failed (1-based).
+        attempt: u32,
+        /// The wait before the next attempt.
+        delay_ms: u64,
+        /// What failed.
+        reason: String,
+    },
+    /// The turn ended with a final answer.
+    #[serde(rename = "turn.completed")]
+    TurnCompleted {
+        /// The turn.
+        turn_id: u64,
+        /// Tokens used by the turn's model requests.
+        usage: Usage,
+        /// Model requests the turn made.
+        iterations: u32,
+    },
+    /// The turn ended without a final answer.
+    #[serde(rename = "turn.failed")]
+    TurnFailed {
+        /// The turn.
+        turn_id: u64,
+        /// Why, for machines.
+        category: FailureCategory,
+        /// Why, for people.
+        message: String,
+        /// Whether retrying later may succeed (a retryable infrastructure failure).
+        retryable: bool,
+        /// Tokens used before the failure.
+        usage: Usage,
+        /// Model requests made before the failure.
+        iterations: u32,
+    },
+    /// The mode changed.
+    #[serde(rename = "mode.changed")]
+    ModeChanged {
+        /// The new mode.
+        mode: Mode,
+    },
+    /// A submission was refused; nothing changed.
+    #[serde(rename = "op.rejected")]
+    OpRejected {
+        /// The refused submission's type.
+        op: String,
+        /// Why, and what to do instead.
+        message: String,
+    },
+    /// The session's state, answering [`Op::Status`].
+    #[serde(rename = "session.status")]
+    SessionStatus {
+        /// Idle or running.
+        activity: Activity,
+        /// The mode.
+        mode: Mode,
+        /// Messages waiting for a turn.
+        queue_length: usize,
+        /// Turns run so far.
+        turns: u64,
+    },
+    /// The session actor stopped.
+    #[serde(rename = "session.stopped")]
+    SessionStopped {
+        /// Turns run.
+        turns: u64,
+    },
+    /// The host is done with the session. Always last.
+    #[serde(rename = "session.completed")]
+    SessionCompleted {
+        /// `success`, `failed`, `cancelled` or `error`.
+        status: String,
+        /// The process exit code the host returns.
+        exit_code: i32,
+    },
+}

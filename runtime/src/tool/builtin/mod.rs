@@ -1,0 +1,87 @@
+//! The built-in tools (T4).
+//!
+//! # Layout
+//! - `files`: `read_file`, `list_dir`, `write_file`, `edit_file`.
+//! - `search`: `glob`, `grep`.
+//! - `bash`: `bash`, a shell command in the workspace, killed with its
+//!   process group on timeout or cancel.
+//! - `todo`: `todo_write`, the agent's task list in the session directory.
+//!
+//! Argument names are part of the contract: `path` for every file tool,
+//! `content` for `write_file`, `old_string`/`new_string` for `edit_file`,
+//! `command` for `bash`, `pattern` for `glob` and `grep`.
+
+mod bash;
+mod files;
+mod search;
+mod todo;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub use todo::TodoItem;
+
+use super::definition::{Tool, ToolError};
+
+/// Every built-in tool, in the order the model is shown them.
+pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(files::ReadFile::new()),
+        Arc::new(files::ListDir::new()),
+        Arc::new(search::Glob::new()),
+        Arc::new(search::Grep::new()),
+        Arc::new(files::WriteFile::new()),
+        Arc::new(files::EditFile::new()),
+        Arc::new(bash::Bash::new()),
+        Arc::new(todo::TodoWrite::new()),
+    ]
+}
+
+/// The most text one call returns to the model; longer output is cut in the
+/// middle with a note, so both the start and the end stay visible.
+pub(crate) const MAX_OUTPUT: usize = 64 * 1024;
+
+/// A string argument the schema requires.
+fn required_str<'a>(args: &'a Value, name: &str) -> Result<&'a str, ToolError> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolError::invalid(format!("missing string argument '{name}'")))
+}
+
+fn optional_str<'a>(args: &'a Value, name: &str) -> Option<&'a str> {
+    args.get(name).and_then(Value::as_str)
+}
+
+/// `path` shown relative to the workspace root when it is inside it.
+fn shown(root: &Path, path: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+/// Cuts `text` to at most `max` bytes, keeping its head and tail and saying
+/// how much was left out.
+pub fn truncate_middle(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let keep = max / 2;
+    let mut head_end = keep;
+    while !text.is_char_boundary(head_end) {
+        head_end -= 1;
+    }
+    let mut tail_start = text.len() - keep;
+    while !text.is_char_boundary(tail_start) {
+        tail_start += 1;
+    }
+    format!(
+        "{}\n[... {} bytes omitted ...]\n{}",
+        &text[..head_end],
+        tail_start - head_end,
+        &text[tail_start..]
+    )
+}

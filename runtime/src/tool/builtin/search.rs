@@ -1,0 +1,193 @@
+//! `glob` and `grep`: walk the workspace (honouring `.gitignore`) off the
+//! async threads.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::{MAX_OUTPUT, optional_str, required_str, shown, truncate_middle};
+use crate::tool::definition::{Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
+
+const MAX_MATCHES: usize = 500;
+const MAX_LINE: usize = 300;
+
+/// Files under `root`, skipping `.git` and what `.gitignore` ignores.
+fn walk(root: &Path) -> impl Iterator<Item = PathBuf> {
+    ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .filter_entry(|entry| entry.file_name() != ".git")
+        .build()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+        .map(ignore::DirEntry::into_path)
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(err) if err.is_panic() => Err(ToolError::failed("search crashed")),
+        Err(_) => Err(ToolError::failed("search was cancelled")),
+    }
+}
+
+/// Finds files by glob pattern.
+pub struct Glob(ToolDefinition);
+
+impl Glob {
+    pub fn new() -> Self {
+        Self(ToolDefinition::new(
+            "glob",
+            "Find files whose path (relative to `path`, default the workspace root) \
+             matches a glob `pattern` such as `src/**/*.rs`; sorted, .gitignore honoured.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "Glob pattern, e.g. **/*.rs"},
+                    "path": {"type": "string", "description": "Directory to search (default '.')"}
+                },
+                "required": ["pattern"],
+                "additionalProperties": false
+            }),
+            Safety::ReadOnly,
+        ))
+    }
+}
+
+impl Tool for Glob {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let pattern = required_str(&args, "pattern")?;
+            let matcher = globset::GlobBuilder::new(pattern)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| ToolError::invalid(format!("bad glob pattern '{pattern}': {e}")))?
+                .compile_matcher();
+            let arg = optional_str(&args, "path").unwrap_or(".");
+            let base = ctx.resolve(arg)?;
+            let root = ctx.workspace.root().to_path_buf();
+            blocking(move || {
+                if !base.is_dir() {
+                    return Err(ToolError::io(
+                        &base.display().to_string(),
+                        &std::io::ErrorKind::NotFound.into(),
+                    ));
+                }
+                let mut found: Vec<String> = walk(&base)
+                    .filter(|p| p.strip_prefix(&base).is_ok_and(|rel| matcher.is_match(rel)))
+                    .map(|p| shown(&root, &p))
+                    .collect();
+                found.sort();
+                let total = found.len();
+                found.truncate(MAX_MATCHES);
+                let mut out = found.join("\n");
+                if total == 0 {
+                    out = format!("no files match '{}'", matcher.glob());
+                } else if total > MAX_MATCHES {
+                    out.push_str(&format!("\n[... {} more files]", total - MAX_MATCHES));
+                }
+                Ok(out)
+            })
+            .await
+        })
+    }
+}
+
+/// Searches file contents with a regular expression.
+pub struct Grep(ToolDefinition);
+
+impl Grep {
+    pub fn new() -> Self {
+        Self(ToolDefinition::new(
+            "grep",
+            "Search file contents under `path` (default the workspace root) for a regular \
+             expression `pattern`; prints `file:line:text`. `glob` limits the files searched.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "Regular expression (Rust regex syntax)"},
+                    "path": {"type": "string", "description": "File or directory to search (default '.')"},
+                    "glob": {"type": "string", "description": "Only search files matching this glob"},
+                    "case_insensitive": {"type": "boolean"}
+                },
+                "required": ["pattern"],
+                "additionalProperties": false
+            }),
+            Safety::ReadOnly,
+        ))
+    }
+}
+
+impl Tool for Grep {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let pattern = required_str(&args, "pattern")?;
+            let regex = regex::RegexBuilder::new(pattern)
+                .case_insensitive(args.get("case_insensitive").and_then(Value::as_bool) == Some(true))
+                .build()
+                .map_err(|e| ToolError::invalid(format!("bad regular expression: {e}")))?;
+            let filter = match optional_str(&args, "glob") {
+                Some(g) => Some(
+                    globset::Glob::new(g)
+                        .map_err(|e| ToolError::invalid(format!("bad glob '{g}': {e}")))?
+                        .compile_matcher(),
+                ),
+                None => None,
+            };
+            let arg = optional_str(&args, "path").unwrap_or(".");
+            let base = ctx.resolve(arg)?;
+            let root = ctx.workspace.root().to_path_buf();
+            let shown_arg = arg.to_string();
+            blocking(move || {
+                let files: Box<dyn Iterator<Item = PathBuf>> = if base.is_file() {
+                    Box::new(std::iter::once(base.clone()))
+                } else if base.is_dir() {
+                    Box::new(walk(&base))
+                } else {
+                    return Err(ToolError::io(&shown_arg, &std::io::ErrorKind::NotFound.into()));
+                };
+                let mut lines = Vec::new();
+                let mut total = 0usize;
+                for file in files {
+                    let rel = shown(&root, &file);
+                    if let Some(filter) = &filter {
+                        let name = file.file_name().map(Path::new).unwrap_or(&file);
+                        if !filter.is_match(&rel) && !filter.is_match(name) {
+                            continue;
+                        }
+                    }
+                    let Ok(text) = std::fs::read_to_string(&file) else {
+                        continue; // binary or unreadable: not searchable text
+                    };
+                    for (n, line) in text.lines().enumerate() {
+                        if regex.is_match(line) {
+                            total += 1;
+                            if lines.len() < MAX_MATCHES {
+                                let line = truncate_middle(line, MAX_LINE);
+                                lines.push(format!("{rel}:{}:{line}", n + 1));
+                            }
+                        }
+                    }
+                }
+                if total == 0 {
+                    return Ok(format!("no matches for '{}'", regex.as_str()));
+                }
+                let mut out = lines.join("\n");
+                if total > MAX_MATCHES {
+                    out.push_str(&format!("\n[... {} more matches]", total - MAX_MATCHES));
+                }
+                Ok(truncate_middle(&out, MAX_OUTPUT))
+            })
+            .await
+        })
+    }
+}

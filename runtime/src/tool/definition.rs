@@ -1,0 +1,205 @@
+//! What a tool is: its definition, its per-call safety, and how it fails.
+
+use std::fmt;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::workspace::Workspace;
+use crate::mode::Mode;
+
+/// Whether a tool (or one concrete call of it) can change anything (T1, T5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Safety {
+    /// Reads only: safe in every mode and posture.
+    ReadOnly,
+    /// May change files, processes or the world outside.
+    SideEffect,
+}
+
+/// Everything the gates and the model need to know about a tool (T1).
+#[derive(Debug, Clone)]
+pub struct ToolDefinition {
+    /// Stable routing name; the model calls the tool by it.
+    pub name: String,
+    /// What the model reads about the tool.
+    pub description: String,
+    /// JSON Schema of the arguments object; every call is validated against it.
+    pub input_schema: Value,
+    /// Declared safety; a tool may classify a concrete call more narrowly.
+    pub safety: Safety,
+    /// A control-plane tool: exempt from name allow-lists, never from safety.
+    pub system: bool,
+    /// Overrides the runner's default timeout.
+    pub timeout: Option<Duration>,
+    /// The tool's only effect is writing the file named by its `path`
+    /// argument. Plan mode offers such tools limited to the canonical plan
+    /// file, and the execution gate holds them to exactly that file.
+    pub writes_path_only: bool,
+}
+
+impl ToolDefinition {
+    /// A definition with the given name, description, schema and safety;
+    /// not a system tool, default timeout, not a path writer.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        safety: Safety,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            safety,
+            system: false,
+            timeout: None,
+            writes_path_only: false,
+        }
+    }
+
+    /// Sets a timeout that overrides the runner's default.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Marks the tool as writing only the file its `path` argument names.
+    pub fn writing_path_only(mut self) -> Self {
+        self.writes_path_only = true;
+        self
+    }
+
+    /// Marks the tool as a control-plane tool.
+    pub fn as_system(mut self) -> Self {
+        self.system = true;
+        self
+    }
+}
+
+/// The stable error codes of a tool result (T3). They are part of the
+/// stream-json contract and of what the model reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The mode, an allow-list or a rule does not let this call run.
+    ToolNotAllowed,
+    /// The arguments are not JSON or do not match the tool's schema.
+    InvalidArguments,
+    /// No such tool, or the file or directory the call names does not exist.
+    NotFound,
+    /// The call did not finish within its timeout.
+    Timeout,
+    /// The path leaves the workspace (`..`, absolute, or through a symlink).
+    OutsideWorkspace,
+    /// A permission decision denied the call.
+    PermissionDenied,
+    /// The turn ended before the call finished.
+    Cancelled,
+    /// The tool ran and failed (including a panic or a non-zero exit).
+    Failed,
+}
+
+impl ErrorCode {
+    /// The code as written on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::ToolNotAllowed => "tool_not_allowed",
+            ErrorCode::InvalidArguments => "invalid_arguments",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::Timeout => "timeout",
+            ErrorCode::OutsideWorkspace => "outside_workspace",
+            ErrorCode::PermissionDenied => "permission_denied",
+            ErrorCode::Cancelled => "cancelled",
+            ErrorCode::Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failed tool call: a code for machines and a message for the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ToolError {
+    /// The stable code.
+    pub code: ErrorCode,
+    /// What went wrong, phrased so the model can correct itself.
+    pub message: String,
+}
+
+impl ToolError {
+    /// An error with the given code and message.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// `failed`, the tool ran and could not do what was asked.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Failed, message)
+    }
+
+    /// `invalid_arguments`.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidArguments, message)
+    }
+
+    /// Maps an I/O error on `path` to `not_found` or `failed`.
+    pub fn io(path: &str, err: &std::io::Error) -> Self {
+        match err.kind() {
+            std::io::ErrorKind::NotFound => {
+                Self::new(ErrorCode::NotFound, format!("{path}: no such file or directory"))
+            }
+            _ => Self::failed(format!("{path}: {err}")),
+        }
+    }
+}
+
+/// The future a tool returns.
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'a>>;
+
+/// What a tool call may see of its session.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The workspace, and how far file tools may reach.
+    pub workspace: Workspace,
+    /// The session's mode when the call was made.
+    pub mode: Mode,
+    /// The session directory (`<data dir>/sessions/<id>`), for session-owned state.
+    pub session_dir: PathBuf,
+    /// The canonical plan file of this session.
+    pub plan_file: PathBuf,
+    /// When set, only these tools (and system tools) may run.
+    pub allowed_tools: Option<Arc<[String]>>,
+}
+
+/// A tool the runner can execute.
+///
+/// The trait is object-safe so hosts can register their own tools next to
+/// the built-ins.
+pub trait Tool: Send + Sync + 'static {
+    /// The definition; the gates and the model see only this.
+    fn definition(&self) -> &ToolDefinition;
+
+    /// The safety of one concrete, schema-valid call (T5). Defaults to the
+    /// declared safety; a tool may only narrow it, never widen it.
+    fn classify(&self, _args: &Value) -> Safety {
+        self.definition().safety
+    }
+
+    /// Runs one call whose arguments already passed the schema and the gates.
+    fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a>;
+}

@@ -1,0 +1,126 @@
+//! The two mode gates (M2, M3), derived from the same definitions.
+//!
+//! The definition gate decides what the model is shown; the execution gate
+//! re-checks every call before it runs, because a provider can return a call
+//! for a tool it was never shown. Both ask one question of a definition,
+//! [`plan_access`], so there is no second list of names to drift.
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::definition::{ErrorCode, Safety, ToolContext, ToolDefinition, ToolError};
+use super::registry::{admits, ToolRegistry};
+use crate::mode::Mode;
+
+/// What the model is shown of one tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// The routing name.
+    pub name: String,
+    /// The description, narrowed to what the mode allows.
+    pub description: String,
+    /// The JSON Schema of the arguments.
+    pub parameters: Value,
+}
+
+/// How much of a tool Plan mode lets through.
+enum PlanAccess {
+    /// Every call (the tool is read-only).
+    Full,
+    /// Only calls whose `path` is exactly the canonical plan file.
+    PlanFileOnly,
+    /// Nothing.
+    Denied,
+}
+
+fn plan_access(def: &ToolDefinition) -> PlanAccess {
+    match (def.safety, def.writes_path_only) {
+        (Safety::ReadOnly, _) => PlanAccess::Full,
+        (Safety::SideEffect, true) => PlanAccess::PlanFileOnly,
+        (Safety::SideEffect, false) => PlanAccess::Denied,
+    }
+}
+
+/// The definition gate: the tools a model request offers in `mode`, in
+/// registry order, after the allow-list.
+pub fn definition_gate(
+    registry: &ToolRegistry,
+    mode: Mode,
+    allow: Option<&[String]>,
+    plan_file: &Path,
+) -> Vec<ToolSpec> {
+    registry
+        .allowed(allow)
+        .filter_map(|def| {
+            let description = match mode {
+                Mode::Work | Mode::Operate => def.description.clone(),
+                Mode::Plan => match plan_access(def) {
+                    PlanAccess::Full => def.description.clone(),
+                    PlanAccess::PlanFileOnly => format!(
+                        "Plan mode: limited to the canonical plan file. The only \
+                         accepted `path` is exactly {}; every other path is refused. {}",
+                        plan_file.display(),
+                        def.description
+                    ),
+                    PlanAccess::Denied => return None,
+                },
+            };
+            Some(ToolSpec {
+                name: def.name.clone(),
+                description,
+                parameters: def.input_schema.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The execution gate: whether one call may run in the context's mode.
+///
+/// `safety` is the tool's classification of this concrete call (T5). The
+/// allow-list is checked first, then the mode: Plan lets read-only calls
+/// through, and path writers only when `path` is exactly the plan file.
+pub fn execution_gate(
+    def: &ToolDefinition,
+    safety: Safety,
+    args: &Value,
+    ctx: &ToolContext,
+) -> Result<(), ToolError> {
+    if !admits(ctx.allowed_tools.as_deref(), def) {
+        return Err(ToolError::new(
+            ErrorCode::ToolNotAllowed,
+            format!("'{}' is not among this agent's allowed tools", def.name),
+        ));
+    }
+    match ctx.mode {
+        Mode::Work | Mode::Operate => Ok(()),
+        Mode::Plan if safety == Safety::ReadOnly => Ok(()),
+        Mode::Plan => match plan_access(def) {
+            PlanAccess::PlanFileOnly => {
+                let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
+                if ctx.is_plan_file(path) {
+                    Ok(())
+                } else {
+                    Err(ToolError::new(
+                        ErrorCode::ToolNotAllowed,
+                        format!(
+                            "Plan mode is read-only: '{}' may only write the plan file {} \
+                             (exactly that path), not '{path}'",
+                            def.name,
+                            ctx.plan_file.display()
+                        ),
+                    ))
+                }
+            }
+            PlanAccess::Full | PlanAccess::Denied => Err(ToolError::new(
+                ErrorCode::ToolNotAllowed,
+                format!(
+                    "Plan mode is read-only: '{}' can change things and is not allowed; \
+                     investigate with read-only tools and write the plan file instead",
+                    def.name
+                ),
+            )),
+        },
+    }
+}

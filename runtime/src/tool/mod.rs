@@ -1,0 +1,28 @@
+//! The tool contract (T1–T3): definitions, the registry, and the one entry
+//! point every call goes through.
+//!
+//! # Layout
+//! - `definition`: [`ToolDefinition`], [`Safety`], [`Tool`], [`ToolError`].
+//! - `registry`: [`ToolRegistry`], stable order, duplicate names refused.
+//! - `gate`: the definition gate and the execution gate, both derived from the
+//!   definitions (M2, M3).
+//! - `workspace`: path confinement for file tools (T6).
+//! - `runner`: [`ToolRunner::execute`], validation, gate, timeout, panics.
+//! - `builtin`: the built-in tools (T4).
+
+mod builtin;
+mod definition;
+mod gate;
+mod registry;
+mod runner;
+mod workspace;
+
+pub use builtin::{builtin_tools, truncate_middle, TodoItem};
+pub use definition::{ErrorCode, Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
+pub use gate::{definition_gate, execution_gate, ToolSpec};
+pub use registry::{RegistryError, ToolRegistry};
+pub use runner::{ToolOutcome, ToolRunner};
+pub use workspace::Workspace;
+
+#[cfg(test)]
+mod tests;

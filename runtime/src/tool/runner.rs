@@ -1,0 +1,142 @@
+//! The one entry point every tool call goes through (T3).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use serde_json::Value;
+use tracing::Instrument;
+
+use super::definition::{ErrorCode, ToolContext, ToolError};
+use super::gate::execution_gate;
+use super::registry::ToolRegistry;
+use crate::message::ToolCall;
+
+/// What one call produced: its output, or a coded error.
+pub type ToolOutcome = Result<String, ToolError>;
+
+/// Runs tool calls: lookup, argument parsing, the execution gate, schema
+/// validation, the timeout and panic capture, in that order.
+#[derive(Debug, Clone)]
+pub struct ToolRunner {
+    registry: Arc<ToolRegistry>,
+    default_timeout: Duration,
+}
+
+impl ToolRunner {
+    /// A runner over `registry` whose calls time out after `default_timeout`
+    /// unless a definition says otherwise.
+    pub fn new(registry: Arc<ToolRegistry>, default_timeout: Duration) -> Self {
+        Self {
+            registry,
+            default_timeout,
+        }
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.registry
+    }
+
+    /// Executes one call. Never panics and never hangs past the timeout:
+    /// every failure comes back as a [`ToolError`] the model can read.
+    pub async fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> ToolOutcome {
+        let span = tracing::info_span!("tool_call", call_id = %call.id, tool = %call.name);
+        let outcome = self.execute_inner(call, ctx).instrument(span.clone()).await;
+        span.in_scope(|| match &outcome {
+            Ok(_) => tracing::debug!("tool call succeeded"),
+            Err(err) => tracing::debug!(code = %err.code, "tool call failed"),
+        });
+        outcome
+    }
+
+    async fn execute_inner(&self, call: &ToolCall, ctx: &ToolContext) -> ToolOutcome {
+        let Some(entry) = self.registry.entry(&call.name) else {
+            return Err(ToolError::new(
+                ErrorCode::NotFound,
+                format!("there is no tool named '{}'", call.name),
+            ));
+        };
+        let def = entry.tool.definition();
+        let args = parse_arguments(&call.arguments)?;
+        let safety = entry.tool.classify(&args);
+        execution_gate(def, safety, &args, ctx)?;
+        let problems: Vec<String> = entry
+            .validator
+            .iter_errors(&args)
+            .map(|err| match err.instance_path().to_string() {
+                path if path.is_empty() => err.to_string(),
+                path => format!("{err} at '{path}'"),
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Err(ToolError::invalid(format!(
+                "arguments for '{}' do not match its schema: {}",
+                def.name,
+                problems.join("; ")
+            )));
+        }
+        let limit = def.timeout.unwrap_or(self.default_timeout);
+        let run = AssertUnwindSafe(entry.tool.run(args, ctx)).catch_unwind();
+        match tokio::time::timeout(limit, run).await {
+            Err(_) => Err(ToolError::new(
+                ErrorCode::Timeout,
+                format!("'{}' did not finish within {}", def.name, human(limit)),
+            )),
+            Ok(Err(panic)) => Err(ToolError::failed(format!(
+                "'{}' crashed: {}",
+                def.name,
+                panic_message(panic.as_ref())
+            ))),
+            Ok(Ok(outcome)) => outcome,
+        }
+    }
+}
+
+/// Arguments must be a JSON object; an empty string means no arguments,
+/// which some servers send for tools without parameters.
+fn parse_arguments(raw: &str) -> Result<Value, ToolError> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(other) => Err(ToolError::invalid(format!(
+            "arguments must be a JSON object, got {}",
+            kind(&other)
+        ))),
+        Err(err) => Err(ToolError::invalid(format!(
+            "arguments are not valid JSON ({err})"
+        ))),
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".to_string()
+    }
+}
+
+fn human(d: Duration) -> String {
+    if d.as_millis() < 1000 {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{} s", d.as_secs_f64())
+    }
+}

@@ -1,0 +1,359 @@
+//! The turn loop as a pure state machine: no I/O, no clock, no actors.
+//!
+//! A turn alternates model requests and tool calls until the model answers
+//! without calling a tool. [`TurnMachine::step`] takes one input and returns
+//! the effects the host must perform: emit an event, record a message in the
+//! session's conversation, call the model, run a tool, or finish. The turn
+//! actor is a thin shell around it; the unit tests drive it directly.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::message::{Message, ToolCall};
+use crate::mode::Mode;
+use crate::model::{ModelError, ModelRequest, ModelResponse, RequestContext};
+use crate::prompt::plan_reminder;
+use crate::protocol::{Event, FailureCategory, ToolStatus, Usage};
+use crate::tool::{ErrorCode, ToolError, ToolOutcome, ToolSpec};
+
+/// The most characters of a tool's output a `tool.result` event carries.
+pub const EVENT_OUTPUT_LIMIT: usize = 2000;
+
+/// Everything a turn needs to know up front.
+#[derive(Debug, Clone)]
+pub struct TurnConfig {
+    /// The turn id within the session (1-based).
+    pub turn_id: u64,
+    /// The mode; it cannot change while the turn runs (M6).
+    pub mode: Mode,
+    /// Model requests allowed before the turn fails.
+    pub max_iterations: u32,
+    /// The system prompt.
+    pub system: Arc<str>,
+    /// The tools offered, already through the definition gate.
+    pub tools: Arc<[ToolSpec]>,
+    /// Who asks; `iteration` is filled in per request.
+    pub context: RequestContext,
+    /// The canonical plan file, for the Plan reminder.
+    pub plan_file: PathBuf,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnOutcome {
+    /// The model gave a final answer.
+    Completed {
+        /// The final text.
+        text: String,
+    },
+    /// The turn stopped without one.
+    Failed {
+        /// Why, for machines.
+        category: FailureCategory,
+        /// Why, for people.
+        message: String,
+        /// Whether retrying later may succeed.
+        retryable: bool,
+    },
+}
+
+/// What happened, fed to [`TurnMachine::step`].
+#[derive(Debug)]
+pub enum TurnInput {
+    /// Begin: make the first model request.
+    Start,
+    /// The model answered.
+    ModelResponded(ModelResponse),
+    /// The model request failed (after its retries).
+    ModelFailed(ModelError),
+    /// A tool call finished.
+    ToolFinished {
+        /// The call.
+        call_id: String,
+        /// Its outcome.
+        outcome: ToolOutcome,
+    },
+    /// Stop now.
+    Cancel,
+}
+
+/// What the host must do.
+#[derive(Debug)]
+pub enum TurnEffect {
+    /// Send an event to the session's consumers.
+    Emit(Event),
+    /// Append a message to the session's conversation.
+    Record(Arc<Message>),
+    /// Make a model request and feed back its answer.
+    CallModel(ModelRequest),
+    /// Run a tool call and feed back its outcome.
+    RunTool(ToolCall),
+    /// The turn is over; nothing more will be asked.
+    Finish(TurnOutcome),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    NotStarted,
+    AwaitingModel,
+    RunningTools,
+    Finished,
+}
+
+/// One turn's loop.
+#[derive(Debug)]
+pub struct TurnMachine {
+    config: TurnConfig,
+    history: Arc<[Arc<Message>]>,
+    own: Vec<Arc<Message>>,
+    phase: Phase,
+    iteration: u32,
+    usage: Usage,
+    /// The call running now, then those waiting, in the model's order.
+    queue: VecDeque<ToolCall>,
+}
+
+impl TurnMachine {
+    /// A turn over `history`, which already holds the user's message.
+    pub fn new(config: TurnConfig, history: Arc<[Arc<Message>]>) -> Self {
+        Self {
+            config,
+            history,
+            own: Vec::new(),
+            phase: Phase::NotStarted,
+            iteration: 0,
+            usage: Usage::default(),
+            queue: VecDeque::new(),
+        }
+    }
+
+    /// The turn id.
+    pub fn turn_id(&self) -> u64 {
+        self.config.turn_id
+    }
+
+    /// Model requests made so far.
+    pub fn iterations(&self) -> u32 {
+        self.iteration
+    }
+
+    /// Whether the turn has finished.
+    pub fn is_finished(&self) -> bool {
+        self.phase == Phase::Finished
+    }
+
+    /// Advances the turn by one input.
+    pub fn step(&mut self, input: TurnInput) -> Vec<TurnEffect> {
+        let mut effects = Vec::new();
+        match (self.phase, input) {
+            (Phase::Finished, _) => {}
+            (Phase::NotStarted, TurnInput::Start) => {
+                effects.push(TurnEffect::Emit(Event::TurnStarted {
+                    turn_id: self.config.turn_id,
+                    mode: self.config.mode,
+                }));
+                self.request_model(&mut effects);
+            }
+            (Phase::AwaitingModel, TurnInput::ModelResponded(response)) => {
+                self.on_response(response, &mut effects)
+            }
+            (Phase::AwaitingModel, TurnInput::ModelFailed(error)) => {
+                let retryable = error.is_transient();
+                self.finish(
+                    TurnOutcome::Failed {
+                        category: FailureCategory::Infrastructure,
+                        message: format!("model request failed: {error}"),
+                        retryable,
+                    },
+                    &mut effects,
+                );
+            }
+            (Phase::RunningTools, TurnInput::ToolFinished { call_id, outcome }) => {
+                if self.queue.front().is_some_and(|call| call.id == call_id) {
+                    if let Some(call) = self.queue.pop_front() {
+                        self.answer(&call, outcome, &mut effects);
+                    }
+                    self.next_tool(&mut effects);
+                }
+            }
+            (_, TurnInput::Cancel) => {
+                while let Some(call) = self.queue.pop_front() {
+                    let error = ToolError::new(
+                        ErrorCode::Cancelled,
+                        "the turn was cancelled before this call finished",
+                    );
+                    self.answer(&call, Err(error), &mut effects);
+                }
+                self.finish(
+                    TurnOutcome::Failed {
+                        category: FailureCategory::Cancelled,
+                        message: "the turn was cancelled".into(),
+                        retryable: false,
+                    },
+                    &mut effects,
+                );
+            }
+            // Inputs that do not belong to the current phase are stale (a
+            // late answer after a cancel, say) and change nothing.
+            (
+                Phase::NotStarted | Phase::AwaitingModel | Phase::RunningTools,
+                TurnInput::Start
+                | TurnInput::ModelResponded(_)
+                | TurnInput::ModelFailed(_)
+                | TurnInput::ToolFinished { .. },
+            ) => {}
+        }
+        effects
+    }
+
+    fn request_model(&mut self, effects: &mut Vec<TurnEffect>) {
+        if self.iteration >= self.config.max_iterations {
+            let limit = self.config.max_iterations;
+            self.finish(
+                TurnOutcome::Failed {
+                    category: FailureCategory::Agent,
+                    message: format!(
+                        "the turn reached its limit of {limit} model requests without a final answer"
+                    ),
+                    retryable: false,
+                },
+                effects,
+            );
+            return;
+        }
+        self.iteration += 1;
+        let reminder = (self.config.mode == Mode::Plan)
+            .then(|| Arc::from(plan_reminder(self.iteration, &self.config.plan_file)));
+        let mut context = self.config.context.clone();
+        context.iteration = self.iteration;
+        self.phase = Phase::AwaitingModel;
+        effects.push(TurnEffect::CallModel(ModelRequest {
+            system: self.config.system.clone(),
+            history: self.history.clone(),
+            turn: self.own.clone(),
+            reminder,
+            tools: self.config.tools.clone(),
+            context,
+        }));
+    }
+
+    fn on_response(&mut self, response: ModelResponse, effects: &mut Vec<TurnEffect>) {
+        let turn_id = self.config.turn_id;
+        if let Some(usage) = response.usage {
+            self.usage.add(usage.into());
+        }
+        if let Some(reasoning) = response.reasoning.filter(|r| !r.is_empty()) {
+            effects.push(TurnEffect::Emit(Event::AssistantReasoning {
+                turn_id,
+                text: reasoning,
+            }));
+        }
+        if !response.text.is_empty() {
+            effects.push(TurnEffect::Emit(Event::AssistantMessage {
+                turn_id,
+                text: response.text.clone(),
+            }));
+        }
+        self.record(
+            Message::Assistant {
+                content: response.text.clone(),
+                tool_calls: response.tool_calls.clone(),
+            },
+            effects,
+        );
+        if response.tool_calls.is_empty() {
+            self.finish(
+                TurnOutcome::Completed {
+                    text: response.text,
+                },
+                effects,
+            );
+            return;
+        }
+        for call in &response.tool_calls {
+            effects.push(TurnEffect::Emit(Event::ToolCall {
+                turn_id,
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: serde_json::from_str(&call.arguments)
+                    .unwrap_or_else(|_| Value::String(call.arguments.clone())),
+            }));
+        }
+        self.queue = response.tool_calls.into();
+        self.phase = Phase::RunningTools;
+        self.next_tool(effects);
+    }
+
+    /// Runs the next queued call, or asks the model again when none is left.
+    fn next_tool(&mut self, effects: &mut Vec<TurnEffect>) {
+        match self.queue.front() {
+            Some(call) => effects.push(TurnEffect::RunTool(call.clone())),
+            None => self.request_model(effects),
+        }
+    }
+
+    /// Records a call's observation and reports it.
+    fn answer(&mut self, call: &ToolCall, outcome: ToolOutcome, effects: &mut Vec<TurnEffect>) {
+        let (status, error_code, content) = match outcome {
+            Ok(output) => (ToolStatus::Ok, None, output),
+            Err(error) => (
+                ToolStatus::Error,
+                Some(error.code),
+                format!("error ({}): {}", error.code, error.message),
+            ),
+        };
+        effects.push(TurnEffect::Emit(Event::ToolResult {
+            turn_id: self.config.turn_id,
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            status,
+            error_code,
+            output: crate::tool::truncate_middle(&content, EVENT_OUTPUT_LIMIT),
+        }));
+        self.record(
+            Message::Tool {
+                call_id: call.id.clone(),
+                content,
+            },
+            effects,
+        );
+    }
+
+    fn record(&mut self, message: Message, effects: &mut Vec<TurnEffect>) {
+        let message = Arc::new(message);
+        self.own.push(message.clone());
+        effects.push(TurnEffect::Record(message));
+    }
+
+    fn finish(&mut self, outcome: TurnOutcome, effects: &mut Vec<TurnEffect>) {
+        self.phase = Phase::Finished;
+        let turn_id = self.config.turn_id;
+        let event = match &outcome {
+            TurnOutcome::Completed { .. } => Event::TurnCompleted {
+                turn_id,
+                usage: self.usage,
+                iterations: self.iteration,
+            },
+            TurnOutcome::Failed {
+                category,
+                message,
+                retryable,
+            } => Event::TurnFailed {
+                turn_id,
+                category: *category,
+                message: message.clone(),
+                retryable: *retryable,
+                usage: self.usage,
+                iterations: self.iteration,
+            },
+        };
+        effects.push(TurnEffect::Emit(event));
+        effects.push(TurnEffect::Finish(outcome));
+    }
+}
+
+#[cfg(test)]
+mod tests;
