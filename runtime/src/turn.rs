@@ -297,11 +297,12 @@ impl TurnMachine {
 
     /// Records a call's observation and reports it.
     fn answer(&mut self, call: &ToolCall, outcome: ToolOutcome, effects: &mut Vec<TurnEffect>) {
-        let (status, error_code, content) = match outcome {
-            Ok(output) => (ToolStatus::Ok, None, output),
+        let (status, error_code, shown, content) = match outcome {
+            Ok(output) => (ToolStatus::Ok, None, None, output),
             Err(error) => (
                 ToolStatus::Error,
                 Some(error.code),
+                Some(crate::tool::truncate_middle(&error.message, EVENT_OUTPUT_LIMIT)),
                 format!("error ({}): {}", error.code, error.message),
             ),
         };
@@ -311,7 +312,7 @@ impl TurnMachine {
             name: call.name.clone(),
             status,
             error_code,
-            output: crate::tool::truncate_middle(&content, EVENT_OUTPUT_LIMIT),
+            output: shown.unwrap_or_else(|| crate::tool::truncate_middle(&content, EVENT_OUTPUT_LIMIT)),
         }));
         self.record(
             Message::Tool {

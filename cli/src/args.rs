@@ -1,0 +1,87 @@
+//! The command line as plain data (clap), before any validation.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// cadre: an actor-based runtime for coding agents.
+#[derive(Debug, Parser)]
+#[command(name = "cadre", version, about, propagate_version = true)]
+pub struct Cli {
+    /// More log output on stderr (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one prompt to completion without a terminal UI.
+    Exec(ExecArgs),
+}
+
+/// How `exec` prints the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// For people: the answer on stdout, progress on stderr.
+    Text,
+    /// One JSON object at the end.
+    Json,
+    /// One JSON event per line as it happens (see docs/stream-json.md).
+    StreamJson,
+}
+
+/// `cadre exec`.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The prompt.
+    pub prompt: String,
+
+    /// Interaction mode: plan, work (agent, act, normal) or operate.
+    #[arg(long, default_value = "work")]
+    pub mode: String,
+
+    /// The workspace root (default: the current directory).
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+
+    /// Where sessions are stored (default: $CADRE_HOME, else the platform data dir + cadre).
+    #[arg(long, env = "CADRE_HOME")]
+    pub data_dir: Option<PathBuf>,
+
+    /// Base URL of an OpenAI-compatible server, including /v1.
+    #[arg(long, env = "OPENAI_BASE_URL")]
+    pub base_url: Option<String>,
+
+    /// The model name (required with --base-url).
+    #[arg(long, env = "OPENAI_MODEL")]
+    pub model: Option<String>,
+
+    /// A model script file (TOML, or JSON by extension) instead of a server.
+    #[arg(long, conflicts_with = "base_url")]
+    pub script: Option<PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub output_format: OutputFormat,
+
+    /// Model requests one turn may make before it fails.
+    #[arg(long, default_value_t = 50)]
+    pub max_iterations: u32,
+
+    /// Retries of a failed model request (429, 5xx, connection errors, dropped streams).
+    #[arg(long, default_value_t = 4)]
+    pub max_retries: u32,
+
+    /// Seconds a tool call may run before it times out.
+    #[arg(long, default_value_t = 120)]
+    pub tool_timeout: u64,
+
+    /// Ask the server for whole responses instead of streams.
+    #[arg(long)]
+    pub no_stream: bool,
+}
