@@ -1,0 +1,351 @@
+//! A local mock of an OpenAI-compatible chat-completions server.
+//!
+//! It serves concurrent requests on a loopback port, answers each from a
+//! queue of scripted responses (SSE streams cut into pieces of any size,
+//! JSON bodies, error statuses, streams that break off or hang), records
+//! every request body, and checks on every request the protocol invariant a
+//! real server enforces: each `tool` message answers a call made by an
+//! earlier assistant message, and every call is answered before the
+//! conversation moves on. A request that breaks it gets a 400, like from a
+//! real server, and the violation is kept for the test to assert on.
+
+use std::collections::{HashSet, VecDeque};
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A `text/event-stream` body, written in pieces of `piece` bytes
+    /// (whole when `None`) with `gap` between pieces.
+    Stream {
+        body: String,
+        piece: Option<usize>,
+        gap: Duration,
+    },
+    /// Any status, content type and body, with extra headers.
+    Raw {
+        status: u16,
+        content_type: String,
+        body: String,
+        headers: Vec<(String, String)>,
+        piece: Option<usize>,
+    },
+    /// A stream that sends `body` and then breaks the connection.
+    BreakAfter { body: String },
+    /// A stream that sends `body` and then stays silent until the client leaves.
+    HangAfter { body: String },
+}
+
+impl Reply {
+    /// An SSE stream of chunks, sent whole.
+    pub fn sse(chunks: &[Value]) -> Self {
+        Reply::Stream {
+            body: sse_body(chunks),
+            piece: None,
+            gap: Duration::ZERO,
+        }
+    }
+
+    /// The same stream cut into `piece`-byte writes.
+    pub fn sse_in_pieces(chunks: &[Value], piece: usize) -> Self {
+        Reply::Stream {
+            body: sse_body(chunks),
+            piece: Some(piece),
+            gap: Duration::ZERO,
+        }
+    }
+
+    /// A JSON body with a status.
+    pub fn json(status: u16, body: Value) -> Self {
+        Reply::Raw {
+            status,
+            content_type: "application/json".into(),
+            body: body.to_string(),
+            headers: Vec::new(),
+            piece: None,
+        }
+    }
+
+    /// An error status with an OpenAI-style error body and `retry-after-ms: 1`.
+    pub fn error(status: u16, message: &str) -> Self {
+        Reply::Raw {
+            status,
+            content_type: "application/json".into(),
+            body: json!({"error": {"message": message, "type": "server_error"}}).to_string(),
+            headers: vec![("retry-after-ms".into(), "1".into())],
+            piece: None,
+        }
+    }
+}
+
+/// The body of an SSE stream: one `data:` event per chunk, then `[DONE]`.
+pub fn sse_body(chunks: &[Value]) -> String {
+    let mut body = String::new();
+    for chunk in chunks {
+        body.push_str("data: ");
+        body.push_str(&chunk.to_string());
+        body.push_str("\n\n");
+    }
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// A streamed chunk with the usual envelope.
+pub fn chunk(choices: Value) -> Value {
+    json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "mock", "choices": choices})
+}
+
+/// Chunks streaming `text` in a few pieces, then `finish_reason: stop`.
+pub fn text_chunks(text: &str) -> Vec<Value> {
+    let mut out = vec![chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]))];
+    let words: Vec<&str> = text.split_inclusive(' ').collect();
+    for piece in words.chunks(3) {
+        out.push(chunk(json!([{"index": 0, "delta": {"content": piece.concat()}, "finish_reason": null}])));
+    }
+    out.push(chunk(json!([{"index": 0, "delta": {}, "finish_reason": "stop"}])));
+    out.push(usage_chunk(10, 5));
+    out
+}
+
+/// One tool call, its arguments streamed in two pieces.
+pub fn tool_call_chunks(id: &str, name: &str, arguments: &Value) -> Vec<Value> {
+    tool_calls_chunks(&[(id, name, arguments.clone())])
+}
+
+/// Several tool calls in one response, their argument pieces interleaved.
+pub fn tool_calls_chunks(calls: &[(&str, &str, Value)]) -> Vec<Value> {
+    let mut out = Vec::new();
+    let texts: Vec<String> = calls.iter().map(|(_, _, a)| a.to_string()).collect();
+    for (index, (id, name, _)) in calls.iter().enumerate() {
+        out.push(chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": null, "tool_calls": [
+            {"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}
+        ]}, "finish_reason": null}])));
+    }
+    for half in 0..2 {
+        for (index, text) in texts.iter().enumerate() {
+            let mid = text.len() / 2;
+            let mid = (0..=mid).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+            let piece = if half == 0 { &text[..mid] } else { &text[mid..] };
+            out.push(chunk(json!([{"index": 0, "delta": {"tool_calls": [
+                {"index": index, "function": {"arguments": piece}}
+            ]}, "finish_reason": null}])));
+        }
+    }
+    out.push(chunk(json!([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}])));
+    out.push(usage_chunk(20, 7));
+    out
+}
+
+/// The usage chunk OpenAI sends last, with empty `choices`.
+pub fn usage_chunk(prompt: u64, completion: u64) -> Value {
+    json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "mock",
+           "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}})
+}
+
+type Responder = Arc<dyn Fn(&Value) -> Option<Reply> + Send + Sync>;
+
+#[derive(Default)]
+struct Shared {
+    queue: Mutex<VecDeque<Reply>>,
+    responder: Mutex<Option<Responder>>,
+    requests: Mutex<Vec<Value>>,
+    violations: Mutex<Vec<String>>,
+}
+
+/// A running mock server; it stops when dropped.
+pub struct MockServer {
+    /// The base URL, including `/v1`.
+    pub url: String,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl MockServer {
+    /// Starts a server on a free loopback port.
+    pub async fn start() -> Self {
+        let shared = Arc::new(Shared::default());
+        let app = Router::new()
+            .route("/v1/chat/completions", post(handle))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            url: format!("http://{addr}/v1"),
+            shared,
+            task,
+        }
+    }
+
+    /// Queues replies, answered in order.
+    pub fn push(&self, replies: impl IntoIterator<Item = Reply>) {
+        self.shared.queue.lock().expect("lock").extend(replies);
+    }
+
+    /// Answers requests the queue does not cover by calling `responder` with
+    /// the request body (for concurrent agents, each picking by its prompt).
+    pub fn respond_with(&self, responder: impl Fn(&Value) -> Option<Reply> + Send + Sync + 'static) {
+        *self.shared.responder.lock().expect("lock") = Some(Arc::new(responder));
+    }
+
+    /// Every request body received, in arrival order.
+    pub fn requests(&self) -> Vec<Value> {
+        self.shared.requests.lock().expect("lock").clone()
+    }
+
+    /// Protocol violations seen in requests.
+    pub fn violations(&self) -> Vec<String> {
+        self.shared.violations.lock().expect("lock").clone()
+    }
+}
+
+async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let _ = headers;
+    let request: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => return plain(400, &format!("mock: request is not JSON: {e}")),
+    };
+    shared.requests.lock().expect("lock").push(request.clone());
+    if let Err(violation) = check_tool_protocol(&request) {
+        shared.violations.lock().expect("lock").push(violation.clone());
+        return Reply::json(400, json!({"error": {"message": violation, "type": "invalid_request_error"}})).into_response();
+    }
+    let reply = shared.queue.lock().expect("lock").pop_front();
+    let responder = shared.responder.lock().expect("lock").clone();
+    let reply = reply.or_else(|| responder.and_then(|r| r(&request)));
+    match reply {
+        Some(reply) => reply.into_response(),
+        None => plain(500, "mock: no reply left for this request"),
+    }
+}
+
+fn plain(status: u16, text: &str) -> Response {
+    Response::builder()
+        .status(status)
+        .header("content-type", "text/plain")
+        .body(Body::from(text.to_string()))
+        .expect("response")
+}
+
+/// Every tool message must answer a call of the nearest assistant message
+/// before it, once; every call must be answered before another message.
+pub fn check_tool_protocol(request: &Value) -> Result<(), String> {
+    let messages = request["messages"].as_array().ok_or("no messages array")?;
+    let mut open: HashSet<String> = HashSet::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    for (i, message) in messages.iter().enumerate() {
+        match message["role"].as_str() {
+            Some("assistant") => {
+                if !open.is_empty() {
+                    return Err(format!("message {i}: assistant message while calls {open:?} are unanswered"));
+                }
+                for call in message["tool_calls"].as_array().into_iter().flatten() {
+                    let id = call["id"].as_str().unwrap_or_default().to_string();
+                    if id.is_empty() || !seen.insert(id.clone()) {
+                        return Err(format!("message {i}: tool call id '{id}' is empty or repeated"));
+                    }
+                    open.insert(id);
+                }
+            }
+            Some("tool") => {
+                let id = message["tool_call_id"].as_str().unwrap_or_default();
+                if !open.remove(id) {
+                    return Err(format!("message {i}: tool message answers '{id}', which no earlier assistant message left open"));
+                }
+            }
+            Some(_) => {
+                if !open.is_empty() {
+                    return Err(format!("message {i}: conversation moved on while calls {open:?} are unanswered"));
+                }
+            }
+            None => return Err(format!("message {i} has no role")),
+        }
+    }
+    Ok(())
+}
+
+impl Reply {
+    fn into_response(self) -> Response {
+        match self {
+            Reply::Stream { body, piece, gap } => streamed(200, "text/event-stream", &[], body, piece, gap),
+            Reply::Raw {
+                status,
+                content_type,
+                body,
+                headers,
+                piece,
+            } => streamed(status, &content_type, &headers, body, piece, Duration::ZERO),
+            Reply::BreakAfter { body } => {
+                let stream = futures::stream::iter(vec![
+                    Ok::<Bytes, std::io::Error>(Bytes::from(body)),
+                    Err(std::io::Error::other("mock: connection broken on purpose")),
+                ]);
+                sse_response(Body::from_stream(stream))
+            }
+            Reply::HangAfter { body } => {
+                let stream = futures::stream::once(async move { Ok::<Bytes, Infallible>(Bytes::from(body)) })
+                    .chain(futures::stream::pending());
+                sse_response(Body::from_stream(stream))
+            }
+        }
+    }
+}
+
+fn sse_response(body: Body) -> Response {
+    Response::builder()
+        .status(200)
+        .header("content-type", "text/event-stream")
+        .body(body)
+        .expect("response")
+}
+
+fn streamed(
+    status: u16,
+    content_type: &str,
+    headers: &[(String, String)],
+    body: String,
+    piece: Option<usize>,
+    gap: Duration,
+) -> Response {
+    let mut builder = Response::builder()
+        .status(StatusCode::from_u16(status).expect("status"))
+        .header("content-type", content_type);
+    for (name, value) in headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    let bytes = body.into_bytes();
+    let body = match piece {
+        None if gap.is_zero() => Body::from(bytes),
+        _ => {
+            let size = piece.unwrap_or(bytes.len().max(1)).max(1);
+            let pieces: Vec<Bytes> = bytes.chunks(size).map(Bytes::copy_from_slice).collect();
+            let stream = futures::stream::iter(pieces).then(move |p| async move {
+                if !gap.is_zero() {
+                    tokio::time::sleep(gap).await;
+                }
+                Ok::<Bytes, Infallible>(p)
+            });
+            Body::from_stream(stream)
+        }
+    };
+    builder.body(body).expect("response")
+}

@@ -1,0 +1,227 @@
+//! Shared test support: the mock server and a session harness.
+
+pub mod mock;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cadre::actors::{spawn_session, SessionConfig, SessionHandle, SessionServices};
+use cadre::runtime::model::{ModelClient, OpenAiClient, OpenAiConfig, RetryPolicy, Retrying};
+use cadre::runtime::paths::DataDir;
+use cadre::runtime::protocol::{Event, Op};
+use cadre::runtime::tool::{Tool, ToolRegistry, ToolRunner, Workspace};
+use cadre::runtime::Mode;
+use tempfile::TempDir;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// How long any test waits for an event before it fails instead of hanging.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+/// A retry policy fast enough for tests.
+pub fn quick_retries(max_attempts: u32) -> RetryPolicy {
+    RetryPolicy {
+        max_attempts,
+        base_delay: Duration::from_millis(2),
+        max_delay: Duration::from_millis(20),
+    }
+}
+
+/// Builds a session against a model, in fresh temporary directories.
+pub struct SessionBuilder {
+    model: Arc<dyn ModelClient>,
+    mode: Mode,
+    tools: Vec<Arc<dyn Tool>>,
+    tool_timeout: Duration,
+    max_iterations: u32,
+}
+
+impl SessionBuilder {
+    /// A session talking to the mock server at `url`, streaming, quick retries.
+    pub fn openai(url: &str) -> Self {
+        Self::openai_with(url, true, quick_retries(3))
+    }
+
+    /// A session talking to `url` with the given streaming and retry choices.
+    pub fn openai_with(url: &str, stream: bool, retry: RetryPolicy) -> Self {
+        let mut config = OpenAiConfig::new(url, "mock-model");
+        config.stream = stream;
+        let client = OpenAiClient::new(config).expect("client");
+        Self::model(Arc::new(Retrying::new(Arc::new(client), retry)))
+    }
+
+    /// A session talking to any model.
+    pub fn model(model: Arc<dyn ModelClient>) -> Self {
+        Self {
+            model,
+            mode: Mode::Work,
+            tools: Vec::new(),
+            tool_timeout: Duration::from_secs(30),
+            max_iterations: 20,
+        }
+    }
+
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Registers an extra tool after the built-ins.
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = timeout;
+        self
+    }
+
+    pub fn max_iterations(mut self, n: u32) -> Self {
+        self.max_iterations = n;
+        self
+    }
+
+    pub async fn start(self) -> TestSession {
+        let workspace = TempDir::new().expect("workspace");
+        let data = TempDir::new().expect("data dir");
+        let mut registry = ToolRegistry::with_builtins();
+        for tool in self.tools {
+            registry.register(tool).expect("register tool");
+        }
+        let session_id = uuid::Uuid::new_v4().to_string();
+        let paths = DataDir::new(data.path()).session(&session_id);
+        let config = SessionConfig {
+            session_id: session_id.clone(),
+            mode: self.mode,
+            workspace: Workspace::new(workspace.path()).expect("workspace"),
+            paths: paths.clone(),
+            max_iterations: self.max_iterations,
+            role: "main".into(),
+            allowed_tools: None,
+        };
+        let services = SessionServices {
+            model: self.model,
+            tools: ToolRunner::new(Arc::new(registry), self.tool_timeout),
+        };
+        let (handle, events) = spawn_session(config, services).await.expect("spawn session");
+        TestSession {
+            handle: Some(handle),
+            events,
+            session_id,
+            plan_file: paths.plan_file(),
+            session_dir: paths.dir,
+            workspace,
+            data,
+        }
+    }
+}
+
+/// A running session and its directories.
+pub struct TestSession {
+    handle: Option<SessionHandle>,
+    pub events: UnboundedReceiver<Event>,
+    pub session_id: String,
+    pub plan_file: PathBuf,
+    pub session_dir: PathBuf,
+    pub workspace: TempDir,
+    pub data: TempDir,
+}
+
+impl TestSession {
+    pub fn handle(&self) -> &SessionHandle {
+        self.handle.as_ref().expect("session still running")
+    }
+
+    pub fn submit(&self, op: Op) {
+        self.handle().submit(op).expect("submit");
+    }
+
+    /// The next event, failing the test after [`PATIENCE`].
+    pub async fn next_event(&mut self) -> Event {
+        tokio::time::timeout(PATIENCE, self.events.recv())
+            .await
+            .expect("timed out waiting for an event")
+            .expect("event stream closed")
+    }
+
+    /// Events up to and including the first one `stop` accepts.
+    pub async fn events_until(&mut self, stop: impl Fn(&Event) -> bool) -> Vec<Event> {
+        let mut seen = Vec::new();
+        loop {
+            let event = self.next_event().await;
+            let done = stop(&event);
+            seen.push(event);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    /// Sends a prompt and collects events until its turn completes or fails.
+    pub async fn turn(&mut self, prompt: &str) -> Vec<Event> {
+        self.submit(Op::UserInput { text: prompt.into() });
+        self.events_until(is_turn_end).await
+    }
+
+    pub fn workspace_path(&self) -> PathBuf {
+        self.workspace.path().to_path_buf()
+    }
+
+    /// Shuts the session down and waits for it to stop.
+    pub async fn shutdown(mut self) {
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.submit(Op::Shutdown);
+            tokio::time::timeout(PATIENCE, handle.stopped())
+                .await
+                .expect("session did not stop");
+        }
+    }
+}
+
+pub fn is_turn_end(event: &Event) -> bool {
+    matches!(event, Event::TurnCompleted { .. } | Event::TurnFailed { .. })
+}
+
+/// The last event, which a finished turn makes its end.
+pub fn turn_end(events: &[Event]) -> &Event {
+    events.last().expect("no events")
+}
+
+/// The `tool.result` events, as (name, error code or "ok").
+pub fn tool_results(events: &[Event]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolResult {
+                name, error_code, ..
+            } => Some((
+                name.clone(),
+                error_code.map_or_else(|| "ok".to_string(), |c| c.as_str().to_string()),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every file under `dir` with its bytes, for byte-identical comparisons.
+pub fn tree(dir: &std::path::Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read_dir") {
+            let entry = entry.expect("entry");
+            let path = entry.path();
+            let meta = std::fs::symlink_metadata(&path).expect("meta");
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.file_type().is_symlink() {
+                out.push((path.clone(), std::fs::read_link(&path).expect("link").into_os_string().into_encoded_bytes()));
+            } else {
+                out.push((path.clone(), std::fs::read(&path).expect("read")));
+            }
+        }
+    }
+    out.sort();
+    out
+}
