@@ -147,6 +147,16 @@ pub fn tool_calls_chunks(calls: &[(&str, &str, Value)]) -> Vec<Value> {
     out
 }
 
+/// One tool call whose arguments are sent verbatim, valid JSON or not.
+pub fn raw_tool_call_chunks(id: &str, name: &str, arguments: &str) -> Vec<Value> {
+    vec![
+        chunk(json!([{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+            {"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        ]}, "finish_reason": "tool_calls"}])),
+        usage_chunk(5, 5),
+    ]
+}
+
 /// The usage chunk OpenAI sends last, with empty `choices`.
 pub fn usage_chunk(prompt: u64, completion: u64) -> Value {
     json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "mock",
