@@ -1,0 +1,193 @@
+//! The `cadre` binary end to end, as a process: exit codes and stream-json
+//! lines checked against the schema in `docs/stream-json.md`.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::support::mock::{text_chunks, tool_call_chunks, MockServer, Reply};
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `cadre` with `args`, in a clean environment.
+async fn cadre(args: &[&str]) -> Output {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_cadre"))
+        .args(args)
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_MODEL")
+        .env_remove("CADRE_HOME")
+        .env_remove("RUST_LOG")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("run cadre");
+    Output {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// The schema in `docs/stream-json.md`, compiled once.
+fn schema() -> &'static jsonschema::Validator {
+    static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/stream-json.md"))
+            .expect("docs/stream-json.md");
+        let after = doc.split("## Schema").nth(1).expect("a '## Schema' section");
+        let block = after.split("```json").nth(1).expect("a json block").split("```").next().expect("block end");
+        let schema: Value = serde_json::from_str(block).expect("the schema is JSON");
+        jsonschema::validator_for(&schema).expect("the schema compiles")
+    })
+}
+
+/// Parses stream-json output, checking every line against the schema and
+/// the first and last line against the contract.
+fn events(out: &Output) -> Vec<Value> {
+    let mut events = Vec::new();
+    for (n, line) in out.stdout.lines().enumerate() {
+        let event: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: not JSON ({e}): {line}", n + 1));
+        let problems: Vec<String> = schema().iter_errors(&event).map(|e| e.to_string()).collect();
+        assert!(problems.is_empty(), "line {} does not validate: {problems:?}\n{line}", n + 1);
+        events.push(event);
+    }
+    let first = events.first().expect("no output");
+    assert_eq!(first["type"], "session.started");
+    assert_eq!(first["version"], 1);
+    let last = events.last().expect("no output");
+    assert_eq!(last["type"], "session.completed");
+    assert_eq!(last["exit_code"], out.code, "session.completed disagrees with the exit code");
+    events
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+fn dirs() -> (TempDir, TempDir) {
+    (TempDir::new().expect("workspace"), TempDir::new().expect("data"))
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+#[tokio::test]
+async fn the_built_in_demo_in_plan_mode_refuses_a_write_writes_the_plan_and_exits_0() {
+    let (ws, data) = dirs();
+    let out = cadre(&[
+        "exec", "--mode", "plan", "--workspace", s(ws.path()), "--data-dir", s(data.path()),
+        "--output-format", "stream-json", "Add a greeting module",
+    ])
+    .await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let events = events(&out);
+
+    let refused: Vec<_> = of_type(&events, "tool.result")
+        .into_iter()
+        .filter(|e| e["error_code"] == "tool_not_allowed")
+        .collect();
+    assert_eq!(refused.len(), 1, "{events:?}");
+    assert_eq!(refused[0]["name"], "write_file");
+    let session_id = events[0]["session_id"].as_str().expect("id");
+    let plan = data.path().join("sessions").join(session_id).join("artifacts").join("plan.md");
+    let text = std::fs::read_to_string(&plan).expect("the plan was written");
+    assert!(text.starts_with("## Summary\n\n"), "{text}");
+    assert_eq!(std::fs::read_dir(ws.path()).expect("ws").count(), 0, "the workspace changed");
+    assert_eq!(of_type(&events, "turn.completed").len(), 1);
+}
+
+#[tokio::test]
+async fn exec_against_a_server_prints_the_answer_on_stdout_and_exits_0() {
+    let mock = MockServer::start().await;
+    mock.push([
+        Reply::sse(&tool_call_chunks("c1", "list_dir", &serde_json::json!({}))),
+        Reply::sse(&text_chunks("The workspace is empty.")),
+    ]);
+    let (ws, data) = dirs();
+    let out = cadre(&[
+        "exec", "--base-url", &mock.url, "--model", "m", "--workspace", s(ws.path()),
+        "--data-dir", s(data.path()), "What is here?",
+    ])
+    .await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "The workspace is empty.\n");
+    assert!(out.stderr.contains("→ list_dir"), "{}", out.stderr);
+    assert_eq!(mock.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn exec_exits_1_when_the_agent_runs_out_of_iterations() {
+    let mock = MockServer::start().await;
+    mock.respond_with(|_| Some(Reply::sse(&tool_call_chunks("loop", "list_dir", &serde_json::json!({})))));
+    let (ws, data) = dirs();
+    let out = cadre(&[
+        "exec", "--base-url", &mock.url, "--model", "m", "--workspace", s(ws.path()),
+        "--data-dir", s(data.path()), "--max-iterations", "2", "--output-format", "stream-json", "loop forever",
+    ])
+    .await;
+    assert_eq!(out.code, 1, "stderr: {}", out.stderr);
+    let events = events(&out);
+    let failed = of_type(&events, "turn.failed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["category"], "agent");
+    assert_eq!(failed[0]["iterations"], 2);
+    assert!(failed[0]["message"].as_str().is_some_and(|m| m.contains("limit of 2 model requests")));
+}
+
+#[tokio::test]
+async fn exec_exits_75_when_the_server_keeps_failing_after_retries() {
+    let mock = MockServer::start().await;
+    mock.respond_with(|_| Some(Reply::error(503, "overloaded")));
+    let (ws, data) = dirs();
+    let out = cadre(&[
+        "exec", "--base-url", &mock.url, "--model", "m", "--workspace", s(ws.path()),
+        "--data-dir", s(data.path()), "--max-retries", "2", "--output-format", "stream-json", "hello",
+    ])
+    .await;
+    assert_eq!(out.code, 75, "stderr: {}", out.stderr);
+    let events = events(&out);
+    assert_eq!(of_type(&events, "model.retry").len(), 2);
+    let failed = of_type(&events, "turn.failed");
+    assert_eq!(failed[0]["category"], "infrastructure");
+    assert_eq!(failed[0]["retryable"], true);
+    assert_eq!(mock.requests().len(), 3, "1 request + 2 retries");
+}
+
+#[tokio::test]
+async fn exec_exits_2_on_bad_usage_config_or_script_and_says_where() {
+    let (ws, data) = dirs();
+    let script = ws.path().join("broken.toml");
+    std::fs::write(&script, "[[response]]\ntext = \"hi\"\ntool_calls = 3\n").expect("script");
+    let empty_script = ws.path().join("empty.toml");
+    std::fs::write(&empty_script, "# nothing\n").expect("script");
+    let missing = ws.path().join("no-such-dir");
+    let (w, d) = (s(ws.path()), s(data.path()));
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (vec!["exec", "--mode", "drive", "--workspace", w, "--data-dir", d, "x"], vec!["--mode", "unknown mode 'drive'"]),
+        (vec!["exec", "--script", s(&script), "--workspace", w, "--data-dir", d, "x"], vec![s(&script), "line 3"]),
+        (vec!["exec", "--script", s(&empty_script), "--workspace", w, "--data-dir", d, "x"], vec![s(&empty_script), "no [[response]]"]),
+        (vec!["exec", "--script", "/nonexistent/script.toml", "--workspace", w, "--data-dir", d, "x"], vec!["/nonexistent/script.toml", "cannot read"]),
+        (vec!["exec", "--base-url", "http://127.0.0.1:9/v1", "--workspace", w, "--data-dir", d, "x"], vec!["--model"]),
+        (vec!["exec", "--base-url", "localhost:8080", "--model", "m", "--workspace", w, "--data-dir", d, "x"], vec!["http://"]),
+        (vec!["exec", "--workspace", s(&missing), "--data-dir", d, "x"], vec!["--workspace", "no-such-dir"]),
+        (vec!["exec", "--no-such-flag", "x"], vec!["--no-such-flag"]),
+        (vec!["exec"], vec!["PROMPT"]),
+    ];
+    let mut wrong = Vec::new();
+    for (args, expected) in &cases {
+        let out = cadre(args).await;
+        let says_where = expected.iter().all(|e| out.stderr.contains(e));
+        if out.code != 2 || !says_where {
+            wrong.push(format!("{args:?}: exit {} (want 2), stderr {:?} (want {expected:?})", out.code, out.stderr));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
