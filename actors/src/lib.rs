@@ -16,7 +16,7 @@ pub mod session;
 pub mod turn;
 
 pub use session::{
-    spawn_session, EventSink, SessionActor, SessionConfig, SessionHandle, SessionMsg,
-    SessionServices, SessionSnapshot,
+    EventSink, SessionActor, SessionConfig, SessionHandle, SessionMsg, SessionServices,
+    SessionSnapshot, spawn_session,
 };
 pub use turn::{TurnActor, TurnMsg};

@@ -9,14 +9,14 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use cadre_runtime::Mode;
 use cadre_runtime::message::{Message, unanswered_calls};
 use cadre_runtime::model::{ModelClient, RequestContext};
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::prompt::system_prompt;
 use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op, STREAM_VERSION, Usage};
-use cadre_runtime::tool::{definition_gate, ErrorCode, ToolContext, ToolRunner, Workspace};
+use cadre_runtime::tool::{ErrorCode, ToolContext, ToolRunner, Workspace, definition_gate};
 use cadre_runtime::turn::{TurnConfig, TurnMachine, TurnOutcome};
-use cadre_runtime::Mode;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::sync::mpsc;
 
@@ -232,9 +232,7 @@ impl Actor for SessionActor {
         // Only a failure needs handling: a turn that ends normally reports
         // `TurnFinished` first and is then stopped by the session.
         if let SupervisionEvent::ActorFailed(cell, error) = event {
-            let crashed = state
-                .running
-                .take_if(|r| r.actor.get_id() == cell.get_id());
+            let crashed = state.running.take_if(|r| r.actor.get_id() == cell.get_id());
             if let Some(running) = crashed {
                 tracing::error!(parent: &state.span, turn_id = running.turn_id, %error, "turn crashed");
                 state.close_unanswered("the turn crashed before this call was answered");

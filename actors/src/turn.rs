@@ -81,7 +81,8 @@ impl Actor for TurnActor {
         _myself: ActorRef<Self::Msg>,
         args: TurnArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let span = tracing::info_span!(parent: &args.span, "turn", turn_id = args.machine.turn_id());
+        let span =
+            tracing::info_span!(parent: &args.span, "turn", turn_id = args.machine.turn_id());
         Ok(TurnState {
             machine: args.machine,
             session: args.session,
@@ -150,7 +151,8 @@ impl TurnState {
                     let _ = self.events.send(event);
                 }
                 TurnEffect::Record(message) => {
-                    self.session.cast(SessionMsg::TurnRecord { turn_id, message })?;
+                    self.session
+                        .cast(SessionMsg::TurnRecord { turn_id, message })?;
                 }
                 TurnEffect::CallModel(request) => {
                     // `stream` only builds the request; a client that panics
@@ -184,7 +186,8 @@ impl TurnState {
                 }
                 TurnEffect::Finish(outcome) => {
                     self.inflight = None;
-                    self.session.cast(SessionMsg::TurnFinished { turn_id, outcome })?;
+                    self.session
+                        .cast(SessionMsg::TurnFinished { turn_id, outcome })?;
                 }
             }
         }

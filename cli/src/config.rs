@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use cadre_runtime::Mode;
 use cadre_runtime::model::{
     ModelClient, OpenAiClient, OpenAiConfig, RetryPolicy, Retrying, Script, ScriptedModel,
 };
-use cadre_runtime::Mode;
 
 use crate::args::{ExecArgs, OutputFormat};
 use crate::exit::CliError;
@@ -83,9 +83,16 @@ impl RunConfig {
         }
         let workspace = match args.workspace.or(env.current_dir) {
             Some(dir) => dir,
-            None => return Err(CliError::usage("cannot tell the current directory; pass --workspace")),
+            None => {
+                return Err(CliError::usage(
+                    "cannot tell the current directory; pass --workspace",
+                ));
+            }
         };
-        let data_dir = match args.data_dir.or(env.platform_data_dir.map(|d| d.join("cadre"))) {
+        let data_dir = match args
+            .data_dir
+            .or(env.platform_data_dir.map(|d| d.join("cadre")))
+        {
             Some(dir) => dir,
             None => {
                 return Err(CliError::usage(
@@ -143,12 +150,16 @@ impl RunConfig {
                 let mut config = OpenAiConfig::new(base_url.clone(), model.clone());
                 config.api_key = api_key.clone();
                 config.stream = *stream;
-                let client = OpenAiClient::new(config).map_err(|e| CliError::config(e.to_string()))?;
+                let client =
+                    OpenAiClient::new(config).map_err(|e| CliError::config(e.to_string()))?;
                 Arc::new(Retrying::new(Arc::new(client), self.retry))
             }
             ModelChoice::Script(path) => {
                 let script = Script::load(path).map_err(|e| CliError::config(e.to_string()))?;
-                Arc::new(ScriptedModel::new(script, format!("script:{}", path.display())))
+                Arc::new(ScriptedModel::new(
+                    script,
+                    format!("script:{}", path.display()),
+                ))
             }
             ModelChoice::Demo => {
                 let script = Script::demo().map_err(|e| CliError::config(e.to_string()))?;

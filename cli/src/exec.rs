@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cadre_actors::{spawn_session, SessionConfig, SessionServices};
+use cadre_actors::{SessionConfig, SessionServices, spawn_session};
 use cadre_runtime::paths::DataDir;
 use cadre_runtime::protocol::{Event, FailureCategory, Op};
 use cadre_runtime::tool::{ToolRegistry, ToolRunner, Workspace};
@@ -35,12 +35,8 @@ impl Ending {
 /// Runs the prompt and returns the exit code.
 pub async fn run(config: RunConfig) -> Result<u8, CliError> {
     let model = config.model_client()?;
-    let workspace = Workspace::new(&config.workspace).map_err(|e| {
-        CliError::usage(format!(
-            "--workspace {}: {e}",
-            config.workspace.display()
-        ))
-    })?;
+    let workspace = Workspace::new(&config.workspace)
+        .map_err(|e| CliError::usage(format!("--workspace {}: {e}", config.workspace.display())))?;
     let session_id = uuid::Uuid::new_v4().to_string();
     let paths = DataDir::new(&config.data_dir).session(&session_id);
     paths.create().map_err(|e| {

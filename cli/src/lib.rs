@@ -33,11 +33,18 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
-            return ExitCode::from(if err.use_stderr() { exit::USAGE } else { exit::SUCCESS });
+            return ExitCode::from(if err.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::SUCCESS
+            });
         }
     };
     init_tracing(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("cadre: cannot start the async runtime: {err}");

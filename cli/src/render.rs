@@ -7,7 +7,7 @@
 use std::io::Write;
 
 use cadre_runtime::protocol::{Event, ToolStatus, Usage};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::args::OutputFormat;
 
@@ -106,7 +106,9 @@ impl Renderer {
                 workspace,
                 model,
                 ..
-            } => eprintln!("cadre · session {session_id} · {mode} mode · {model}\n  workspace {workspace}"),
+            } => eprintln!(
+                "cadre · session {session_id} · {mode} mode · {model}\n  workspace {workspace}"
+            ),
             Event::InputQueued { queue_length } => eprintln!("(queued; {queue_length} waiting)"),
             Event::TurnStarted { turn_id, mode } => eprintln!("── turn {turn_id} ({mode}) ──"),
             Event::AssistantDelta { text, .. } => {
@@ -145,7 +147,9 @@ impl Renderer {
                 delay_ms,
                 reason,
                 ..
-            } => eprintln!("  model request {attempt} failed ({reason}); retrying in {delay_ms} ms"),
+            } => {
+                eprintln!("  model request {attempt} failed ({reason}); retrying in {delay_ms} ms")
+            }
             Event::TurnCompleted {
                 turn_id,
                 usage,
@@ -159,7 +163,10 @@ impl Renderer {
                 category,
                 message,
                 ..
-            } => eprintln!("── turn {turn_id} failed ({}): {message}", category_name(*category)),
+            } => eprintln!(
+                "── turn {turn_id} failed ({}): {message}",
+                category_name(*category)
+            ),
             Event::ModeChanged { mode } => eprintln!("mode: {mode}"),
             Event::OpRejected { message, .. } => eprintln!("refused: {message}"),
             Event::SessionStatus {

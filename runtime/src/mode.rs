@@ -68,7 +68,10 @@ mod tests {
         for alias in ["work", "agent", "act", "normal", " Work "] {
             assert_eq!(alias.parse::<Mode>(), Ok(Mode::Work), "{alias}");
         }
-        assert_eq!(serde_json::to_string(&Mode::Work).ok().as_deref(), Some("\"work\""));
+        assert_eq!(
+            serde_json::to_string(&Mode::Work).ok().as_deref(),
+            Some("\"work\"")
+        );
         let parsed: Mode = serde_json::from_str("\"agent\"").unwrap_or(Mode::Plan);
         assert_eq!(parsed, Mode::Work);
         assert!("drive".parse::<Mode>().is_err());

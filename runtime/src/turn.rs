@@ -302,7 +302,10 @@ impl TurnMachine {
             Err(error) => (
                 ToolStatus::Error,
                 Some(error.code),
-                Some(crate::tool::truncate_middle(&error.message, EVENT_OUTPUT_LIMIT)),
+                Some(crate::tool::truncate_middle(
+                    &error.message,
+                    EVENT_OUTPUT_LIMIT,
+                )),
                 format!("error ({}): {}", error.code, error.message),
             ),
         };
@@ -312,7 +315,8 @@ impl TurnMachine {
             name: call.name.clone(),
             status,
             error_code,
-            output: shown.unwrap_or_else(|| crate::tool::truncate_middle(&content, EVENT_OUTPUT_LIMIT)),
+            output: shown
+                .unwrap_or_else(|| crate::tool::truncate_middle(&content, EVENT_OUTPUT_LIMIT)),
         }));
         self.record(
             Message::Tool {

@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use cadre::runtime::protocol::{Event, FailureCategory, Op};
 use pretty_assertions::assert_eq;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::support::mock::{chunk, sse_body, text_chunks, tool_call_chunks, MockServer, Reply};
-use crate::support::{tool_results, turn_end, SessionBuilder, TestSession};
+use crate::support::mock::{MockServer, Reply, chunk, sse_body, text_chunks, tool_call_chunks};
+use crate::support::{SessionBuilder, TestSession, tool_results, turn_end};
 
 /// How long a cancelled turn may take to end.
 const PROMPT: Duration = Duration::from_secs(3);
@@ -51,7 +51,9 @@ async fn cancel_during_a_long_bash_call_kills_it_and_answers_the_call() {
         "bash",
         &json!({"command": "sleep 30 & echo $! > child.pid; wait"}),
     ))]);
-    session.submit(Op::UserInput { text: "run it".into() });
+    session.submit(Op::UserInput {
+        text: "run it".into(),
+    });
     session
         .events_until(|e| matches!(e, Event::ToolCall { .. }))
         .await;
@@ -60,17 +62,27 @@ async fn cancel_during_a_long_bash_call_kills_it_and_answers_the_call() {
         std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))
     })
     .await;
-    let pid: u32 = std::fs::read_to_string(&pid_file).expect("pid").trim().parse().expect("pid number");
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("pid number");
     assert!(process_alive(pid));
 
     let events = cancel_and_expect_cancelled(&mut session).await;
-    assert_eq!(tool_results(&events), [("bash".to_string(), "cancelled".to_string())]);
+    assert_eq!(
+        tool_results(&events),
+        [("bash".to_string(), "cancelled".to_string())]
+    );
     eventually("the command's process group to die", || !process_alive(pid)).await;
 
     // The next turn's request answers the cancelled call, so it is well-formed.
     mock.push([Reply::sse(&text_chunks("ready"))]);
     let next = session.turn("again").await;
-    assert!(matches!(turn_end(&next), Event::TurnCompleted { turn_id: 2, .. }));
+    assert!(matches!(
+        turn_end(&next),
+        Event::TurnCompleted { turn_id: 2, .. }
+    ));
     let last = mock.requests().pop().expect("request");
     let answer = last["messages"]
         .as_array()
@@ -80,7 +92,11 @@ async fn cancel_during_a_long_bash_call_kills_it_and_answers_the_call() {
         .expect("tool message")
         .clone();
     assert_eq!(answer["tool_call_id"], "long");
-    assert!(answer["content"].as_str().is_some_and(|c| c.starts_with("error (cancelled)")));
+    assert!(
+        answer["content"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("error (cancelled)"))
+    );
     assert!(mock.violations().is_empty(), "{:?}", mock.violations());
     session.shutdown().await;
 }
@@ -89,21 +105,32 @@ async fn cancel_during_a_long_bash_call_kills_it_and_answers_the_call() {
 async fn cancel_during_a_stalled_stream_ends_the_turn_and_the_session_goes_on() {
     let mock = MockServer::start().await;
     let mut session = SessionBuilder::openai(&mock.url).start().await;
-    let first: Vec<Value> = vec![chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": "Thinking about "}, "finish_reason": null}]))];
+    let first: Vec<Value> = vec![chunk(
+        json!([{"index": 0, "delta": {"role": "assistant", "content": "Thinking about "}, "finish_reason": null}]),
+    )];
     let partial = sse_body(&first).replace("data: [DONE]\n\n", "");
     mock.push([Reply::HangAfter { body: partial }]);
-    session.submit(Op::UserInput { text: "think".into() });
+    session.submit(Op::UserInput {
+        text: "think".into(),
+    });
     session
         .events_until(|e| matches!(e, Event::AssistantDelta { .. }))
         .await;
 
     cancel_and_expect_cancelled(&mut session).await;
     let snapshot = session.handle().snapshot().await.expect("snapshot");
-    assert_eq!(snapshot.conversation.len(), 1, "only the user message is stored");
+    assert_eq!(
+        snapshot.conversation.len(),
+        1,
+        "only the user message is stored"
+    );
 
     mock.push([Reply::sse(&text_chunks("fresh"))]);
     let next = session.turn("again").await;
-    assert!(matches!(turn_end(&next), Event::TurnCompleted { turn_id: 2, .. }));
+    assert!(matches!(
+        turn_end(&next),
+        Event::TurnCompleted { turn_id: 2, .. }
+    ));
     session.shutdown().await;
 }
 
@@ -111,11 +138,15 @@ async fn cancel_during_a_stalled_stream_ends_the_turn_and_the_session_goes_on() 
 async fn a_mode_change_while_a_turn_runs_is_refused_and_status_still_answers() {
     let mock = MockServer::start().await;
     let mut session = SessionBuilder::openai(&mock.url).start().await;
-    let first: Vec<Value> = vec![chunk(json!([{"index": 0, "delta": {"content": "Working"}, "finish_reason": null}]))];
+    let first: Vec<Value> = vec![chunk(
+        json!([{"index": 0, "delta": {"content": "Working"}, "finish_reason": null}]),
+    )];
     mock.push([Reply::HangAfter {
         body: sse_body(&first).replace("data: [DONE]\n\n", ""),
     }]);
-    session.submit(Op::UserInput { text: "work".into() });
+    session.submit(Op::UserInput {
+        text: "work".into(),
+    });
     session
         .events_until(|e| matches!(e, Event::AssistantDelta { .. }))
         .await;
@@ -131,7 +162,14 @@ async fn a_mode_change_while_a_turn_runs_is_refused_and_status_still_answers() {
     );
     let status = session.next_event().await;
     assert!(
-        matches!(status, Event::SessionStatus { activity: cadre::runtime::protocol::Activity::Running, mode: cadre::runtime::Mode::Work, .. }),
+        matches!(
+            status,
+            Event::SessionStatus {
+                activity: cadre::runtime::protocol::Activity::Running,
+                mode: cadre::runtime::Mode::Work,
+                ..
+            }
+        ),
         "{status:?}"
     );
     cancel_and_expect_cancelled(&mut session).await;

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::support::mock::{text_chunks, tool_call_chunks, MockServer, Reply};
+use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
 
 struct Output {
     code: i32,
@@ -39,10 +39,20 @@ async fn cadre(args: &[&str]) -> Output {
 fn schema() -> &'static jsonschema::Validator {
     static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
     SCHEMA.get_or_init(|| {
-        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/stream-json.md"))
-            .expect("docs/stream-json.md");
-        let after = doc.split("## Schema").nth(1).expect("a '## Schema' section");
-        let block = after.split("```json").nth(1).expect("a json block").split("```").next().expect("block end");
+        let doc =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/stream-json.md"))
+                .expect("docs/stream-json.md");
+        let after = doc
+            .split("## Schema")
+            .nth(1)
+            .expect("a '## Schema' section");
+        let block = after
+            .split("```json")
+            .nth(1)
+            .expect("a json block")
+            .split("```")
+            .next()
+            .expect("block end");
         let schema: Value = serde_json::from_str(block).expect("the schema is JSON");
         jsonschema::validator_for(&schema).expect("the schema compiles")
     })
@@ -53,9 +63,17 @@ fn schema() -> &'static jsonschema::Validator {
 fn events(out: &Output) -> Vec<Value> {
     let mut events = Vec::new();
     for (n, line) in out.stdout.lines().enumerate() {
-        let event: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: not JSON ({e}): {line}", n + 1));
-        let problems: Vec<String> = schema().iter_errors(&event).map(|e| e.to_string()).collect();
-        assert!(problems.is_empty(), "line {} does not validate: {problems:?}\n{line}", n + 1);
+        let event: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("line {}: not JSON ({e}): {line}", n + 1));
+        let problems: Vec<String> = schema()
+            .iter_errors(&event)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            problems.is_empty(),
+            "line {} does not validate: {problems:?}\n{line}",
+            n + 1
+        );
         events.push(event);
     }
     let first = events.first().expect("no output");
@@ -63,7 +81,10 @@ fn events(out: &Output) -> Vec<Value> {
     assert_eq!(first["version"], 1);
     let last = events.last().expect("no output");
     assert_eq!(last["type"], "session.completed");
-    assert_eq!(last["exit_code"], out.code, "session.completed disagrees with the exit code");
+    assert_eq!(
+        last["exit_code"], out.code,
+        "session.completed disagrees with the exit code"
+    );
     events
 }
 
@@ -72,7 +93,10 @@ fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
 }
 
 fn dirs() -> (TempDir, TempDir) {
-    (TempDir::new().expect("workspace"), TempDir::new().expect("data"))
+    (
+        TempDir::new().expect("workspace"),
+        TempDir::new().expect("data"),
+    )
 }
 
 fn s(path: &Path) -> &str {
@@ -83,8 +107,16 @@ fn s(path: &Path) -> &str {
 async fn the_built_in_demo_in_plan_mode_refuses_a_write_writes_the_plan_and_exits_0() {
     let (ws, data) = dirs();
     let out = cadre(&[
-        "exec", "--mode", "plan", "--workspace", s(ws.path()), "--data-dir", s(data.path()),
-        "--output-format", "stream-json", "Add a greeting module",
+        "exec",
+        "--mode",
+        "plan",
+        "--workspace",
+        s(ws.path()),
+        "--data-dir",
+        s(data.path()),
+        "--output-format",
+        "stream-json",
+        "Add a greeting module",
     ])
     .await;
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
@@ -97,10 +129,19 @@ async fn the_built_in_demo_in_plan_mode_refuses_a_write_writes_the_plan_and_exit
     assert_eq!(refused.len(), 1, "{events:?}");
     assert_eq!(refused[0]["name"], "write_file");
     let session_id = events[0]["session_id"].as_str().expect("id");
-    let plan = data.path().join("sessions").join(session_id).join("artifacts").join("plan.md");
+    let plan = data
+        .path()
+        .join("sessions")
+        .join(session_id)
+        .join("artifacts")
+        .join("plan.md");
     let text = std::fs::read_to_string(&plan).expect("the plan was written");
     assert!(text.starts_with("## Summary\n\n"), "{text}");
-    assert_eq!(std::fs::read_dir(ws.path()).expect("ws").count(), 0, "the workspace changed");
+    assert_eq!(
+        std::fs::read_dir(ws.path()).expect("ws").count(),
+        0,
+        "the workspace changed"
+    );
     assert_eq!(of_type(&events, "turn.completed").len(), 1);
 }
 
@@ -113,8 +154,16 @@ async fn exec_against_a_server_prints_the_answer_on_stdout_and_exits_0() {
     ]);
     let (ws, data) = dirs();
     let out = cadre(&[
-        "exec", "--base-url", &mock.url, "--model", "m", "--workspace", s(ws.path()),
-        "--data-dir", s(data.path()), "What is here?",
+        "exec",
+        "--base-url",
+        &mock.url,
+        "--model",
+        "m",
+        "--workspace",
+        s(ws.path()),
+        "--data-dir",
+        s(data.path()),
+        "What is here?",
     ])
     .await;
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
@@ -126,11 +175,29 @@ async fn exec_against_a_server_prints_the_answer_on_stdout_and_exits_0() {
 #[tokio::test]
 async fn exec_exits_1_when_the_agent_runs_out_of_iterations() {
     let mock = MockServer::start().await;
-    mock.respond_with(|_| Some(Reply::sse(&tool_call_chunks("loop", "list_dir", &serde_json::json!({})))));
+    mock.respond_with(|_| {
+        Some(Reply::sse(&tool_call_chunks(
+            "loop",
+            "list_dir",
+            &serde_json::json!({}),
+        )))
+    });
     let (ws, data) = dirs();
     let out = cadre(&[
-        "exec", "--base-url", &mock.url, "--model", "m", "--workspace", s(ws.path()),
-        "--data-dir", s(data.path()), "--max-iterations", "2", "--output-format", "stream-json", "loop forever",
+        "exec",
+        "--base-url",
+        &mock.url,
+        "--model",
+        "m",
+        "--workspace",
+        s(ws.path()),
+        "--data-dir",
+        s(data.path()),
+        "--max-iterations",
+        "2",
+        "--output-format",
+        "stream-json",
+        "loop forever",
     ])
     .await;
     assert_eq!(out.code, 1, "stderr: {}", out.stderr);
@@ -139,7 +206,11 @@ async fn exec_exits_1_when_the_agent_runs_out_of_iterations() {
     assert_eq!(failed.len(), 1);
     assert_eq!(failed[0]["category"], "agent");
     assert_eq!(failed[0]["iterations"], 2);
-    assert!(failed[0]["message"].as_str().is_some_and(|m| m.contains("limit of 2 model requests")));
+    assert!(
+        failed[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("limit of 2 model requests"))
+    );
 }
 
 #[tokio::test]
@@ -148,8 +219,20 @@ async fn exec_exits_75_when_the_server_keeps_failing_after_retries() {
     mock.respond_with(|_| Some(Reply::error(503, "overloaded")));
     let (ws, data) = dirs();
     let out = cadre(&[
-        "exec", "--base-url", &mock.url, "--model", "m", "--workspace", s(ws.path()),
-        "--data-dir", s(data.path()), "--max-retries", "2", "--output-format", "stream-json", "hello",
+        "exec",
+        "--base-url",
+        &mock.url,
+        "--model",
+        "m",
+        "--workspace",
+        s(ws.path()),
+        "--data-dir",
+        s(data.path()),
+        "--max-retries",
+        "2",
+        "--output-format",
+        "stream-json",
+        "hello",
     ])
     .await;
     assert_eq!(out.code, 75, "stderr: {}", out.stderr);
@@ -171,13 +254,90 @@ async fn exec_exits_2_on_bad_usage_config_or_script_and_says_where() {
     let missing = ws.path().join("no-such-dir");
     let (w, d) = (s(ws.path()), s(data.path()));
     let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
-        (vec!["exec", "--mode", "drive", "--workspace", w, "--data-dir", d, "x"], vec!["--mode", "unknown mode 'drive'"]),
-        (vec!["exec", "--script", s(&script), "--workspace", w, "--data-dir", d, "x"], vec![s(&script), "line 3"]),
-        (vec!["exec", "--script", s(&empty_script), "--workspace", w, "--data-dir", d, "x"], vec![s(&empty_script), "no [[response]]"]),
-        (vec!["exec", "--script", "/nonexistent/script.toml", "--workspace", w, "--data-dir", d, "x"], vec!["/nonexistent/script.toml", "cannot read"]),
-        (vec!["exec", "--base-url", "http://127.0.0.1:9/v1", "--workspace", w, "--data-dir", d, "x"], vec!["--model"]),
-        (vec!["exec", "--base-url", "localhost:8080", "--model", "m", "--workspace", w, "--data-dir", d, "x"], vec!["http://"]),
-        (vec!["exec", "--workspace", s(&missing), "--data-dir", d, "x"], vec!["--workspace", "no-such-dir"]),
+        (
+            vec![
+                "exec",
+                "--mode",
+                "drive",
+                "--workspace",
+                w,
+                "--data-dir",
+                d,
+                "x",
+            ],
+            vec!["--mode", "unknown mode 'drive'"],
+        ),
+        (
+            vec![
+                "exec",
+                "--script",
+                s(&script),
+                "--workspace",
+                w,
+                "--data-dir",
+                d,
+                "x",
+            ],
+            vec![s(&script), "line 3"],
+        ),
+        (
+            vec![
+                "exec",
+                "--script",
+                s(&empty_script),
+                "--workspace",
+                w,
+                "--data-dir",
+                d,
+                "x",
+            ],
+            vec![s(&empty_script), "no [[response]]"],
+        ),
+        (
+            vec![
+                "exec",
+                "--script",
+                "/nonexistent/script.toml",
+                "--workspace",
+                w,
+                "--data-dir",
+                d,
+                "x",
+            ],
+            vec!["/nonexistent/script.toml", "cannot read"],
+        ),
+        (
+            vec![
+                "exec",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--workspace",
+                w,
+                "--data-dir",
+                d,
+                "x",
+            ],
+            vec!["--model"],
+        ),
+        (
+            vec![
+                "exec",
+                "--base-url",
+                "localhost:8080",
+                "--model",
+                "m",
+                "--workspace",
+                w,
+                "--data-dir",
+                d,
+                "x",
+            ],
+            vec!["http://"],
+        ),
+        (
+            vec!["exec", "--workspace", s(&missing), "--data-dir", d, "x"],
+            vec!["--workspace", "no-such-dir"],
+        ),
         (vec!["exec", "--no-such-flag", "x"], vec!["--no-such-flag"]),
         (vec!["exec"], vec!["PROMPT"]),
     ];
@@ -186,7 +346,10 @@ async fn exec_exits_2_on_bad_usage_config_or_script_and_says_where() {
         let out = cadre(args).await;
         let says_where = expected.iter().all(|e| out.stderr.contains(e));
         if out.code != 2 || !says_where {
-            wrong.push(format!("{args:?}: exit {} (want 2), stderr {:?} (want {expected:?})", out.code, out.stderr));
+            wrong.push(format!(
+                "{args:?}: exit {} (want 2), stderr {:?} (want {expected:?})",
+                out.code, out.stderr
+            ));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

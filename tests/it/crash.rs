@@ -1,13 +1,13 @@
 //! A crash inside a turn fails that turn, not the session.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
+use cadre::runtime::Mode;
 use cadre::runtime::model::{ModelClient, ModelRequest, ModelStream, Script, ScriptedModel};
 use cadre::runtime::protocol::{Event, FailureCategory, Op};
-use cadre::runtime::Mode;
 
-use crate::support::{turn_end, SessionBuilder};
+use crate::support::{SessionBuilder, turn_end};
 
 /// A model client whose first request panics inside the turn actor.
 struct CrashOnce {
@@ -58,9 +58,16 @@ text = "fine now"
 
     // The session is alive: it changes mode and runs the next turn.
     session.submit(Op::SetMode { mode: Mode::Plan });
-    assert_eq!(session.next_event().await, Event::ModeChanged { mode: Mode::Plan });
+    assert_eq!(
+        session.next_event().await,
+        Event::ModeChanged { mode: Mode::Plan }
+    );
     let second = session.turn("two").await;
-    assert!(matches!(turn_end(&second), Event::TurnCompleted { turn_id: 2, .. }), "{:?}", turn_end(&second));
+    assert!(
+        matches!(turn_end(&second), Event::TurnCompleted { turn_id: 2, .. }),
+        "{:?}",
+        turn_end(&second)
+    );
     let snapshot = session.handle().snapshot().await.expect("snapshot");
     assert_eq!(snapshot.turns, 2);
     session.shutdown().await;

@@ -1,12 +1,12 @@
 //! Plan mode's two gates and its reminders, seen from the wire.
 
-use cadre::runtime::protocol::{Event, Op};
 use cadre::runtime::Mode;
+use cadre::runtime::protocol::{Event, Op};
 use pretty_assertions::assert_eq;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::support::mock::{text_chunks, tool_call_chunks, tool_calls_chunks, MockServer, Reply};
-use crate::support::{tool_results, tree, turn_end, SessionBuilder};
+use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks, tool_calls_chunks};
+use crate::support::{SessionBuilder, tool_results, tree, turn_end};
 
 fn offered_tools(request: &Value) -> Vec<String> {
     request["tools"]
@@ -14,7 +14,12 @@ fn offered_tools(request: &Value) -> Vec<String> {
         .map(|tools| {
             tools
                 .iter()
-                .map(|t| t["function"]["name"].as_str().unwrap_or_default().to_string())
+                .map(|t| {
+                    t["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string()
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -33,30 +38,60 @@ fn tool_messages(request: &Value) -> Vec<String> {
 #[tokio::test]
 async fn plan_offers_only_read_only_tools_and_the_plan_writers_while_work_offers_all() {
     let mock = MockServer::start().await;
-    mock.push([Reply::sse(&text_chunks("planned")), Reply::sse(&text_chunks("worked"))]);
+    mock.push([
+        Reply::sse(&text_chunks("planned")),
+        Reply::sse(&text_chunks("worked")),
+    ]);
 
-    let mut plan = SessionBuilder::openai(&mock.url).mode(Mode::Plan).start().await;
+    let mut plan = SessionBuilder::openai(&mock.url)
+        .mode(Mode::Plan)
+        .start()
+        .await;
     plan.turn("look around").await;
-    let mut work = SessionBuilder::openai(&mock.url).mode(Mode::Work).start().await;
+    let mut work = SessionBuilder::openai(&mock.url)
+        .mode(Mode::Work)
+        .start()
+        .await;
     work.turn("do it").await;
 
     let requests = mock.requests();
     assert_eq!(
         offered_tools(&requests[0]),
-        ["read_file", "list_dir", "glob", "grep", "write_file", "edit_file"]
+        [
+            "read_file",
+            "list_dir",
+            "glob",
+            "grep",
+            "write_file",
+            "edit_file"
+        ]
     );
     let plan_file = plan.plan_file.display().to_string();
     for tool in requests[0]["tools"].as_array().expect("tools") {
         let name = tool["function"]["name"].as_str().expect("name");
-        let description = tool["function"]["description"].as_str().expect("description");
+        let description = tool["function"]["description"]
+            .as_str()
+            .expect("description");
         if name == "write_file" || name == "edit_file" {
             assert!(description.contains(&plan_file), "{name}: {description}");
-            assert!(description.contains("limited to the canonical plan file"), "{description}");
+            assert!(
+                description.contains("limited to the canonical plan file"),
+                "{description}"
+            );
         }
     }
     assert_eq!(
         offered_tools(&requests[1]),
-        ["read_file", "list_dir", "glob", "grep", "write_file", "edit_file", "bash", "todo_write"]
+        [
+            "read_file",
+            "list_dir",
+            "glob",
+            "grep",
+            "write_file",
+            "edit_file",
+            "bash",
+            "todo_write"
+        ]
     );
     assert!(mock.violations().is_empty(), "{:?}", mock.violations());
     plan.shutdown().await;
@@ -66,18 +101,33 @@ async fn plan_offers_only_read_only_tools_and_the_plan_writers_while_work_offers
 #[tokio::test]
 async fn plan_forged_calls_execute_nothing_and_come_back_as_errors() {
     let mock = MockServer::start().await;
-    let mut session = SessionBuilder::openai(&mock.url).mode(Mode::Plan).start().await;
+    let mut session = SessionBuilder::openai(&mock.url)
+        .mode(Mode::Plan)
+        .start()
+        .await;
     let ws = session.workspace_path();
     std::fs::write(ws.join("a.txt"), "hello\n").expect("seed");
     let before = tree(&ws);
 
     mock.push([
         Reply::sse(&tool_calls_chunks(&[
-            ("c1", "write_file", json!({"path": "a.txt", "content": "overwritten"})),
-            ("c2", "edit_file", json!({"path": "a.txt", "old_string": "hello", "new_string": "bye"})),
+            (
+                "c1",
+                "write_file",
+                json!({"path": "a.txt", "content": "overwritten"}),
+            ),
+            (
+                "c2",
+                "edit_file",
+                json!({"path": "a.txt", "old_string": "hello", "new_string": "bye"}),
+            ),
             ("c3", "bash", json!({"command": "touch forged"})),
             ("c4", "shell_exec", json!({"cmd": "rm -rf ."})),
-            ("c5", "write_file", json!({"path": "new.txt", "content": "x"})),
+            (
+                "c5",
+                "write_file",
+                json!({"path": "new.txt", "content": "x"}),
+            ),
         ])),
         Reply::sse(&text_chunks("done")),
     ]);
@@ -105,7 +155,10 @@ async fn plan_forged_calls_execute_nothing_and_come_back_as_errors() {
         "not_found",
         "tool_not_allowed",
     ]) {
-        assert!(observation.starts_with(&format!("error ({code})")), "{observation}");
+        assert!(
+            observation.starts_with(&format!("error ({code})")),
+            "{observation}"
+        );
     }
     assert!(mock.violations().is_empty(), "{:?}", mock.violations());
     session.shutdown().await;
@@ -114,25 +167,59 @@ async fn plan_forged_calls_execute_nothing_and_come_back_as_errors() {
 #[tokio::test]
 async fn plan_writes_the_canonical_plan_file_and_refuses_lookalikes() {
     let mock = MockServer::start().await;
-    let mut session = SessionBuilder::openai(&mock.url).mode(Mode::Plan).start().await;
+    let mut session = SessionBuilder::openai(&mock.url)
+        .mode(Mode::Plan)
+        .start()
+        .await;
     let ws = session.workspace_path();
     let plan = session.plan_file.clone();
     let plan_str = plan.display().to_string();
-    let sessions = session.session_dir.parent().expect("sessions dir").to_path_buf();
-    let other = sessions.join("other-session").join("artifacts").join("plan.md");
+    let sessions = session
+        .session_dir
+        .parent()
+        .expect("sessions dir")
+        .to_path_buf();
+    let other = sessions
+        .join("other-session")
+        .join("artifacts")
+        .join("plan.md");
     std::fs::create_dir_all(other.parent().expect("parent")).expect("other session");
     std::os::unix::fs::symlink(&plan, ws.join("plan-link.md")).expect("symlink");
-    let dotdot = format!("{}/artifacts/../artifacts/plan.md", session.session_dir.display());
+    let dotdot = format!(
+        "{}/artifacts/../artifacts/plan.md",
+        session.session_dir.display()
+    );
     let relative = pathdiff(&ws, &plan);
 
     let attempts = [
-        ("p1", json!({"path": plan_str, "content": "## Summary\n\nThe real plan.\n"})),
-        ("p2", json!({"path": other.display().to_string(), "content": "## Summary\nother\n"})),
-        ("p3", json!({"path": format!("{plan_str}.bak"), "content": "## Summary\nbak\n"})),
-        ("p4", json!({"path": dotdot, "content": "## Summary\ndotdot\n"})),
-        ("p5", json!({"path": relative, "content": "## Summary\nrelative\n"})),
-        ("p6", json!({"path": "plan-link.md", "content": "## Summary\nlink\n"})),
-        ("p7", json!({"path": "plan.md", "content": "## Summary\nworkspace\n"})),
+        (
+            "p1",
+            json!({"path": plan_str, "content": "## Summary\n\nThe real plan.\n"}),
+        ),
+        (
+            "p2",
+            json!({"path": other.display().to_string(), "content": "## Summary\nother\n"}),
+        ),
+        (
+            "p3",
+            json!({"path": format!("{plan_str}.bak"), "content": "## Summary\nbak\n"}),
+        ),
+        (
+            "p4",
+            json!({"path": dotdot, "content": "## Summary\ndotdot\n"}),
+        ),
+        (
+            "p5",
+            json!({"path": relative, "content": "## Summary\nrelative\n"}),
+        ),
+        (
+            "p6",
+            json!({"path": "plan-link.md", "content": "## Summary\nlink\n"}),
+        ),
+        (
+            "p7",
+            json!({"path": "plan.md", "content": "## Summary\nworkspace\n"}),
+        ),
     ];
     let calls: Vec<(&str, &str, Value)> = attempts
         .iter()
@@ -153,9 +240,21 @@ async fn plan_writes_the_canonical_plan_file_and_refuses_lookalikes() {
     let codes: Vec<&str> = results.iter().map(|(_, c)| c.as_str()).collect();
     assert_eq!(
         codes,
-        ["ok", "tool_not_allowed", "tool_not_allowed", "tool_not_allowed", "tool_not_allowed", "tool_not_allowed", "tool_not_allowed", "ok"]
+        [
+            "ok",
+            "tool_not_allowed",
+            "tool_not_allowed",
+            "tool_not_allowed",
+            "tool_not_allowed",
+            "tool_not_allowed",
+            "tool_not_allowed",
+            "ok"
+        ]
     );
-    assert_eq!(std::fs::read_to_string(&plan).expect("plan"), "## Summary\n\nThe edited plan.\n");
+    assert_eq!(
+        std::fs::read_to_string(&plan).expect("plan"),
+        "## Summary\n\nThe edited plan.\n"
+    );
     assert!(!other.exists(), "another session's plan file was written");
     assert!(!plan.with_extension("md.bak").exists());
     assert!(!ws.join("plan.md").exists());
@@ -169,21 +268,40 @@ fn pathdiff(from: &std::path::Path, to: &std::path::Path) -> String {
     let to = to_dir.join(to.file_name().expect("name"));
     let depth = from.components().count() - 1;
     let mut rel = "../".repeat(depth);
-    rel.push_str(to.strip_prefix("/").expect("absolute").to_str().expect("utf8"));
+    rel.push_str(
+        to.strip_prefix("/")
+            .expect("absolute")
+            .to_str()
+            .expect("utf8"),
+    );
     rel
 }
 
 #[tokio::test]
 async fn plan_reminder_is_full_on_iterations_1_5_9_short_between_and_never_stored() {
     let mock = MockServer::start().await;
-    let mut session = SessionBuilder::openai(&mock.url).mode(Mode::Plan).start().await;
+    let mut session = SessionBuilder::openai(&mock.url)
+        .mode(Mode::Plan)
+        .start()
+        .await;
     std::fs::write(session.workspace_path().join("a.txt"), "x").expect("seed");
     for n in 1..=8 {
-        mock.push([Reply::sse(&tool_call_chunks(&format!("r{n}"), "list_dir", &json!({"path": "."})))]);
+        mock.push([Reply::sse(&tool_call_chunks(
+            &format!("r{n}"),
+            "list_dir",
+            &json!({"path": "."}),
+        ))]);
     }
     mock.push([Reply::sse(&text_chunks("nine"))]);
     let events = session.turn("investigate").await;
-    assert!(matches!(turn_end(&events), Event::TurnCompleted { iterations: 9, .. }), "{:?}", turn_end(&events));
+    assert!(
+        matches!(
+            turn_end(&events),
+            Event::TurnCompleted { iterations: 9, .. }
+        ),
+        "{:?}",
+        turn_end(&events)
+    );
 
     let requests = mock.requests();
     assert_eq!(requests.len(), 9);
@@ -193,12 +311,23 @@ async fn plan_reminder_is_full_on_iterations_1_5_9_short_between_and_never_store
         let last = messages.last().expect("last");
         assert_eq!(last["role"], "user", "iteration {iteration}");
         let text = last["content"].as_str().expect("text");
-        assert!(text.starts_with("<plan-mode-reminder>"), "iteration {iteration}: {text}");
+        assert!(
+            text.starts_with("<plan-mode-reminder>"),
+            "iteration {iteration}: {text}"
+        );
         let full = text.contains("sole mutation exception");
-        assert_eq!(full, [1, 5, 9].contains(&iteration), "iteration {iteration}");
+        assert_eq!(
+            full,
+            [1, 5, 9].contains(&iteration),
+            "iteration {iteration}"
+        );
         let reminders = messages
             .iter()
-            .filter(|m| m["content"].as_str().is_some_and(|c| c.contains("<plan-mode-reminder>")))
+            .filter(|m| {
+                m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("<plan-mode-reminder>"))
+            })
             .count();
         assert_eq!(reminders, 1, "iteration {iteration}: reminders accumulate");
     }
@@ -213,6 +342,9 @@ async fn plan_reminder_is_full_on_iterations_1_5_9_short_between_and_never_store
     mock.push([Reply::sse(&text_chunks("working"))]);
     session.turn("now implement").await;
     let next = mock.requests().pop().expect("request");
-    assert!(!next.to_string().contains("plan-mode-reminder"), "the next turn replays a reminder");
+    assert!(
+        !next.to_string().contains("plan-mode-reminder"),
+        "the next turn replays a reminder"
+    );
     session.shutdown().await;
 }

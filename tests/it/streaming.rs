@@ -3,10 +3,10 @@
 
 use cadre::runtime::protocol::{Event, Usage};
 use pretty_assertions::assert_eq;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::support::mock::{text_chunks, tool_calls_chunks, MockServer, Reply};
-use crate::support::{quick_retries, tool_results, turn_end, SessionBuilder};
+use crate::support::mock::{MockServer, Reply, text_chunks, tool_calls_chunks};
+use crate::support::{SessionBuilder, quick_retries, tool_results, turn_end};
 
 fn tool_call_events(events: &[Event]) -> Vec<(String, String, Value)> {
     events
@@ -49,22 +49,36 @@ async fn two_tool_calls_with_arguments_split_across_chunks_and_packets_are_assem
     );
     assert_eq!(
         tool_results(&events),
-        [("read_file".into(), "ok".into()), ("list_dir".into(), "ok".into())]
+        [
+            ("read_file".into(), "ok".into()),
+            ("list_dir".into(), "ok".into())
+        ]
     );
     // The next request carries the assembled calls and one answer to each.
     let second = &mock.requests()[1];
     let messages = second["messages"].as_array().expect("messages");
-    let assistant = messages.iter().find(|m| m["role"] == "assistant").expect("assistant");
+    let assistant = messages
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .expect("assistant");
     let sent: Vec<(String, Value)> = assistant["tool_calls"]
         .as_array()
         .expect("tool_calls")
         .iter()
         .map(|c| {
-            let args: Value = serde_json::from_str(c["function"]["arguments"].as_str().expect("args")).expect("json");
+            let args: Value =
+                serde_json::from_str(c["function"]["arguments"].as_str().expect("args"))
+                    .expect("json");
             (c["id"].as_str().expect("id").to_string(), args)
         })
         .collect();
-    assert_eq!(sent, [("call_a".to_string(), calls[0].2.clone()), ("call_b".to_string(), calls[1].2.clone())]);
+    assert_eq!(
+        sent,
+        [
+            ("call_a".to_string(), calls[0].2.clone()),
+            ("call_b".to_string(), calls[1].2.clone())
+        ]
+    );
     let read = messages
         .iter()
         .find(|m| m["role"] == "tool" && m["tool_call_id"] == "call_a")
@@ -114,7 +128,9 @@ async fn usage_chunks_are_summed_over_the_turn_and_requests_ask_for_them() {
 #[tokio::test]
 async fn the_non_streaming_path_runs_the_same_loop() {
     let mock = MockServer::start().await;
-    let mut session = SessionBuilder::openai_with(&mock.url, false, quick_retries(2)).start().await;
+    let mut session = SessionBuilder::openai_with(&mock.url, false, quick_retries(2))
+        .start()
+        .await;
     let completion = |message: Value, finish: &str| {
         json!({"id": "c", "object": "chat.completion", "created": 1, "model": "m",
                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
@@ -134,7 +150,10 @@ async fn the_non_streaming_path_runs_the_same_loop() {
     ]);
     let events = session.turn("list").await;
 
-    assert_eq!(tool_results(&events), [("list_dir".to_string(), "ok".to_string())]);
+    assert_eq!(
+        tool_results(&events),
+        [("list_dir".to_string(), "ok".to_string())]
+    );
     assert_eq!(
         turn_end(&events),
         &Event::TurnCompleted {

@@ -7,10 +7,12 @@ use std::time::Duration;
 use cadre::runtime::protocol::Event;
 use cadre::runtime::tool::{Safety, Tool, ToolContext, ToolDefinition, ToolFuture};
 use pretty_assertions::assert_eq;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use crate::support::mock::{raw_tool_call_chunks, text_chunks, tool_call_chunks, MockServer, Reply};
-use crate::support::{tool_results, turn_end, SessionBuilder};
+use crate::support::mock::{
+    MockServer, Reply, raw_tool_call_chunks, text_chunks, tool_call_chunks,
+};
+use crate::support::{SessionBuilder, tool_results, turn_end};
 
 /// The `tool` message contents of a request, in order.
 fn observations(request: &Value) -> Vec<String> {
@@ -28,22 +30,57 @@ async fn bad_arguments_come_back_naming_the_problem_and_the_turn_goes_on() {
     let mock = MockServer::start().await;
     let mut session = SessionBuilder::openai(&mock.url).start().await;
     mock.push([
-        Reply::sse(&tool_call_chunks("b1", "write_file", &json!({"path": "a.txt", "content": 5}))),
-        Reply::sse(&raw_tool_call_chunks("b2", "write_file", "{\"path\": \"a.txt\", \"content\": ")),
-        Reply::sse(&tool_call_chunks("b3", "write_file", &json!({"path": "a.txt"}))),
-        Reply::sse(&tool_call_chunks("b4", "write_file", &json!({"path": "a.txt", "content": "fixed"}))),
+        Reply::sse(&tool_call_chunks(
+            "b1",
+            "write_file",
+            &json!({"path": "a.txt", "content": 5}),
+        )),
+        Reply::sse(&raw_tool_call_chunks(
+            "b2",
+            "write_file",
+            "{\"path\": \"a.txt\", \"content\": ",
+        )),
+        Reply::sse(&tool_call_chunks(
+            "b3",
+            "write_file",
+            &json!({"path": "a.txt"}),
+        )),
+        Reply::sse(&tool_call_chunks(
+            "b4",
+            "write_file",
+            &json!({"path": "a.txt", "content": "fixed"}),
+        )),
         Reply::sse(&text_chunks("Written after three corrections.")),
     ]);
     let events = session.turn("write a.txt").await;
 
     assert!(matches!(turn_end(&events), Event::TurnCompleted { .. }));
     let codes: Vec<String> = tool_results(&events).into_iter().map(|(_, c)| c).collect();
-    assert_eq!(codes, ["invalid_arguments", "invalid_arguments", "invalid_arguments", "ok"]);
+    assert_eq!(
+        codes,
+        [
+            "invalid_arguments",
+            "invalid_arguments",
+            "invalid_arguments",
+            "ok"
+        ]
+    );
     let seen = observations(&mock.requests()[4]);
-    assert!(seen[0].contains("at '/content'") && seen[0].contains("not of type \"string\""), "{}", seen[0]);
+    assert!(
+        seen[0].contains("at '/content'") && seen[0].contains("not of type \"string\""),
+        "{}",
+        seen[0]
+    );
     assert!(seen[1].contains("not valid JSON"), "{}", seen[1]);
-    assert!(seen[2].contains("\"content\" is a required property"), "{}", seen[2]);
-    assert_eq!(std::fs::read_to_string(session.workspace_path().join("a.txt")).expect("a.txt"), "fixed");
+    assert!(
+        seen[2].contains("\"content\" is a required property"),
+        "{}",
+        seen[2]
+    );
+    assert_eq!(
+        std::fs::read_to_string(session.workspace_path().join("a.txt")).expect("a.txt"),
+        "fixed"
+    );
     assert!(mock.violations().is_empty(), "{:?}", mock.violations());
     session.shutdown().await;
 }
@@ -56,15 +93,26 @@ async fn a_tool_that_outlives_its_timeout_is_stopped_and_reported() {
         .start()
         .await;
     mock.push([
-        Reply::sse(&tool_call_chunks("t1", "bash", &json!({"command": "sleep 20; echo late > late.txt"}))),
+        Reply::sse(&tool_call_chunks(
+            "t1",
+            "bash",
+            &json!({"command": "sleep 20; echo late > late.txt"}),
+        )),
         Reply::sse(&text_chunks("It timed out.")),
     ]);
     let events = session.turn("run the slow thing").await;
 
     assert!(matches!(turn_end(&events), Event::TurnCompleted { .. }));
-    assert_eq!(tool_results(&events), [("bash".to_string(), "timeout".to_string())]);
+    assert_eq!(
+        tool_results(&events),
+        [("bash".to_string(), "timeout".to_string())]
+    );
     let seen = observations(&mock.requests()[1]);
-    assert!(seen[0].starts_with("error (timeout): 'bash' did not finish within 300 ms"), "{}", seen[0]);
+    assert!(
+        seen[0].starts_with("error (timeout): 'bash' did not finish within 300 ms"),
+        "{}",
+        seen[0]
+    );
     session.shutdown().await;
 }
 
@@ -90,7 +138,10 @@ async fn a_panicking_tool_fails_its_call_only_and_the_session_keeps_working() {
         json!({"type": "object", "properties": {}}),
         Safety::SideEffect,
     ));
-    let mut session = SessionBuilder::openai(&mock.url).tool(Arc::new(tool)).start().await;
+    let mut session = SessionBuilder::openai(&mock.url)
+        .tool(Arc::new(tool))
+        .start()
+        .await;
     mock.push([
         Reply::sse(&tool_call_chunks("p1", "reindex", &json!({}))),
         Reply::sse(&text_chunks("The tool crashed.")),
@@ -99,12 +150,25 @@ async fn a_panicking_tool_fails_its_call_only_and_the_session_keeps_working() {
     ]);
     let first = session.turn("reindex").await;
     assert!(matches!(turn_end(&first), Event::TurnCompleted { .. }));
-    assert_eq!(tool_results(&first), [("reindex".to_string(), "failed".to_string())]);
+    assert_eq!(
+        tool_results(&first),
+        [("reindex".to_string(), "failed".to_string())]
+    );
     let seen = observations(&mock.requests()[1]);
-    assert!(seen[0].contains("'reindex' crashed: the index is corrupt"), "{}", seen[0]);
+    assert!(
+        seen[0].contains("'reindex' crashed: the index is corrupt"),
+        "{}",
+        seen[0]
+    );
 
     let second = session.turn("and now?").await;
-    assert!(matches!(turn_end(&second), Event::TurnCompleted { turn_id: 2, .. }));
-    assert_eq!(tool_results(&second), [("list_dir".to_string(), "ok".to_string())]);
+    assert!(matches!(
+        turn_end(&second),
+        Event::TurnCompleted { turn_id: 2, .. }
+    ));
+    assert_eq!(
+        tool_results(&second),
+        [("list_dir".to_string(), "ok".to_string())]
+    );
     session.shutdown().await;
 }

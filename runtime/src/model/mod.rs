@@ -77,7 +77,10 @@ pub struct ModelRequest {
 impl ModelRequest {
     /// The conversation, history first.
     pub fn messages(&self) -> impl Iterator<Item = &Message> {
-        self.history.iter().chain(self.turn.iter()).map(AsRef::as_ref)
+        self.history
+            .iter()
+            .chain(self.turn.iter())
+            .map(AsRef::as_ref)
     }
 }
 
@@ -229,7 +232,9 @@ pub async fn complete(mut stream: ModelStream) -> Result<ModelResponse, ModelErr
     while let Some(event) = stream.next().await {
         match event? {
             ModelEvent::Completed(response) => return Ok(response),
-            ModelEvent::TextDelta(_) | ModelEvent::ReasoningDelta(_) | ModelEvent::Retrying { .. } => {}
+            ModelEvent::TextDelta(_)
+            | ModelEvent::ReasoningDelta(_)
+            | ModelEvent::Retrying { .. } => {}
         }
     }
     Err(ModelError::Malformed(

@@ -30,7 +30,9 @@ use futures::{Stream, StreamExt};
 use serde_json::Value;
 
 use super::assemble::{error_kind, error_message};
-use super::{Assembler, ModelClient, ModelError, ModelEvent, ModelRequest, ModelStream, parse_completion};
+use super::{
+    Assembler, ModelClient, ModelError, ModelEvent, ModelRequest, ModelStream, parse_completion,
+};
 use crate::message::Message;
 
 /// Where and how to reach an OpenAI-compatible server.
@@ -133,7 +135,10 @@ impl ModelClient for OpenAiClient {
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<Value, OpenAIError>> + Send>>;
 
 enum Phase {
-    Connect(async_openai::Client<OpenAIConfig>, Box<CreateChatCompletionRequest>),
+    Connect(
+        async_openai::Client<OpenAIConfig>,
+        Box<CreateChatCompletionRequest>,
+    ),
     Reading(ChunkStream, Assembler),
     Done,
 }
@@ -170,10 +175,12 @@ impl StreamState {
                         Err(e) => self.pending.push_back(Err(e)),
                         Ok(delta) => {
                             if !delta.reasoning.is_empty() {
-                                self.pending.push_back(Ok(ModelEvent::ReasoningDelta(delta.reasoning)));
+                                self.pending
+                                    .push_back(Ok(ModelEvent::ReasoningDelta(delta.reasoning)));
                             }
                             if !delta.text.is_empty() {
-                                self.pending.push_back(Ok(ModelEvent::TextDelta(delta.text)));
+                                self.pending
+                                    .push_back(Ok(ModelEvent::TextDelta(delta.text)));
                             }
                             self.phase = Phase::Reading(chunks, assembler);
                         }
@@ -212,8 +219,7 @@ struct Transport {
     http: reqwest::Client,
 }
 
-type TransportFuture =
-    Pin<Box<dyn Future<Output = Result<reqwest::Response, OpenAIError>> + Send>>;
+type TransportFuture = Pin<Box<dyn Future<Output = Result<reqwest::Response, OpenAIError>> + Send>>;
 
 impl tower::Service<HttpRequestFactory> for Transport {
     type Response = reqwest::Response;
@@ -248,7 +254,8 @@ impl tower::Service<HttpRequestFactory> for Transport {
 /// `retry-after-ms` (OpenAI's) or `Retry-After` in seconds, capped at a minute.
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let delay = if let Some(ms) = text("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
+    let delay = if let Some(ms) = text("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
+    {
         Duration::from_secs_f64(ms.max(0.0) / 1000.0)
     } else {
         let secs = text("retry-after").and_then(|v| v.trim().parse::<f64>().ok())?;
@@ -278,7 +285,10 @@ fn map_error(error: OpenAIError, hint: Hint) -> ModelError {
                     kind: parsed.as_ref().and_then(error_kind),
                 }
             }
-            None => ModelError::Malformed(format!("{err}: {}", body.chars().take(300).collect::<String>())),
+            None => ModelError::Malformed(format!(
+                "{err}: {}",
+                body.chars().take(300).collect::<String>()
+            )),
         },
         OpenAIError::Reqwest(err) => reqwest_error(err),
         OpenAIError::StreamError(err) => ModelError::Interrupted(err.to_string()),
@@ -316,9 +326,10 @@ fn error_chain(err: &dyn std::error::Error) -> String {
 /// stream was cut mid-event, which a new attempt may not repeat.
 fn stream_error(error: OpenAIError) -> ModelError {
     match error {
-        OpenAIError::JSONDeserialize(err, data) => {
-            ModelError::Interrupted(format!("unreadable chunk ({err}): {}", data.chars().take(200).collect::<String>()))
-        }
+        OpenAIError::JSONDeserialize(err, data) => ModelError::Interrupted(format!(
+            "unreadable chunk ({err}): {}",
+            data.chars().take(200).collect::<String>()
+        )),
         other => match map_error(other, Hint::default()) {
             ModelError::Transport(m) => ModelError::Interrupted(m),
             mapped => mapped,

@@ -19,7 +19,10 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{ModelClient, ModelError, ModelEvent, ModelRequest, ModelResponse, ModelStream, ProviderUsage, RequestContext};
+use super::{
+    ModelClient, ModelError, ModelEvent, ModelRequest, ModelResponse, ModelStream, ProviderUsage,
+    RequestContext,
+};
 use crate::message::{Message, ToolCall};
 use crate::mode::Mode;
 
@@ -186,7 +189,10 @@ impl ScriptedModel {
     }
 
     fn pick(&self, ctx: &RequestContext) -> Option<Entry> {
-        let mut used = self.used.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut used = self
+            .used
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let mine = used
             .entry(ctx.agent_id.clone())
             .or_insert_with(|| vec![false; self.script.entries.len()]);
@@ -215,7 +221,9 @@ impl ModelClient for ScriptedModel {
                 "the model script has no response left for role '{}' in {} mode, turn {}, iteration {}",
                 ctx.role, ctx.mode, ctx.turn, ctx.iteration
             );
-            return Box::pin(futures::stream::once(async move { Err(ModelError::Script(message)) }));
+            return Box::pin(futures::stream::once(async move {
+                Err(ModelError::Script(message))
+            }));
         };
         let response = answer(&entry, &request);
         let delay = Duration::from_millis(entry.delay_ms);
@@ -224,13 +232,15 @@ impl ModelClient for ScriptedModel {
             .map(|piece| Ok(ModelEvent::TextDelta(piece)))
             .collect();
         events.push(Ok(ModelEvent::Completed(response)));
-        Box::pin(futures::stream::once(async move {
-            if !delay.is_zero() {
-                tokio::time::sleep(delay).await;
-            }
-            futures::stream::iter(events)
-        })
-        .flatten())
+        Box::pin(
+            futures::stream::once(async move {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                futures::stream::iter(events)
+            })
+            .flatten(),
+        )
     }
 }
 
@@ -242,7 +252,13 @@ fn answer(entry: &Entry, request: &ModelRequest) -> ModelResponse {
         .iter()
         .enumerate()
         .map(|(n, call)| ToolCall {
-            id: format!("call_{}_{}_{}_{}", ctx.agent_id, ctx.turn, ctx.iteration, n + 1),
+            id: format!(
+                "call_{}_{}_{}_{}",
+                ctx.agent_id,
+                ctx.turn,
+                ctx.iteration,
+                n + 1
+            ),
             name: call.name.clone(),
             arguments: match (&call.raw_arguments, &call.arguments) {
                 (Some(raw), _) => expand(raw, ctx),
@@ -256,9 +272,10 @@ fn answer(entry: &Entry, request: &ModelRequest) -> ModelResponse {
             .messages()
             .map(|m| match m {
                 Message::User { content } | Message::Tool { content, .. } => content.len(),
-                Message::Assistant { content, tool_calls } => {
-                    content.len() + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>()
-                }
+                Message::Assistant {
+                    content,
+                    tool_calls,
+                } => content.len() + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>(),
             })
             .sum::<usize>();
     let completion_chars = text.len() + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>();
@@ -268,7 +285,14 @@ fn answer(entry: &Entry, request: &ModelRequest) -> ModelResponse {
         total_tokens: ((prompt_chars + completion_chars) / 4) as u64,
     };
     ModelResponse {
-        finish_reason: Some(if tool_calls.is_empty() { "stop" } else { "tool_calls" }.into()),
+        finish_reason: Some(
+            if tool_calls.is_empty() {
+                "stop"
+            } else {
+                "tool_calls"
+            }
+            .into(),
+        ),
         text,
         reasoning: None,
         tool_calls,
@@ -311,8 +335,14 @@ fn expand(text: &str, ctx: &RequestContext) -> String {
 fn expand_value(value: Value, ctx: &RequestContext) -> Value {
     match value {
         Value::String(s) => Value::String(expand(&s, ctx)),
-        Value::Array(items) => Value::Array(items.into_iter().map(|v| expand_value(v, ctx)).collect()),
-        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, expand_value(v, ctx))).collect()),
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| expand_value(v, ctx)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, expand_value(v, ctx)))
+                .collect(),
+        ),
         other => other,
     }
 }
@@ -326,7 +356,10 @@ fn toml_to_json(value: &toml::Value) -> Value {
         toml::Value::Datetime(d) => Value::String(d.to_string()),
         toml::Value::Array(items) => Value::Array(items.iter().map(toml_to_json).collect()),
         toml::Value::Table(table) => Value::Object(
-            table.iter().map(|(k, v)| (k.clone(), toml_to_json(v))).collect(),
+            table
+                .iter()
+                .map(|(k, v)| (k.clone(), toml_to_json(v)))
+                .collect(),
         ),
     }
 }

@@ -160,9 +160,10 @@ impl ToolError {
     /// Maps an I/O error on `path` to `not_found` or `failed`.
     pub fn io(path: &str, err: &std::io::Error) -> Self {
         match err.kind() {
-            std::io::ErrorKind::NotFound => {
-                Self::new(ErrorCode::NotFound, format!("{path}: no such file or directory"))
-            }
+            std::io::ErrorKind::NotFound => Self::new(
+                ErrorCode::NotFound,
+                format!("{path}: no such file or directory"),
+            ),
             _ => Self::failed(format!("{path}: {err}")),
         }
     }

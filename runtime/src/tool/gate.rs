@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::definition::{ErrorCode, Safety, ToolContext, ToolDefinition, ToolError};
-use super::registry::{admits, ToolRegistry};
+use super::registry::{ToolRegistry, admits};
 use crate::mode::Mode;
 
 /// What the model is shown of one tool.

@@ -17,9 +17,9 @@ mod registry;
 mod runner;
 mod workspace;
 
-pub use builtin::{builtin_tools, truncate_middle, TodoItem};
+pub use builtin::{TodoItem, builtin_tools, truncate_middle};
 pub use definition::{ErrorCode, Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
-pub use gate::{definition_gate, execution_gate, ToolSpec};
+pub use gate::{ToolSpec, definition_gate, execution_gate};
 pub use registry::{RegistryError, ToolRegistry};
 pub use runner::{ToolOutcome, ToolRunner};
 pub use workspace::Workspace;

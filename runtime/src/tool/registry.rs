@@ -97,8 +97,7 @@ impl ToolRegistry {
         &'a self,
         allow: Option<&'a [String]>,
     ) -> impl Iterator<Item = &'a ToolDefinition> + 'a {
-        self.definitions()
-            .filter(move |def| admits(allow, def))
+        self.definitions().filter(move |def| admits(allow, def))
     }
 
     /// The number of tools.

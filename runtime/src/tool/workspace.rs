@@ -123,7 +123,9 @@ impl ToolContext {
             return Err(outside(&shown, "the plan file has no directory"));
         };
         std::fs::create_dir_all(dir).map_err(|err| ToolError::io(&shown, &err))?;
-        let real_dir = dir.canonicalize().map_err(|err| ToolError::io(&shown, &err))?;
+        let real_dir = dir
+            .canonicalize()
+            .map_err(|err| ToolError::io(&shown, &err))?;
         let expected = self
             .session_dir
             .canonicalize()

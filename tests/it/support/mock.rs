@@ -14,14 +14,14 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::post;
-use axum::Router;
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// One scripted answer.
 #[derive(Debug, Clone)]
@@ -108,12 +108,18 @@ pub fn chunk(choices: Value) -> Value {
 
 /// Chunks streaming `text` in a few pieces, then `finish_reason: stop`.
 pub fn text_chunks(text: &str) -> Vec<Value> {
-    let mut out = vec![chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]))];
+    let mut out = vec![chunk(
+        json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]),
+    )];
     let words: Vec<&str> = text.split_inclusive(' ').collect();
     for piece in words.chunks(3) {
-        out.push(chunk(json!([{"index": 0, "delta": {"content": piece.concat()}, "finish_reason": null}])));
+        out.push(chunk(
+            json!([{"index": 0, "delta": {"content": piece.concat()}, "finish_reason": null}]),
+        ));
     }
-    out.push(chunk(json!([{"index": 0, "delta": {}, "finish_reason": "stop"}])));
+    out.push(chunk(
+        json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]),
+    ));
     out.push(usage_chunk(10, 5));
     out
 }
@@ -135,14 +141,23 @@ pub fn tool_calls_chunks(calls: &[(&str, &str, Value)]) -> Vec<Value> {
     for half in 0..2 {
         for (index, text) in texts.iter().enumerate() {
             let mid = text.len() / 2;
-            let mid = (0..=mid).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
-            let piece = if half == 0 { &text[..mid] } else { &text[mid..] };
+            let mid = (0..=mid)
+                .rev()
+                .find(|&i| text.is_char_boundary(i))
+                .unwrap_or(0);
+            let piece = if half == 0 {
+                &text[..mid]
+            } else {
+                &text[mid..]
+            };
             out.push(chunk(json!([{"index": 0, "delta": {"tool_calls": [
                 {"index": index, "function": {"arguments": piece}}
             ]}, "finish_reason": null}])));
         }
     }
-    out.push(chunk(json!([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}])));
+    out.push(chunk(
+        json!([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]),
+    ));
     out.push(usage_chunk(20, 7));
     out
 }
@@ -150,9 +165,11 @@ pub fn tool_calls_chunks(calls: &[(&str, &str, Value)]) -> Vec<Value> {
 /// One tool call whose arguments are sent verbatim, valid JSON or not.
 pub fn raw_tool_call_chunks(id: &str, name: &str, arguments: &str) -> Vec<Value> {
     vec![
-        chunk(json!([{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+        chunk(
+            json!([{"index": 0, "delta": {"role": "assistant", "tool_calls": [
             {"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": arguments}}
-        ]}, "finish_reason": "tool_calls"}])),
+        ]}, "finish_reason": "tool_calls"}]),
+        ),
         usage_chunk(5, 5),
     ]
 }
@@ -194,7 +211,9 @@ impl MockServer {
         let app = Router::new()
             .route("/v1/chat/completions", post(handle))
             .with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -213,7 +232,10 @@ impl MockServer {
 
     /// Answers requests the queue does not cover by calling `responder` with
     /// the request body (for concurrent agents, each picking by its prompt).
-    pub fn respond_with(&self, responder: impl Fn(&Value) -> Option<Reply> + Send + Sync + 'static) {
+    pub fn respond_with(
+        &self,
+        responder: impl Fn(&Value) -> Option<Reply> + Send + Sync + 'static,
+    ) {
         *self.shared.responder.lock().expect("lock") = Some(Arc::new(responder));
     }
 
@@ -236,8 +258,16 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
     };
     shared.requests.lock().expect("lock").push(request.clone());
     if let Err(violation) = check_tool_protocol(&request) {
-        shared.violations.lock().expect("lock").push(violation.clone());
-        return Reply::json(400, json!({"error": {"message": violation, "type": "invalid_request_error"}})).into_response();
+        shared
+            .violations
+            .lock()
+            .expect("lock")
+            .push(violation.clone());
+        return Reply::json(
+            400,
+            json!({"error": {"message": violation, "type": "invalid_request_error"}}),
+        )
+        .into_response();
     }
     let reply = shared.queue.lock().expect("lock").pop_front();
     let responder = shared.responder.lock().expect("lock").clone();
@@ -266,12 +296,16 @@ pub fn check_tool_protocol(request: &Value) -> Result<(), String> {
         match message["role"].as_str() {
             Some("assistant") => {
                 if !open.is_empty() {
-                    return Err(format!("message {i}: assistant message while calls {open:?} are unanswered"));
+                    return Err(format!(
+                        "message {i}: assistant message while calls {open:?} are unanswered"
+                    ));
                 }
                 for call in message["tool_calls"].as_array().into_iter().flatten() {
                     let id = call["id"].as_str().unwrap_or_default().to_string();
                     if id.is_empty() || !seen.insert(id.clone()) {
-                        return Err(format!("message {i}: tool call id '{id}' is empty or repeated"));
+                        return Err(format!(
+                            "message {i}: tool call id '{id}' is empty or repeated"
+                        ));
                     }
                     open.insert(id);
                 }
@@ -279,12 +313,16 @@ pub fn check_tool_protocol(request: &Value) -> Result<(), String> {
             Some("tool") => {
                 let id = message["tool_call_id"].as_str().unwrap_or_default();
                 if !open.remove(id) {
-                    return Err(format!("message {i}: tool message answers '{id}', which no earlier assistant message left open"));
+                    return Err(format!(
+                        "message {i}: tool message answers '{id}', which no earlier assistant message left open"
+                    ));
                 }
             }
             Some(_) => {
                 if !open.is_empty() {
-                    return Err(format!("message {i}: conversation moved on while calls {open:?} are unanswered"));
+                    return Err(format!(
+                        "message {i}: conversation moved on while calls {open:?} are unanswered"
+                    ));
                 }
             }
             None => return Err(format!("message {i} has no role")),
@@ -296,7 +334,9 @@ pub fn check_tool_protocol(request: &Value) -> Result<(), String> {
 impl Reply {
     fn into_response(self) -> Response {
         match self {
-            Reply::Stream { body, piece, gap } => streamed(200, "text/event-stream", &[], body, piece, gap),
+            Reply::Stream { body, piece, gap } => {
+                streamed(200, "text/event-stream", &[], body, piece, gap)
+            }
             Reply::Raw {
                 status,
                 content_type,
@@ -312,7 +352,10 @@ impl Reply {
                 sse_response(Body::from_stream(stream))
             }
             Reply::HangAfter { body } => {
-                let stream = futures::stream::once(async move { Ok::<Bytes, Infallible>(Bytes::from(body)) })
+                let stream =
+                    futures::stream::once(
+                        async move { Ok::<Bytes, Infallible>(Bytes::from(body)) },
+                    )
                     .chain(futures::stream::pending());
                 sse_response(Body::from_stream(stream))
             }

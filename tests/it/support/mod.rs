@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cadre::actors::{spawn_session, SessionConfig, SessionHandle, SessionServices};
+use cadre::actors::{SessionConfig, SessionHandle, SessionServices, spawn_session};
+use cadre::runtime::Mode;
 use cadre::runtime::model::{ModelClient, OpenAiClient, OpenAiConfig, RetryPolicy, Retrying};
 use cadre::runtime::paths::DataDir;
 use cadre::runtime::protocol::{Event, Op};
 use cadre::runtime::tool::{Tool, ToolRegistry, ToolRunner, Workspace};
-use cadre::runtime::Mode;
 use tempfile::TempDir;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -77,11 +77,6 @@ impl SessionBuilder {
         self
     }
 
-    pub fn max_iterations(mut self, n: u32) -> Self {
-        self.max_iterations = n;
-        self
-    }
-
     pub async fn start(self) -> TestSession {
         let workspace = TempDir::new().expect("workspace");
         let data = TempDir::new().expect("data dir");
@@ -92,7 +87,7 @@ impl SessionBuilder {
         let session_id = uuid::Uuid::new_v4().to_string();
         let paths = DataDir::new(data.path()).session(&session_id);
         let config = SessionConfig {
-            session_id: session_id.clone(),
+            session_id,
             mode: self.mode,
             workspace: Workspace::new(workspace.path()).expect("workspace"),
             paths: paths.clone(),
@@ -104,15 +99,16 @@ impl SessionBuilder {
             model: self.model,
             tools: ToolRunner::new(Arc::new(registry), self.tool_timeout),
         };
-        let (handle, events) = spawn_session(config, services).await.expect("spawn session");
+        let (handle, events) = spawn_session(config, services)
+            .await
+            .expect("spawn session");
         TestSession {
             handle: Some(handle),
             events,
-            session_id,
             plan_file: paths.plan_file(),
             session_dir: paths.dir,
             workspace,
-            data,
+            _data: data,
         }
     }
 }
@@ -121,11 +117,11 @@ impl SessionBuilder {
 pub struct TestSession {
     handle: Option<SessionHandle>,
     pub events: UnboundedReceiver<Event>,
-    pub session_id: String,
     pub plan_file: PathBuf,
     pub session_dir: PathBuf,
     pub workspace: TempDir,
-    pub data: TempDir,
+    /// Kept so the directory lives as long as the session.
+    _data: TempDir,
 }
 
 impl TestSession {
@@ -160,7 +156,9 @@ impl TestSession {
 
     /// Sends a prompt and collects events until its turn completes or fails.
     pub async fn turn(&mut self, prompt: &str) -> Vec<Event> {
-        self.submit(Op::UserInput { text: prompt.into() });
+        self.submit(Op::UserInput {
+            text: prompt.into(),
+        });
         self.events_until(is_turn_end).await
     }
 
@@ -180,7 +178,10 @@ impl TestSession {
 }
 
 pub fn is_turn_end(event: &Event) -> bool {
-    matches!(event, Event::TurnCompleted { .. } | Event::TurnFailed { .. })
+    matches!(
+        event,
+        Event::TurnCompleted { .. } | Event::TurnFailed { .. }
+    )
 }
 
 /// The last event, which a finished turn makes its end.
@@ -216,7 +217,13 @@ pub fn tree(dir: &std::path::Path) -> Vec<(PathBuf, Vec<u8>)> {
             if meta.is_dir() {
                 stack.push(path);
             } else if meta.file_type().is_symlink() {
-                out.push((path.clone(), std::fs::read_link(&path).expect("link").into_os_string().into_encoded_bytes()));
+                out.push((
+                    path.clone(),
+                    std::fs::read_link(&path)
+                        .expect("link")
+                        .into_os_string()
+                        .into_encoded_bytes(),
+                ));
             } else {
                 out.push((path.clone(), std::fs::read(&path).expect("read")));
             }

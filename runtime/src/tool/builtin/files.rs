@@ -40,11 +40,16 @@ impl Tool for ReadFile {
         Box::pin(async move {
             let arg = required_str(&args, "path")?;
             let path = ctx.resolve(arg)?;
-            let bytes = tokio::fs::read(&path).await.map_err(|e| ToolError::io(arg, &e))?;
+            let bytes = tokio::fs::read(&path)
+                .await
+                .map_err(|e| ToolError::io(arg, &e))?;
             let text = String::from_utf8(bytes)
                 .map_err(|_| ToolError::failed(format!("{arg} is not a UTF-8 text file")))?;
             let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(1) as usize;
-            let limit = args.get("limit").and_then(Value::as_u64).map(|n| n as usize);
+            let limit = args
+                .get("limit")
+                .and_then(Value::as_u64)
+                .map(|n| n as usize);
             let selected = if offset == 1 && limit.is_none() {
                 text
             } else {
@@ -208,12 +213,17 @@ impl Tool for EditFile {
             let arg = required_str(&args, "path")?;
             let old = required_str(&args, "old_string")?;
             let new = required_str(&args, "new_string")?;
-            let replace_all = args.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
+            let replace_all = args
+                .get("replace_all")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
             if old.is_empty() {
                 return Err(ToolError::invalid("'old_string' must not be empty"));
             }
             if old == new {
-                return Err(ToolError::invalid("'old_string' and 'new_string' are the same"));
+                return Err(ToolError::invalid(
+                    "'old_string' and 'new_string' are the same",
+                ));
             }
             let path = ctx.resolve(arg)?;
             let text = tokio::fs::read_to_string(&path)
@@ -224,7 +234,9 @@ impl Tool for EditFile {
                 (0, _) => {
                     return Err(ToolError::new(
                         ErrorCode::Failed,
-                        format!("'old_string' does not occur in {arg}; read the file and copy the text exactly"),
+                        format!(
+                            "'old_string' does not occur in {arg}; read the file and copy the text exactly"
+                        ),
                     ));
                 }
                 (1, _) | (_, true) => text.replace(old, new),

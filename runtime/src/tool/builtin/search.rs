@@ -132,7 +132,9 @@ impl Tool for Grep {
         Box::pin(async move {
             let pattern = required_str(&args, "pattern")?;
             let regex = regex::RegexBuilder::new(pattern)
-                .case_insensitive(args.get("case_insensitive").and_then(Value::as_bool) == Some(true))
+                .case_insensitive(
+                    args.get("case_insensitive").and_then(Value::as_bool) == Some(true),
+                )
                 .build()
                 .map_err(|e| ToolError::invalid(format!("bad regular expression: {e}")))?;
             let filter = match optional_str(&args, "glob") {
@@ -153,7 +155,10 @@ impl Tool for Grep {
                 } else if base.is_dir() {
                     Box::new(walk(&base))
                 } else {
-                    return Err(ToolError::io(&shown_arg, &std::io::ErrorKind::NotFound.into()));
+                    return Err(ToolError::io(
+                        &shown_arg,
+                        &std::io::ErrorKind::NotFound.into(),
+                    ));
                 };
                 let mut lines = Vec::new();
                 let mut total = 0usize;
