@@ -162,9 +162,15 @@ impl TurnMachine {
             }
             (Phase::AwaitingModel, TurnInput::ModelFailed(error)) => {
                 let retryable = error.is_transient();
+                // A script with no answer left is the agent's script failing,
+                // not the infrastructure.
+                let category = match error {
+                    ModelError::Script(_) => FailureCategory::Agent,
+                    _ => FailureCategory::Infrastructure,
+                };
                 self.finish(
                     TurnOutcome::Failed {
-                        category: FailureCategory::Infrastructure,
+                        category,
                         message: format!("model request failed: {error}"),
                         retryable,
                     },
