@@ -1,0 +1,166 @@
+//! The definition gate and the execution gate in Plan mode.
+
+use pretty_assertions::assert_eq;
+
+use super::*;
+
+/// The tools offered in `mode`, each with whether its description names the
+/// plan file.
+fn check_offered(mode: Mode, expected: &[(&str, bool)]) {
+    let registry = ToolRegistry::with_builtins();
+    let plan_file = Path::new("/data/sessions/s1/artifacts/plan.md");
+    let offered: Vec<(String, bool)> = definition_gate(&registry, mode, None, plan_file)
+        .into_iter()
+        .map(|spec| {
+            let def = registry.get(&spec.name).unwrap().definition();
+            assert_eq!(spec.parameters, def.input_schema, "{}", spec.name);
+            assert!(
+                spec.description.contains(&def.description),
+                "{}",
+                spec.description
+            );
+            (
+                spec.name,
+                spec.description
+                    .contains("/data/sessions/s1/artifacts/plan.md"),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, bool)> = expected.iter().map(|(n, p)| (n.to_string(), *p)).collect();
+    assert_eq!(offered, expected, "{mode}");
+}
+
+#[test]
+fn definition_gate_offers_plan_only_readers_and_plan_file_writers() {
+    check_offered(
+        Mode::Plan,
+        &[
+            ("read_file", false),
+            ("list_dir", false),
+            ("glob", false),
+            ("grep", false),
+            ("write_file", true),
+            ("edit_file", true),
+        ],
+    );
+    let all: Vec<(&str, bool)> = BUILTINS.iter().map(|n| (*n, false)).collect();
+    check_offered(Mode::Work, &all);
+    check_offered(Mode::Operate, &all);
+}
+
+/// A fresh Plan-mode session whose workspace holds `seed.txt`.
+fn plan_env() -> Env {
+    let env = Env::new(Mode::Plan);
+    env.seed("seed.txt", "seeded\n");
+    env
+}
+
+/// One call in `env`: the outcome and what changed under the temporary
+/// root. `{plan}` stands for the plan file's path.
+async fn check_plan(env: Env, tool: &str, args: Value, expected: Got, expected_changes: &[&str]) {
+    let plan = env.ctx.plan_file.display().to_string();
+    let args: Value = serde_json::from_str(&args.to_string().replace("{plan}", &plan)).unwrap();
+    let before = env.tree();
+    let expected = expected.map(|out| out.replace("{plan}", &plan));
+    let got = seen(env.call(tool, args.clone()).await, &expected);
+    let expected_changes: Vec<String> = expected_changes.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        (got, changed(&before, &env.tree())),
+        (expected, expected_changes),
+        "{tool} {args}"
+    );
+}
+
+#[tokio::test]
+async fn plan_mode_runs_readers_and_writes_only_the_plan_file() {
+    use ErrorCode::*;
+    let plan_written = ["session/artifacts/", "session/artifacts/plan.md"];
+    check_plan(
+        plan_env(),
+        "read_file",
+        json!({"path": "seed.txt"}),
+        ok("seeded\n"),
+        &[],
+    )
+    .await;
+    check_plan(
+        plan_env(),
+        "glob",
+        json!({"pattern": "*"}),
+        ok("seed.txt"),
+        &[],
+    )
+    .await;
+    check_plan(
+        plan_env(),
+        "write_file",
+        json!({"path": "{plan}", "content": "## Summary\n"}),
+        ok("wrote 11 bytes to {plan}"),
+        &plan_written,
+    )
+    .await;
+    check_plan(
+        plan_env(),
+        "write_file",
+        json!({"path": "notes.md", "content": "x"}),
+        err(ToolNotAllowed, "may only write the plan file"),
+        &[],
+    )
+    .await;
+    check_plan(
+        plan_env(),
+        "write_file",
+        json!({"path": "seed.txt", "content": "x"}),
+        err(ToolNotAllowed, "Plan mode is read-only"),
+        &[],
+    )
+    .await;
+    check_plan(
+        plan_env(),
+        "write_file",
+        json!({"path": "{plan}/../plan.md", "content": "x"}),
+        err(ToolNotAllowed, "exactly that path"),
+        &[],
+    )
+    .await;
+    check_plan(
+        plan_env(),
+        "edit_file",
+        json!({"path": "seed.txt", "old_string": "seeded", "new_string": "x"}),
+        err(ToolNotAllowed, "may only write the plan file"),
+        &[],
+    )
+    .await;
+    check_plan(
+        plan_env(),
+        "bash",
+        json!({"command": "touch forged"}),
+        err(ToolNotAllowed, "'bash' can change things"),
+        &[],
+    )
+    .await;
+    check_plan(
+        plan_env(),
+        "todo_write",
+        json!({"todos": []}),
+        err(ToolNotAllowed, "'todo_write' can change things"),
+        &[],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn plan_mode_refuses_a_symlink_planted_in_place_of_the_plan_file() {
+    use std::os::unix::fs::symlink;
+    let write = || json!({"path": "{plan}", "content": "pwned"});
+    let refused = || err(ErrorCode::OutsideWorkspace, "is a symlink");
+
+    let env = plan_env();
+    std::fs::create_dir(env.session().join("artifacts")).unwrap();
+    symlink(env.ws().join("seed.txt"), &env.ctx.plan_file).unwrap();
+    check_plan(env, "write_file", write(), refused(), &[]).await;
+
+    let env = plan_env();
+    symlink(env.ws(), env.session().join("artifacts")).unwrap();
+    check_plan(env, "write_file", write(), refused(), &[]).await;
+}
