@@ -2,4 +2,5 @@
 //! a local mock OpenAI-compatible server.
 
 mod plan_mode;
+mod samples;
 mod support;

@@ -1,9 +1,9 @@
 //! The OpenAI-compatible client (LLM2), on async-openai.
 //!
-//! async-openai builds and sends the request, frames the SSE stream and
-//! maps HTTP errors; cadre reads each chunk as loose JSON (`byot`) and
-//! assembles it with [`Assembler`], because real servers break the strict
-//! types. async-openai's own silent retry layer is replaced by a plain
+//! async-openai builds and sends the request, frames the SSE stream (once
+//! [`end_with_blank_line`] has fixed up its end) and maps HTTP errors; cadre
+//! reads each chunk as loose JSON (`byot`) and assembles it with
+//! [`Assembler`], because real servers break the strict types. async-openai's own silent retry layer is replaced by a plain
 //! transport ([`Transport`]): retries belong to [`super::Retrying`] alone, so
 //! each one is visible (`model.retry`) and bounded in one place.
 
@@ -27,6 +27,7 @@ use async_openai::types::chat::{
     ChatCompletionTools, CreateChatCompletionRequest, FunctionCall, FunctionObject,
 };
 use futures::{Stream, StreamExt};
+use reqwest::ResponseBuilderExt;
 use serde_json::Value;
 
 use super::assemble::{error_kind, error_message};
@@ -245,10 +246,56 @@ impl tower::Service<HttpRequestFactory> for Transport {
                 };
                 // Outside a `with_hint` scope there is nobody to tell.
                 let _ = HINT.try_with(|cell| cell.set(hint));
+                return Ok(response);
             }
-            Ok(response)
+            end_with_blank_line(response)
         })
     }
+}
+
+/// Makes a successful event stream end with a blank line, so that its last
+/// event is dispatched at EOF as the SSE rules say.
+///
+/// async-openai frames SSE with `eventsource-stream` 0.2, which at EOF
+/// silently drops whatever it has not dispatched yet: a last event not
+/// followed by a blank line (`data: {...}\n` then close), and any event
+/// whose lines end in a lone CR (held back in case an LF follows). Servers
+/// that close the stream after their last chunk instead of sending
+/// `data: [DONE]` would lose that chunk, and with it the finish reason, the
+/// usage, or an error, which would then pass for a normal, truncated answer.
+/// Appending `\n\n` after the server's last byte completes a pending line
+/// (a trailing CR becomes CRLF) and dispatches the pending event; where the
+/// stream already ended with a blank line, the extra lines dispatch nothing.
+/// A stream closed mid-chunk now yields an unreadable chunk (an interrupted
+/// stream) instead of a silently shortened answer. A body that breaks off
+/// reports its transport error first, which ends the stream before the tail.
+fn end_with_blank_line(response: reqwest::Response) -> Result<reqwest::Response, OpenAIError> {
+    let is_event_stream = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        });
+    if !is_event_stream {
+        return Ok(response);
+    }
+    let mut builder = http::Response::builder()
+        .status(response.status())
+        .version(response.version())
+        .url(response.url().clone());
+    if let Some(headers) = builder.headers_mut() {
+        *headers = response.headers().clone();
+    }
+    let tail = futures::stream::once(async { Ok(b"\n\n"[..].into()) });
+    let body = reqwest::Body::wrap_stream(response.bytes_stream().chain(tail));
+    // Cannot fail: the status and headers come from a response.
+    builder
+        .body(body)
+        .map(reqwest::Response::from)
+        .map_err(|e| OpenAIError::InvalidArgument(format!("re-wrapping the event stream: {e}")))
 }
 
 /// `retry-after-ms` (OpenAI's) or `Retry-After` in seconds, capped at a minute.
