@@ -23,7 +23,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     let services = SessionServices {
         model: Arc::new(ScriptedModel::new(script, "example script")),
-        tools: ToolRunner::new(Arc::new(ToolRegistry::with_builtins()), Duration::from_secs(30)),
+        tools: ToolRunner::new(
+            Arc::new(ToolRegistry::with_builtins()),
+            Duration::from_secs(30),
+        ),
     };
     let session_id = uuid::Uuid::new_v4().to_string();
     let config = SessionConfig {
@@ -41,7 +44,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
     while let Some(event) = events.recv().await {
         println!("{}", serde_json::to_string(&event)?);
-        if matches!(event, Event::TurnCompleted { .. } | Event::TurnFailed { .. }) {
+        if matches!(
+            event,
+            Event::TurnCompleted { .. } | Event::TurnFailed { .. }
+        ) {
             session.submit(Op::Shutdown)?;
         }
     }

@@ -1,6 +1,15 @@
 //! End-to-end tests of cadre through its public APIs and its binary, against
 //! a local mock OpenAI-compatible server.
 
+// This whole crate is test code: a failed expectation is a failed test.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod cancel;
+mod cli;
+mod crash;
 mod plan_mode;
+mod retries;
 mod samples;
+mod streaming;
 mod support;
+mod tools;

@@ -96,7 +96,9 @@ impl Assembler {
         let id = non_empty(call.get("id"));
         let function = call.get("function");
         let name = non_empty(function.and_then(|f| f.get("name")));
-        let arguments = function.and_then(|f| f.get("arguments")).map(arguments_text);
+        let arguments = function
+            .and_then(|f| f.get("arguments"))
+            .map(arguments_text);
 
         let position = match index {
             Some(i) => self.calls.iter().position(|c| c.index == Some(i)),

@@ -1,0 +1,335 @@
+//! What orchestration costs beside the model.
+//!
+//! 1. One tool-call round trip (request → tool call → `list_dir` → request →
+//!    final answer) against a local mock server: cadre (a fresh session, its
+//!    turn actor, the gates, the tool runner) versus a bare async-openai loop
+//!    doing the same requests and the same directory listing. Target: cadre
+//!    within 1.5x.
+//! 2. The memory of a live agent: the resident-set growth per idle session
+//!    actor, over many. Target: under 80 KiB.
+//!
+//! Run with `cargo bench --bench roundtrip`; `ROUNDS=N` changes the sample size.
+
+#![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
+
+#[path = "../tests/it/support/mock.rs"]
+#[allow(dead_code)]
+mod mock;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_openai::config::OpenAIConfig;
+use async_openai::types::chat::{
+    ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
+    ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
+    ChatCompletionRequestSystemMessage, ChatCompletionRequestSystemMessageContent,
+    ChatCompletionRequestToolMessage, ChatCompletionRequestToolMessageContent,
+    ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent,
+    ChatCompletionStreamOptions, ChatCompletionTool, ChatCompletionTools,
+    CreateChatCompletionRequest, FunctionCall, FunctionObject,
+};
+use cadre::actors::{SessionConfig, SessionServices, spawn_session};
+use cadre::runtime::Mode;
+use cadre::runtime::model::{OpenAiClient, OpenAiConfig, RetryPolicy, Retrying};
+use cadre::runtime::paths::DataDir;
+use cadre::runtime::prompt::system_prompt;
+use cadre::runtime::protocol::{Event, Op};
+use cadre::runtime::tool::{ToolRegistry, ToolRunner, Workspace, definition_gate};
+use futures::StreamExt;
+use mock::{MockServer, Reply, text_chunks, tool_call_chunks};
+use serde_json::json;
+
+fn main() {
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mock = MockServer::start().await;
+        // The mock answers a conversation that ends with the user's message
+        // with a tool call, and one that ends with a tool result with text.
+        mock.respond_with(|request| {
+            let last = request["messages"].as_array()?.last()?;
+            Some(match last["role"].as_str()? {
+                "tool" => Reply::sse(&text_chunks("The directory has three files.")),
+                _ => Reply::sse(&tool_call_chunks(
+                    "call_1",
+                    "list_dir",
+                    &json!({"path": "."}),
+                )),
+            })
+        });
+        let workspace = tempfile::TempDir::new().expect("workspace");
+        for name in ["a.rs", "b.rs", "c.rs"] {
+            std::fs::write(workspace.path().join(name), "fn main() {}\n").expect("seed");
+        }
+        let data = tempfile::TempDir::new().expect("data");
+
+        // Both sides keep their client (and its connection pool) across
+        // rounds, as a host would; cadre's registry is shared by its sessions.
+        let client = async_openai::Client::with_config(
+            OpenAIConfig::new()
+                .with_api_base(&mock.url)
+                .with_api_key(""),
+        );
+        let shared = services(&mock.url);
+        // Warm up both paths (connections, allocator, lazy statics).
+        for _ in 0..20 {
+            bare_round(&client, workspace.path()).await;
+            cadre_round(&shared, workspace.path(), data.path()).await;
+        }
+        // Interleave the two so machine noise hits both alike.
+        let mut bare = Vec::with_capacity(rounds);
+        let mut ours = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            bare.push(bare_round(&client, workspace.path()).await);
+            ours.push(cadre_round(&shared, workspace.path(), data.path()).await);
+        }
+        let (bare_med, ours_med) = (percentile(&mut bare, 50), percentile(&mut ours, 50));
+        println!("tool-call round trip ({rounds} rounds, 2 model requests + 1 tool call each):");
+        println!(
+            "  bare async-openai loop  median {:>8.1} µs   p90 {:>8.1} µs",
+            us(bare_med),
+            us(percentile(&mut bare, 90))
+        );
+        println!(
+            "  cadre session + turn    median {:>8.1} µs   p90 {:>8.1} µs",
+            us(ours_med),
+            us(percentile(&mut ours, 90))
+        );
+        println!(
+            "  ratio cadre / bare      {:.2}x   (target ≤ 1.50x)",
+            ours_med.as_secs_f64() / bare_med.as_secs_f64()
+        );
+
+        let agents = 1000;
+        let per_agent = live_agent_memory(agents, workspace.path(), data.path()).await;
+        println!("live agent memory ({agents} idle sessions):");
+        println!(
+            "  resident growth per agent {:.1} KiB   (target < 80 KiB)",
+            per_agent / 1024.0
+        );
+    });
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn percentile(samples: &mut [Duration], p: usize) -> Duration {
+    samples.sort();
+    samples[(samples.len() * p / 100).min(samples.len() - 1)]
+}
+
+/// The tools cadre offers in Work mode, so both sides send the same bytes.
+fn tool_spec() -> Vec<ChatCompletionTools> {
+    let registry = ToolRegistry::with_builtins();
+    definition_gate(
+        &registry,
+        Mode::Work,
+        None,
+        std::path::Path::new("/plan.md"),
+    )
+    .into_iter()
+    .map(|spec| {
+        ChatCompletionTools::Function(ChatCompletionTool {
+            function: FunctionObject {
+                name: spec.name,
+                description: Some(spec.description),
+                parameters: Some(spec.parameters),
+                strict: None,
+            },
+        })
+    })
+    .collect()
+}
+
+/// The same round trip with async-openai alone: stream, assemble the call by
+/// index, list the directory, send the result, read the answer.
+async fn bare_round(
+    client: &async_openai::Client<OpenAIConfig>,
+    workspace: &std::path::Path,
+) -> Duration {
+    let start = Instant::now();
+    let tools = tool_spec();
+    let mut messages = vec![
+        ChatCompletionRequestMessage::System(ChatCompletionRequestSystemMessage {
+            content: ChatCompletionRequestSystemMessageContent::Text(system_prompt(
+                Mode::Work,
+                workspace,
+            )),
+            name: None,
+        }),
+        ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
+            content: ChatCompletionRequestUserMessageContent::Text("what is here?".into()),
+            name: None,
+        }),
+    ];
+    loop {
+        let request = CreateChatCompletionRequest {
+            model: "m".into(),
+            messages: messages.clone(),
+            tools: Some(tools.clone()),
+            stream: Some(true),
+            stream_options: Some(ChatCompletionStreamOptions {
+                include_usage: Some(true),
+                include_obfuscation: None,
+            }),
+            ..Default::default()
+        };
+        let mut stream = client.chat().create_stream(request).await.expect("stream");
+        let mut calls: BTreeMap<u32, (String, String, String)> = BTreeMap::new();
+        let mut text = String::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.expect("chunk");
+            for choice in chunk.choices {
+                if let Some(t) = choice.delta.content {
+                    text.push_str(&t);
+                }
+                for tc in choice.delta.tool_calls.unwrap_or_default() {
+                    let entry = calls.entry(tc.index).or_default();
+                    if let Some(id) = tc.id {
+                        entry.0 = id;
+                    }
+                    if let Some(f) = tc.function {
+                        entry.1.push_str(&f.name.unwrap_or_default());
+                        entry.2.push_str(&f.arguments.unwrap_or_default());
+                    }
+                }
+            }
+        }
+        if calls.is_empty() {
+            assert!(!text.is_empty());
+            return start.elapsed();
+        }
+        messages.push(ChatCompletionRequestMessage::Assistant(
+            ChatCompletionRequestAssistantMessage {
+                tool_calls: Some(
+                    calls
+                        .values()
+                        .map(|(id, name, args)| {
+                            ChatCompletionMessageToolCalls::Function(
+                                ChatCompletionMessageToolCall {
+                                    id: id.clone(),
+                                    function: FunctionCall {
+                                        name: name.clone(),
+                                        arguments: args.clone(),
+                                    },
+                                },
+                            )
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            },
+        ));
+        for (id, _, args) in calls.values() {
+            let args: serde_json::Value = serde_json::from_str(args).expect("args");
+            let dir = workspace.join(args["path"].as_str().unwrap_or("."));
+            let mut names: Vec<String> = std::fs::read_dir(dir)
+                .expect("read_dir")
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            messages.push(ChatCompletionRequestMessage::Tool(
+                ChatCompletionRequestToolMessage {
+                    content: ChatCompletionRequestToolMessageContent::Text(names.join("\n")),
+                    tool_call_id: id.clone(),
+                },
+            ));
+        }
+    }
+}
+
+fn services(url: &str) -> SessionServices {
+    let client = OpenAiClient::new(OpenAiConfig::new(url, "m")).expect("client");
+    SessionServices {
+        model: Arc::new(Retrying::new(Arc::new(client), RetryPolicy::default())),
+        tools: ToolRunner::new(
+            Arc::new(ToolRegistry::with_builtins()),
+            Duration::from_secs(30),
+        ),
+    }
+}
+
+fn config(workspace: &std::path::Path, data: &std::path::Path) -> SessionConfig {
+    let session_id = uuid::Uuid::new_v4().to_string();
+    SessionConfig {
+        paths: DataDir::new(data).session(&session_id),
+        session_id,
+        mode: Mode::Work,
+        workspace: Workspace::new(workspace).expect("workspace"),
+        max_iterations: 10,
+        role: "main".into(),
+        allowed_tools: None,
+    }
+}
+
+/// One round trip through cadre: a new session, one turn, shut down.
+async fn cadre_round(
+    services: &SessionServices,
+    workspace: &std::path::Path,
+    data: &std::path::Path,
+) -> Duration {
+    let start = Instant::now();
+    let (session, mut events) = spawn_session(config(workspace, data), services.clone())
+        .await
+        .expect("session");
+    session
+        .submit(Op::UserInput {
+            text: "what is here?".into(),
+        })
+        .expect("submit");
+    while let Some(event) = events.recv().await {
+        match event {
+            Event::TurnCompleted { .. } => break,
+            Event::TurnFailed { message, .. } => panic!("turn failed: {message}"),
+            _ => {}
+        }
+    }
+    let elapsed = start.elapsed();
+    session.submit(Op::Shutdown).expect("shutdown");
+    session.stopped().await;
+    elapsed
+}
+
+fn resident_bytes() -> f64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
+    let pages: f64 = statm
+        .split_whitespace()
+        .nth(1)
+        .expect("rss")
+        .parse()
+        .expect("number");
+    pages * 4096.0
+}
+
+/// Resident-set growth per idle session actor (with its event channel and
+/// session directory), averaged over `n`.
+async fn live_agent_memory(n: usize, workspace: &std::path::Path, data: &std::path::Path) -> f64 {
+    let shared = services("http://127.0.0.1:9/v1");
+    let before = resident_bytes();
+    let mut live = Vec::with_capacity(n);
+    for _ in 0..n {
+        live.push(
+            spawn_session(config(workspace, data), shared.clone())
+                .await
+                .expect("session"),
+        );
+    }
+    for (session, _) in &live {
+        session.snapshot().await.expect("alive");
+    }
+    let after = resident_bytes();
+    for (session, _) in live {
+        session.submit(Op::Shutdown).expect("shutdown");
+        session.stopped().await;
+    }
+    (after - before) / n as f64
+}
