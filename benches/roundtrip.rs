@@ -108,6 +108,24 @@ fn main() {
             ours_med.as_secs_f64() / bare_med.as_secs_f64()
         );
 
+        // Where cadre's extra time goes.
+        let mut spawn = Vec::with_capacity(rounds);
+        let mut tool = Vec::with_capacity(rounds);
+        let ctx = tool_context(workspace.path(), data.path());
+        let call = cadre::runtime::ToolCall { id: "c".into(), name: "list_dir".into(), arguments: "{\"path\":\".\"}".into() };
+        for _ in 0..rounds {
+            let start = Instant::now();
+            let (session, _events) = spawn_session(config(workspace.path(), data.path()), shared.clone()).await.expect("session");
+            session.submit(Op::Shutdown).expect("shutdown");
+            session.stopped().await;
+            spawn.push(start.elapsed());
+            let start = Instant::now();
+            shared.tools.execute(&call, &ctx).await.expect("list_dir");
+            tool.push(start.elapsed());
+        }
+        println!("  of which: session start + stop median {:>6.1} µs; list_dir through the runner median {:>6.1} µs",
+            us(percentile(&mut spawn, 50)), us(percentile(&mut tool, 50)));
+
         let agents = 1000;
         let per_agent = live_agent_memory(agents, workspace.path(), data.path()).await;
         println!("live agent memory ({agents} idle sessions):");
@@ -297,6 +315,20 @@ async fn cadre_round(
     session.submit(Op::Shutdown).expect("shutdown");
     session.stopped().await;
     elapsed
+}
+
+fn tool_context(
+    workspace: &std::path::Path,
+    data: &std::path::Path,
+) -> cadre::runtime::tool::ToolContext {
+    let paths = DataDir::new(data).session("bench");
+    cadre::runtime::tool::ToolContext {
+        workspace: Workspace::new(workspace).expect("workspace"),
+        mode: Mode::Work,
+        session_dir: paths.dir.clone(),
+        plan_file: paths.plan_file(),
+        allowed_tools: None,
+    }
 }
 
 fn resident_bytes() -> f64 {

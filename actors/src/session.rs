@@ -172,7 +172,8 @@ impl Actor for SessionActor {
         _myself: ActorRef<Self::Msg>,
         args: SessionArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        args.config.paths.create()?;
+        // The session directory is created by whoever first writes to it
+        // (the plan file, the task list): no file I/O on the mailbox.
         let span = tracing::info_span!("session", session_id = %args.config.session_id);
         let _ = args.events.send(Event::SessionStarted {
             version: STREAM_VERSION,

@@ -184,6 +184,9 @@ async fn plan_writes_the_canonical_plan_file_and_refuses_lookalikes() {
         .join("artifacts")
         .join("plan.md");
     std::fs::create_dir_all(other.parent().expect("parent")).expect("other session");
+    // The session directory appears on first write; the lookalikes below
+    // need it to exist already.
+    std::fs::create_dir_all(plan.parent().expect("artifacts")).expect("artifacts");
     std::os::unix::fs::symlink(&plan, ws.join("plan-link.md")).expect("symlink");
     let dotdot = format!(
         "{}/artifacts/../artifacts/plan.md",

@@ -94,32 +94,38 @@ impl Tool for ListDir {
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let arg = optional_str(&args, "path").unwrap_or(".");
-            let path = ctx.resolve(arg)?;
-            let mut dir = tokio::fs::read_dir(&path)
+            let arg = optional_str(&args, "path").unwrap_or(".").to_string();
+            let path = ctx.resolve(&arg)?;
+            // One trip to the blocking pool for the whole listing, rather
+            // than one per entry.
+            tokio::task::spawn_blocking(move || list(&path, &arg))
                 .await
-                .map_err(|e| ToolError::io(arg, &e))?;
-            let mut names = Vec::new();
-            while let Some(entry) = dir.next_entry().await.map_err(|e| ToolError::io(arg, &e))? {
-                let mut name = entry.file_name().to_string_lossy().into_owned();
-                if entry.file_type().await.is_ok_and(|t| t.is_dir()) {
-                    name.push('/');
-                }
-                names.push(name);
-            }
-            names.sort();
-            let total = names.len();
-            names.truncate(MAX_ENTRIES);
-            let mut out = names.join("\n");
-            if total > MAX_ENTRIES {
-                out.push_str(&format!("\n[... {} more entries]", total - MAX_ENTRIES));
-            }
-            if total == 0 {
-                out = "(empty directory)".to_string();
-            }
-            Ok(out)
+                .map_err(|_| ToolError::failed("listing the directory was interrupted"))?
         })
     }
+}
+
+fn list(path: &std::path::Path, arg: &str) -> Result<String, ToolError> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(|e| ToolError::io(arg, &e))? {
+        let entry = entry.map_err(|e| ToolError::io(arg, &e))?;
+        let mut name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            name.push('/');
+        }
+        names.push(name);
+    }
+    names.sort();
+    let total = names.len();
+    if total == 0 {
+        return Ok("(empty directory)".to_string());
+    }
+    names.truncate(MAX_ENTRIES);
+    let mut out = names.join("\n");
+    if total > MAX_ENTRIES {
+        out.push_str(&format!("\n[... {} more entries]", total - MAX_ENTRIES));
+    }
+    Ok(out)
 }
 
 /// Writes a whole file, creating parent directories.
