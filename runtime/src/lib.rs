@@ -23,6 +23,7 @@ pub mod message;
 pub mod mode;
 pub mod model;
 pub mod paths;
+pub mod permission;
 pub mod prompt;
 pub mod protocol;
 pub mod tool;

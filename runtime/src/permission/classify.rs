@@ -1,0 +1,1 @@
+//! Per-call safety of `bash` (T5).

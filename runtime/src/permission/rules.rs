@@ -1,0 +1,1 @@
+//! Allow / ask / deny rules (P2).
