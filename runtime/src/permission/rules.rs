@@ -1,1 +1,0 @@
-//! Allow / ask / deny rules (P2).
