@@ -36,7 +36,7 @@ fn tool_messages(request: &Value) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn plan_offers_only_read_only_tools_and_the_plan_writers_while_work_offers_all() {
+async fn plan_offers_read_only_tools_the_plan_writers_and_read_only_bash_while_work_offers_all() {
     let mock = MockServer::start().await;
     mock.push([
         Reply::sse(&text_chunks("planned")),
@@ -63,7 +63,8 @@ async fn plan_offers_only_read_only_tools_and_the_plan_writers_while_work_offers
             "glob",
             "grep",
             "write_file",
-            "edit_file"
+            "edit_file",
+            "bash"
         ]
     );
     let plan_file = plan.plan_file.display().to_string();
@@ -76,6 +77,12 @@ async fn plan_offers_only_read_only_tools_and_the_plan_writers_while_work_offers
             assert!(description.contains(&plan_file), "{name}: {description}");
             assert!(
                 description.contains("limited to the canonical plan file"),
+                "{description}"
+            );
+        }
+        if name == "bash" {
+            assert!(
+                description.starts_with("Plan mode: read-only commands only"),
                 "{description}"
             );
         }
@@ -128,6 +135,8 @@ async fn plan_forged_calls_execute_nothing_and_come_back_as_errors() {
                 "write_file",
                 json!({"path": "new.txt", "content": "x"}),
             ),
+            ("c6", "bash", json!({"command": "cat a.txt > b.txt"})),
+            ("c7", "bash", json!({"command": "cat a.txt | wc -c && ls"})),
         ])),
         Reply::sse(&text_chunks("done")),
     ]);
@@ -143,16 +152,24 @@ async fn plan_forged_calls_execute_nothing_and_come_back_as_errors() {
             ("bash".into(), "tool_not_allowed".into()),
             ("shell_exec".into(), "not_found".into()),
             ("write_file".into(), "tool_not_allowed".into()),
+            ("bash".into(), "tool_not_allowed".into()),
+            ("bash".into(), "ok".into()),
         ]
     );
     let second = &mock.requests()[1];
     let observations = tool_messages(second);
-    assert_eq!(observations.len(), 5);
+    assert_eq!(observations.len(), 7);
+    assert!(
+        observations[6].contains("exit code: 0\n6\na.txt\n"),
+        "read-only bash in Plan: {}",
+        observations[6]
+    );
     for (observation, code) in observations.iter().zip([
         "tool_not_allowed",
         "tool_not_allowed",
         "tool_not_allowed",
         "not_found",
+        "tool_not_allowed",
         "tool_not_allowed",
     ]) {
         assert!(

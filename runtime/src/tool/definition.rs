@@ -42,6 +42,10 @@ pub struct ToolDefinition {
     /// argument. Plan mode offers such tools limited to the canonical plan
     /// file, and the execution gate holds them to exactly that file.
     pub writes_path_only: bool,
+    /// The tool classifies each call (T5): a call it proves read-only runs
+    /// in Plan mode although the tool is declared side-effect, and Plan
+    /// offers the tool described as limited to such calls.
+    pub classifies_calls: bool,
 }
 
 impl ToolDefinition {
@@ -61,6 +65,7 @@ impl ToolDefinition {
             system: false,
             timeout: None,
             writes_path_only: false,
+            classifies_calls: false,
         }
     }
 
@@ -73,6 +78,13 @@ impl ToolDefinition {
     /// Marks the tool as writing only the file its `path` argument names.
     pub fn writing_path_only(mut self) -> Self {
         self.writes_path_only = true;
+        self
+    }
+
+    /// Marks the tool as classifying each call, narrowing its declared
+    /// safety to read-only for the calls it proves read-only.
+    pub fn classifying_calls(mut self) -> Self {
+        self.classifies_calls = true;
         self
     }
 

@@ -29,6 +29,9 @@ pub struct ToolSpec {
 enum PlanAccess {
     /// Every call (the tool is read-only).
     Full,
+    /// Only the calls the tool classifies read-only (T5): `bash` with a
+    /// command proven read-only.
+    ReadOnlyCalls,
     /// Only calls whose `path` is exactly the canonical plan file.
     PlanFileOnly,
     /// Nothing.
@@ -36,10 +39,11 @@ enum PlanAccess {
 }
 
 fn plan_access(def: &ToolDefinition) -> PlanAccess {
-    match (def.safety, def.writes_path_only) {
-        (Safety::ReadOnly, _) => PlanAccess::Full,
-        (Safety::SideEffect, true) => PlanAccess::PlanFileOnly,
-        (Safety::SideEffect, false) => PlanAccess::Denied,
+    match (def.safety, def.writes_path_only, def.classifies_calls) {
+        (Safety::ReadOnly, _, _) => PlanAccess::Full,
+        (Safety::SideEffect, true, _) => PlanAccess::PlanFileOnly,
+        (Safety::SideEffect, false, true) => PlanAccess::ReadOnlyCalls,
+        (Safety::SideEffect, false, false) => PlanAccess::Denied,
     }
 }
 
@@ -58,6 +62,13 @@ pub fn definition_gate(
                 Mode::Work | Mode::Operate => def.description.clone(),
                 Mode::Plan => match plan_access(def) {
                     PlanAccess::Full => def.description.clone(),
+                    PlanAccess::ReadOnlyCalls => format!(
+                        "Plan mode: read-only commands only (ls, cat, head, wc, grep, rg, \
+                         find without -delete/-exec, git status|diff|log|show, …), with no \
+                         redirection to files, no `$(…)` and no `&`; anything else is \
+                         refused. {}",
+                        def.description
+                    ),
                     PlanAccess::PlanFileOnly => format!(
                         "Plan mode: limited to the canonical plan file. The only \
                          accepted `path` is exactly {}; every other path is refused. {}",
@@ -80,7 +91,8 @@ pub fn definition_gate(
 ///
 /// `safety` is the tool's classification of this concrete call (T5). The
 /// allow-list is checked first, then the mode: Plan lets read-only calls
-/// through, and path writers only when `path` is exactly the plan file.
+/// through (including calls a classifying tool proved read-only), and path
+/// writers only when `path` is exactly the plan file.
 pub fn execution_gate(
     def: &ToolDefinition,
     safety: Safety,
@@ -113,6 +125,15 @@ pub fn execution_gate(
                     ))
                 }
             }
+            PlanAccess::ReadOnlyCalls => Err(ToolError::new(
+                ErrorCode::ToolNotAllowed,
+                format!(
+                    "Plan mode is read-only: this '{}' call is not proven read-only and is \
+                     not allowed; run only known read-only commands (no redirection to \
+                     files, no substitution, no `&`) or use the read-only tools",
+                    def.name
+                ),
+            )),
             PlanAccess::Full | PlanAccess::Denied => Err(ToolError::new(
                 ErrorCode::ToolNotAllowed,
                 format!(

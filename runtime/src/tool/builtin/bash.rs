@@ -9,6 +9,7 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 
 use super::{MAX_OUTPUT, required_str, truncate_middle};
+use crate::permission::classify::classify_command;
 use crate::tool::definition::{Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
 
 /// Runs a shell command.
@@ -16,7 +17,7 @@ pub struct Bash(ToolDefinition);
 
 impl Bash {
     pub fn new() -> Self {
-        Self(ToolDefinition::new(
+        let definition = ToolDefinition::new(
             "bash",
             "Run a shell command with `bash -c` in the workspace root and return its exit \
              code, stdout and stderr. A non-zero exit is reported as an error.",
@@ -29,7 +30,8 @@ impl Bash {
                 "additionalProperties": false
             }),
             Safety::SideEffect,
-        ))
+        );
+        Self(definition.classifying_calls())
     }
 }
 
@@ -48,6 +50,16 @@ impl Drop for GroupKill {
 impl Tool for Bash {
     fn definition(&self) -> &ToolDefinition {
         &self.0
+    }
+
+    /// Read-only when `classify_command` proves the command read-only;
+    /// a call without a string `command` is side-effect.
+    fn classify(&self, args: &Value) -> Safety {
+        args.get("command")
+            .and_then(Value::as_str)
+            .map_or(Safety::SideEffect, |command| {
+                classify_command(command).safety
+            })
     }
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {

@@ -31,7 +31,7 @@ fn check_offered(mode: Mode, expected: &[(&str, bool)]) {
 }
 
 #[test]
-fn definition_gate_offers_plan_only_readers_and_plan_file_writers() {
+fn definition_gate_offers_plan_only_readers_plan_file_writers_and_read_only_bash() {
     check_offered(
         Mode::Plan,
         &[
@@ -41,7 +41,20 @@ fn definition_gate_offers_plan_only_readers_and_plan_file_writers() {
             ("grep", false),
             ("write_file", true),
             ("edit_file", true),
+            ("bash", false),
         ],
+    );
+    let registry = ToolRegistry::with_builtins();
+    let plan_file = Path::new("/data/sessions/s1/artifacts/plan.md");
+    let bash = definition_gate(&registry, Mode::Plan, None, plan_file)
+        .into_iter()
+        .find(|spec| spec.name == "bash")
+        .unwrap();
+    assert!(
+        bash.description
+            .starts_with("Plan mode: read-only commands only (ls, cat,"),
+        "{}",
+        bash.description
     );
     let all: Vec<(&str, bool)> = BUILTINS.iter().map(|n| (*n, false)).collect();
     check_offered(Mode::Work, &all);
@@ -72,7 +85,7 @@ async fn check_plan(env: Env, tool: &str, args: Value, expected: Got, expected_c
 }
 
 #[tokio::test]
-async fn plan_mode_runs_readers_and_writes_only_the_plan_file() {
+async fn plan_mode_runs_readers_and_read_only_bash_and_writes_only_the_plan_file() {
     use ErrorCode::*;
     let plan_written = ["session/artifacts/", "session/artifacts/plan.md"];
     check_plan(
@@ -135,7 +148,23 @@ async fn plan_mode_runs_readers_and_writes_only_the_plan_file() {
         plan_env(),
         "bash",
         json!({"command": "touch forged"}),
-        err(ToolNotAllowed, "'bash' can change things"),
+        err(ToolNotAllowed, "this 'bash' call is not proven read-only"),
+        &[],
+    )
+    .await;
+    check_plan(
+        plan_env(),
+        "bash",
+        json!({"command": "cat seed.txt > copy.txt"}),
+        err(ToolNotAllowed, "not proven read-only"),
+        &[],
+    )
+    .await;
+    check_plan(
+        plan_env(),
+        "bash",
+        json!({"command": "cat seed.txt | wc -l && ls"}),
+        ok("exit code: 0\n1\nseed.txt\n"),
         &[],
     )
     .await;
