@@ -30,10 +30,11 @@ use async_openai::types::chat::{
     ChatCompletionStreamOptions, ChatCompletionTool, ChatCompletionTools,
     CreateChatCompletionRequest, FunctionCall, FunctionObject,
 };
-use cadre::actors::{SessionConfig, SessionServices, spawn_session};
+use cadre::actors::{PermissionConfig, SessionConfig, SessionServices, spawn_session};
 use cadre::runtime::Mode;
 use cadre::runtime::model::{OpenAiClient, OpenAiConfig, RetryPolicy, Retrying};
 use cadre::runtime::paths::DataDir;
+use cadre::runtime::permission::Posture;
 use cadre::runtime::prompt::system_prompt;
 use cadre::runtime::protocol::{Event, Op};
 use cadre::runtime::tool::{ToolRegistry, ToolRunner, Workspace, definition_gate};
@@ -278,15 +279,20 @@ fn services(url: &str) -> SessionServices {
 
 fn config(workspace: &std::path::Path, data: &std::path::Path) -> SessionConfig {
     let session_id = uuid::Uuid::new_v4().to_string();
-    SessionConfig {
-        paths: DataDir::new(data).session(&session_id),
+    let paths = DataDir::new(data).session(&session_id);
+    let mut config = SessionConfig::new(
         session_id,
-        mode: Mode::Work,
-        workspace: Workspace::new(workspace).expect("workspace"),
-        max_iterations: 10,
-        role: "main".into(),
-        allowed_tools: None,
-    }
+        Workspace::new(workspace).expect("workspace"),
+        paths,
+    );
+    config.max_iterations = 10;
+    // What the bare loop does, cadre allows: the comparison is of
+    // orchestration, not of prompts.
+    config.permissions = PermissionConfig {
+        posture: Posture::Bypass,
+        ..PermissionConfig::default()
+    };
+    config
 }
 
 /// One round trip through cadre: a new session, one turn, shut down.
@@ -328,6 +334,9 @@ fn tool_context(
         session_dir: paths.dir.clone(),
         plan_file: paths.plan_file(),
         allowed_tools: None,
+        authorizer: None,
+        file_scopes: Vec::new(),
+        agents: None,
     }
 }
 

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cadre::actors::{SessionConfig, SessionServices, spawn_session};
-use cadre::runtime::Mode;
+use cadre::actors::{PermissionConfig, SessionConfig, SessionServices, spawn_session};
 use cadre::runtime::model::{Script, ScriptedModel};
 use cadre::runtime::paths::DataDir;
+use cadre::runtime::permission::Posture;
 use cadre::runtime::protocol::{Event, Op};
 use cadre::runtime::tool::{ToolRegistry, ToolRunner, Workspace};
 
@@ -29,14 +29,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
     };
     let session_id = uuid::Uuid::new_v4().to_string();
-    let config = SessionConfig {
-        paths: DataDir::new(workspace.join(".cadre")).session(&session_id),
-        session_id,
-        mode: Mode::Work,
-        workspace: Workspace::new(&workspace)?,
-        max_iterations: 10,
-        role: "main".into(),
-        allowed_tools: None,
+    let paths = DataDir::new(workspace.join(".cadre")).session(&session_id);
+    let mut config = SessionConfig::new(session_id, Workspace::new(&workspace)?, paths);
+    config.max_iterations = 10;
+    // A host with no one at a prompt: Auto-Review lets the guardian (here the
+    // scripted model itself would answer) decide; Full Access runs ordinary
+    // calls. This example writes one file in a temporary directory.
+    config.permissions = PermissionConfig {
+        posture: Posture::Bypass,
+        interactive: false,
+        ..PermissionConfig::default()
     };
     let (session, mut events) = spawn_session(config, services).await?;
     session.submit(Op::UserInput {

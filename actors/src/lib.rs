@@ -8,15 +8,19 @@
 //! - [`turn`]: [`TurnActor`] steps a `TurnMachine`, running model streams and
 //!   tool calls in tasks whose results come back as messages, so it (and the
 //!   session above it) always answers cancel and status.
+//! - [`guardian`]: [`guardian::GuardianActor`], one Auto-Review per held call.
+//! - [`audit`]: the audit log writer, off the session's mailbox.
 //!
 //! The guarantees (message priority, what cancel does, what a supervisor
 //! does on a child's failure) are in `docs/runtime-semantics.md`.
 
+pub mod audit;
+pub mod guardian;
 pub mod session;
 pub mod turn;
 
 pub use session::{
-    EventSink, SessionActor, SessionConfig, SessionHandle, SessionMsg, SessionServices,
-    SessionSnapshot, spawn_session,
+    EventSink, PermissionConfig, SessionActor, SessionConfig, SessionHandle, SessionMsg,
+    SessionServices, SessionSnapshot, Subagents, spawn_session,
 };
 pub use turn::{TurnActor, TurnMsg};

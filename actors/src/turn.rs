@@ -33,6 +33,13 @@ pub enum TurnMsg {
     },
     /// Stop now: abort what runs and end the turn as cancelled.
     Cancel,
+    /// Stop now for another reason (the denial ledger, in a headless host).
+    Halt {
+        /// Why, for machines.
+        category: cadre_runtime::protocol::FailureCategory,
+        /// Why, for people.
+        message: String,
+    },
 }
 
 impl ractor::Message for TurnMsg {}
@@ -119,6 +126,12 @@ impl Actor for TurnActor {
                     task.abort();
                 }
                 TurnInput::Cancel
+            }
+            TurnMsg::Halt { category, message } => {
+                if let Some(task) = state.inflight.take() {
+                    task.abort();
+                }
+                TurnInput::Halt { category, message }
             }
         };
         let effects = state.machine.step(input);

@@ -41,9 +41,37 @@ pub struct ExecArgs {
     /// The prompt.
     pub prompt: String,
 
-    /// Interaction mode: plan, work (agent, act, normal) or operate.
-    #[arg(long, default_value = "work")]
-    pub mode: String,
+    /// Interaction mode: plan, work (agent, act, normal) or operate
+    /// (default: the config's `mode`, else work).
+    #[arg(long)]
+    pub mode: Option<String>,
+
+    /// Permission posture: suggest (ask), auto (auto-review), bypass
+    /// (full-access) or never (default: the config's `posture`, else suggest).
+    /// exec cannot ask a person, so under suggest anything the floor cannot
+    /// prove safe is denied.
+    #[arg(long, env = "CADRE_POSTURE")]
+    pub posture: Option<String>,
+
+    /// A rule allowing calls for this run, e.g. 'bash(cargo test:*)'. Repeatable.
+    #[arg(long = "allow", value_name = "RULE")]
+    pub allow: Vec<String>,
+
+    /// A rule that asks a person (denied in exec), e.g. 'write_file(Cargo.toml)'. Repeatable.
+    #[arg(long = "ask", value_name = "RULE")]
+    pub ask: Vec<String>,
+
+    /// A rule denying calls, e.g. 'bash(git push:*)'. Repeatable.
+    #[arg(long = "deny", value_name = "RULE")]
+    pub deny: Vec<String>,
+
+    /// A configuration file read after the user, project and local ones.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+
+    /// Sub-agents running at once (clamped to 1..=128; default: the config's, else 8).
+    #[arg(long)]
+    pub max_subagents: Option<u32>,
 
     /// The workspace root (default: the current directory).
     #[arg(long)]

@@ -6,10 +6,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::collections::BTreeMap;
+
 use cadre_runtime::Mode;
+use cadre_runtime::agent::ModelSource;
+use cadre_runtime::config::{Config, RoleConfig};
 use cadre_runtime::model::{
     ModelClient, OpenAiClient, OpenAiConfig, RetryPolicy, Retrying, Script, ScriptedModel,
 };
+use cadre_runtime::permission::Posture;
+use cadre_runtime::permission::guardian::GuardianConfig;
+use cadre_runtime::permission::rules::{PermissionRules, RuleSet, Scope};
 
 use crate::args::{ExecArgs, OutputFormat};
 use crate::exit::CliError;
@@ -55,6 +62,16 @@ pub struct RunConfig {
     pub retry: RetryPolicy,
     /// The default tool timeout.
     pub tool_timeout: Duration,
+    /// The starting posture.
+    pub posture: Posture,
+    /// Every rule: the files' and this run's.
+    pub rules: RuleSet,
+    /// The guardian's model and deadline.
+    pub guardian: GuardianConfig,
+    /// Configured roles.
+    pub roles: BTreeMap<String, RoleConfig>,
+    /// Sub-agents at once.
+    pub max_subagents: u32,
 }
 
 /// What the environment contributes besides clap's `env` fallbacks.
@@ -66,15 +83,44 @@ pub struct Environment {
     pub current_dir: Option<PathBuf>,
     /// The platform data directory.
     pub platform_data_dir: Option<PathBuf>,
+    /// The platform configuration directory.
+    pub platform_config_dir: Option<PathBuf>,
 }
 
 impl RunConfig {
-    /// Validates `exec` arguments. Does no I/O.
-    pub fn from_args(args: ExecArgs, env: Environment) -> Result<Self, CliError> {
-        let mode: Mode = args
-            .mode
-            .parse()
-            .map_err(|e| CliError::usage(format!("--mode: {e}")))?;
+    /// Validates `exec` arguments against the merged configuration files.
+    /// Does no I/O.
+    pub fn from_args(args: ExecArgs, env: Environment, files: Config) -> Result<Self, CliError> {
+        let settings = &files.settings;
+        let mode: Mode = match &args.mode {
+            Some(mode) => mode
+                .parse()
+                .map_err(|e| CliError::usage(format!("--mode: {e}")))?,
+            None => settings.mode.unwrap_or_default(),
+        };
+        let posture: Posture = match &args.posture {
+            Some(p) => p
+                .parse()
+                .map_err(|e| CliError::usage(format!("--posture: {e}")))?,
+            None => settings.posture.unwrap_or_default(),
+        };
+        let mut rules = files.rules.clone();
+        let session = PermissionRules {
+            allow: args.allow.clone(),
+            ask: args.ask.clone(),
+            deny: args.deny.clone(),
+        };
+        rules
+            .extend_from(Scope::Session, &session)
+            .map_err(|e| CliError::usage(format!("--allow/--ask/--deny: {e}")))?;
+        let guardian = GuardianConfig {
+            model: settings.guardian.model.clone(),
+            timeout: settings
+                .guardian
+                .timeout_secs
+                .map_or(GuardianConfig::default().timeout, Duration::from_secs),
+            ..GuardianConfig::default()
+        };
         if args.prompt.trim().is_empty() {
             return Err(CliError::usage("the prompt is empty"));
         }
@@ -100,7 +146,9 @@ impl RunConfig {
                 ));
             }
         };
-        let model = match (args.script, args.base_url) {
+        let base_url = args.base_url.or_else(|| settings.base_url.clone());
+        let model_name = args.model.or_else(|| settings.model.clone());
+        let model = match (args.script, base_url) {
             (Some(path), _) => ModelChoice::Script(path),
             (None, Some(base_url)) => {
                 if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
@@ -108,7 +156,7 @@ impl RunConfig {
                         "--base-url '{base_url}' must start with http:// or https://"
                     )));
                 }
-                let Some(model) = args.model.filter(|m| !m.trim().is_empty()) else {
+                let Some(model) = model_name.filter(|m| !m.trim().is_empty()) else {
                     return Err(CliError::usage(
                         "--model (or OPENAI_MODEL) is required with --base-url",
                     ));
@@ -135,6 +183,25 @@ impl RunConfig {
                 ..RetryPolicy::default()
             },
             tool_timeout: Duration::from_secs(args.tool_timeout.max(1)),
+            posture,
+            rules,
+            guardian,
+            roles: files.roles,
+            max_subagents: args
+                .max_subagents
+                .or(settings.max_subagents)
+                .unwrap_or(8)
+                .clamp(1, 128),
+        })
+    }
+
+    /// Model clients for roles: a role naming its own server gets a client
+    /// for it; the others share the session's.
+    pub fn model_source(&self, default: Arc<dyn ModelClient>) -> Arc<dyn ModelSource> {
+        Arc::new(RoleModels {
+            default,
+            choice: self.model.clone(),
+            retry: self.retry,
         })
     }
 
@@ -166,5 +233,36 @@ impl RunConfig {
                 Arc::new(ScriptedModel::new(script, "built-in demo script"))
             }
         })
+    }
+}
+
+struct RoleModels {
+    default: Arc<dyn ModelClient>,
+    choice: ModelChoice,
+    retry: RetryPolicy,
+}
+
+impl ModelSource for RoleModels {
+    fn client(&self, role: &RoleConfig) -> Result<Arc<dyn ModelClient>, String> {
+        let Some(base_url) = &role.base_url else {
+            return Ok(self.default.clone());
+        };
+        let (api_key, stream, default_model) = match &self.choice {
+            ModelChoice::Server {
+                api_key,
+                stream,
+                model,
+                ..
+            } => (api_key.clone(), *stream, Some(model.clone())),
+            ModelChoice::Script(_) | ModelChoice::Demo => (None, true, None),
+        };
+        let Some(model) = role.model.clone().or(default_model) else {
+            return Err(format!("base_url {base_url} needs a model"));
+        };
+        let mut config = OpenAiConfig::new(base_url.clone(), model);
+        config.api_key = api_key;
+        config.stream = stream;
+        let client = OpenAiClient::new(config).map_err(|e| e.to_string())?;
+        Ok(Arc::new(Retrying::new(Arc::new(client), self.retry)))
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cadre_actors::{SessionConfig, SessionServices, spawn_session};
+use cadre_actors::{PermissionConfig, SessionConfig, SessionServices, Subagents, spawn_session};
 use cadre_runtime::paths::DataDir;
 use cadre_runtime::protocol::{Event, FailureCategory, Op};
 use cadre_runtime::tool::{ToolRegistry, ToolRunner, Workspace};
@@ -18,6 +18,7 @@ enum Ending {
     AgentFailed,
     Infrastructure { retryable: bool },
     Cancelled,
+    PausedByDenials,
 }
 
 impl Ending {
@@ -28,6 +29,7 @@ impl Ending {
             Ending::Infrastructure { retryable: true } => ("error", exit::TEMPFAIL),
             Ending::Infrastructure { retryable: false } => ("error", exit::AGENT_FAILED),
             Ending::Cancelled => ("cancelled", exit::INTERRUPTED),
+            Ending::PausedByDenials => ("paused_by_denials", exit::AGENT_FAILED),
         }
     }
 }
@@ -47,15 +49,22 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
         model,
         tools: ToolRunner::new(registry, config.tool_timeout),
     };
-    let session = SessionConfig {
-        session_id,
-        mode: config.mode,
-        workspace,
-        paths,
-        max_iterations: config.max_iterations,
-        role: "main".into(),
-        allowed_tools: None,
+    let subagents = Subagents::new(
+        config.roles.clone(),
+        config.model_source(services.model.clone()),
+        config.max_subagents,
+    );
+    let mut session = SessionConfig::new(session_id, workspace, paths);
+    session.mode = config.mode;
+    session.max_iterations = config.max_iterations;
+    session.permissions = PermissionConfig {
+        posture: config.posture,
+        rules: Arc::new(config.rules.clone()),
+        // exec has no one to ask: Ask becomes a denial that says why (P7).
+        interactive: false,
+        guardian: config.guardian.clone(),
     };
+    session.subagents = Some(Arc::new(subagents));
     let (handle, mut events) = spawn_session(session, services)
         .await
         .map_err(|e| CliError::internal(format!("the session could not start: {e}")))?;
@@ -83,6 +92,7 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
                             FailureCategory::Infrastructure => Ending::Infrastructure { retryable: *retryable },
                             FailureCategory::Agent => Ending::AgentFailed,
                             FailureCategory::Cancelled => Ending::Cancelled,
+                            FailureCategory::PausedByDenials => Ending::PausedByDenials,
                         });
                         let _ = handle.submit(Op::Shutdown);
                     }

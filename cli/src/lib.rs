@@ -24,6 +24,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use cadre_runtime::config::{Config, ConfigPaths};
+
 use crate::args::{Cli, Command};
 use crate::config::{Environment, RunConfig};
 
@@ -54,7 +56,9 @@ pub fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Exec(args) => {
-                let config = RunConfig::from_args(args, environment())?;
+                let env = environment();
+                let files = load_config(&args, &env)?;
+                let config = RunConfig::from_args(args, env, files)?;
                 exec::run(config).await
             }
         }
@@ -76,7 +80,21 @@ fn environment() -> Environment {
         api_key: std::env::var("OPENAI_API_KEY").ok(),
         current_dir: std::env::current_dir().ok(),
         platform_data_dir: dirs::data_dir(),
+        platform_config_dir: dirs::config_dir(),
     }
+}
+
+/// Reads the user, project, local and `--config` files.
+fn load_config(args: &args::ExecArgs, env: &Environment) -> Result<Config, exit::CliError> {
+    let paths = ConfigPaths {
+        user: env
+            .platform_config_dir
+            .as_ref()
+            .map(|d| d.join("cadre").join("config.toml")),
+        workspace: args.workspace.clone().or_else(|| env.current_dir.clone()),
+        explicit: args.config.clone(),
+    };
+    Config::load(&paths).map_err(|e| exit::CliError::config(e.to_string()))
 }
 
 fn init_tracing(verbose: u8) {

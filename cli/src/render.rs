@@ -6,6 +6,7 @@
 
 use std::io::Write;
 
+use cadre_runtime::permission::{Layer, Verdict};
 use cadre_runtime::protocol::{Event, ToolStatus, Usage};
 use serde_json::{Value, json};
 
@@ -167,14 +168,55 @@ impl Renderer {
                 "── turn {turn_id} failed ({}): {message}",
                 category_name(*category)
             ),
+            Event::PermissionDecision { decision, line, .. } => {
+                // Read-only calls the floor proved safe are in the event
+                // stream and the audit log; the terminal shows the rest.
+                let routine = decision.layer == Layer::Floor && decision.verdict == Verdict::Allow;
+                if !routine {
+                    eprintln!("    · {line}");
+                }
+            }
+            Event::ApprovalRequested {
+                id, tool, reason, ..
+            } => eprintln!("    ? approval {id} for '{tool}': {reason}"),
+            Event::ApprovalResolved { id, outcome } => {
+                eprintln!("    ? approval {id}: {outcome:?}")
+            }
+            Event::PostureChanged { posture } => eprintln!("posture: {posture}"),
+            Event::AutonomyPaused { reason, fallback } => match fallback {
+                Some(posture) => eprintln!("autonomy paused ({reason}); falling back to {posture}"),
+                None => eprintln!("autonomy paused ({reason})"),
+            },
+            Event::AgentSpawned {
+                agent_id,
+                role,
+                model,
+                posture,
+                depth,
+            } => eprintln!("  ⇢ agent {agent_id} ({role}, {model}, {posture}, depth {depth})"),
+            Event::AgentStatusChanged { agent_id, status } => {
+                eprintln!("  ⇢ agent {agent_id}: {status:?}")
+            }
+            Event::AgentCompleted {
+                agent_id,
+                status,
+                verified,
+                ..
+            } => eprintln!(
+                "  ⇢ agent {agent_id} {status}{}",
+                if *verified { "" } else { " (unverified)" }
+            ),
             Event::ModeChanged { mode } => eprintln!("mode: {mode}"),
             Event::OpRejected { message, .. } => eprintln!("refused: {message}"),
             Event::SessionStatus {
                 activity,
                 mode,
+                posture,
                 queue_length,
                 turns,
-            } => eprintln!("{activity:?} · {mode} · {queue_length} queued · {turns} turns"),
+            } => eprintln!(
+                "{activity:?} · {mode} · {posture} · {queue_length} queued · {turns} turns"
+            ),
             Event::SessionStopped { .. } => {}
             Event::SessionCompleted { status, exit_code } => {
                 if *exit_code != 0 {
@@ -191,6 +233,7 @@ fn category_name(category: cadre_runtime::protocol::FailureCategory) -> &'static
         FailureCategory::Infrastructure => "infrastructure",
         FailureCategory::Agent => "agent",
         FailureCategory::Cancelled => "cancelled",
+        FailureCategory::PausedByDenials => "paused_by_denials",
     }
 }
 

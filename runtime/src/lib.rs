@@ -13,12 +13,17 @@
 //! - [`prompt`]: the system prompt and the Plan reminders.
 //! - [`turn`]: the turn loop, `step(input) -> effects`.
 //! - [`paths`]: the data directory and the files of a session.
+//! - [`permission`]: postures, rules, the floor, the guardian's protocol, the ledger.
+//! - [`agent`]: sub-agents' authority (it only narrows) and reports.
+//! - [`config`]: configuration files and their precedence.
 //!
 //! **Invariant:** this crate knows nothing about ractor, and writes nothing to
 //! stdout or stderr.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod agent;
+pub mod config;
 pub mod message;
 pub mod mode;
 pub mod model;

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::mode::Mode;
+use crate::permission::{Decision, Posture};
 use crate::tool::ErrorCode;
 
 /// The stream-json version carried by `session.started`.
@@ -36,9 +37,50 @@ pub enum Op {
     Cancel,
     /// Ask for the session's state. Answered by `session.status`.
     Status,
+    /// Switch the permission posture. Answered by `posture.changed`, or
+    /// `op.rejected` while a turn runs (M6).
+    SetPosture {
+        /// The new posture.
+        posture: Posture,
+    },
+    /// Answer an approval prompt. Answered by `approval.resolved`, or
+    /// `op.rejected` when no prompt has that id.
+    Approve {
+        /// The id from `approval.requested`.
+        id: String,
+        /// The answer.
+        decision: ApprovalDecision,
+    },
     /// Cancel whatever runs, drop the queue and stop the session. Answered
     /// by `session.stopped`.
     Shutdown,
+}
+
+/// A person's answer to an approval prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Run this call.
+    AllowOnce,
+    /// Run this call, and the same call again without asking, for the rest
+    /// of the session.
+    AllowSession,
+    /// Do not run it.
+    Deny,
+}
+
+/// How an approval prompt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalOutcome {
+    /// Allowed once.
+    AllowOnce,
+    /// Allowed for the session.
+    AllowSession,
+    /// Denied.
+    Deny,
+    /// The turn ended (cancel, crash) before anyone answered.
+    Withdrawn,
 }
 
 /// Token counts as the provider reported them.
@@ -69,6 +111,8 @@ pub enum FailureCategory {
     Agent,
     /// Someone cancelled the turn.
     Cancelled,
+    /// The denial ledger paused autonomy in a host that cannot ask (P8).
+    PausedByDenials,
 }
 
 /// The status of one tool result.
@@ -79,6 +123,16 @@ pub enum ToolStatus {
     Ok,
     /// The call was refused or failed; `error_code` says how.
     Error,
+}
+
+/// What a sub-agent is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    /// Working.
+    Running,
+    /// Waiting for a person to answer one of its approval prompts.
+    WaitingForUser,
 }
 
 /// Whether the session is between turns.
@@ -105,6 +159,8 @@ pub enum Event {
         session_id: String,
         /// The starting mode.
         mode: Mode,
+        /// The permission posture.
+        posture: Posture,
         /// The workspace root.
         workspace: String,
         /// The model the session talks to.
@@ -216,6 +272,95 @@ pub enum Event {
         /// Model requests made before the failure.
         iterations: u32,
     },
+    /// A permission decision not made by a person (P6); `line` is its
+    /// transcript form, e.g. `Auto-Review allowed 'bash' (low risk, model guardian): …`.
+    #[serde(rename = "permission.decision")]
+    PermissionDecision {
+        /// The agent whose call it was (`main` for the session itself).
+        agent_id: String,
+        /// The call.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The decision and who made it.
+        #[serde(flatten)]
+        decision: Decision,
+        /// The one-line transcript form.
+        line: String,
+    },
+    /// A call waits for a person's answer ([`Op::Approve`]).
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested {
+        /// Stable id: `approval:<n>`, or `agent:<id>:approval:<n>` for a sub-agent's.
+        id: String,
+        /// The asking agent.
+        agent_id: String,
+        /// The call.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The exact arguments.
+        arguments: Value,
+        /// Why a person is asked.
+        reason: String,
+    },
+    /// An approval prompt ended.
+    #[serde(rename = "approval.resolved")]
+    ApprovalResolved {
+        /// The prompt's id.
+        id: String,
+        /// How it ended.
+        outcome: ApprovalOutcome,
+    },
+    /// The posture changed (by the user, or by the denial ledger's fallback).
+    #[serde(rename = "posture.changed")]
+    PostureChanged {
+        /// The new posture.
+        posture: Posture,
+    },
+    /// The denial ledger paused autonomy (P8).
+    #[serde(rename = "autonomy.paused")]
+    AutonomyPaused {
+        /// Why.
+        reason: String,
+        /// Ask, when the host fell back to it; absent when the turn ends instead.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fallback: Option<Posture>,
+    },
+    /// A sub-agent started.
+    #[serde(rename = "agent.spawned")]
+    AgentSpawned {
+        /// Its id (`1`, `2`, … under the session; `1.1` under agent `1`).
+        agent_id: String,
+        /// Its role.
+        role: String,
+        /// Its model.
+        model: String,
+        /// Its posture (never wider than its parent's).
+        posture: Posture,
+        /// Its depth (1 for the session's own sub-agents).
+        depth: u32,
+    },
+    /// A sub-agent's state changed.
+    #[serde(rename = "agent.status")]
+    AgentStatusChanged {
+        /// The agent.
+        agent_id: String,
+        /// `running` or `waiting_for_user`.
+        status: AgentStatus,
+    },
+    /// A sub-agent's run ended.
+    #[serde(rename = "agent.completed")]
+    AgentCompleted {
+        /// The agent.
+        agent_id: String,
+        /// `completed`, `failed`, `cancelled` or `paused_by_denials`.
+        status: String,
+        /// Its final answer.
+        summary: String,
+        /// False when it changed files without running a check.
+        verified: bool,
+    },
     /// The mode changed.
     #[serde(rename = "mode.changed")]
     ModeChanged {
@@ -237,6 +382,8 @@ pub enum Event {
         activity: Activity,
         /// The mode.
         mode: Mode,
+        /// The effective posture.
+        posture: Posture,
         /// Messages waiting for a turn.
         queue_length: usize,
         /// Turns run so far.

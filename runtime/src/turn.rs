@@ -39,6 +39,8 @@ pub struct TurnConfig {
     pub context: RequestContext,
     /// The canonical plan file, for the Plan reminder.
     pub plan_file: PathBuf,
+    /// A model name sent instead of the client's (a role's model).
+    pub model: Option<Arc<str>>,
 }
 
 /// How a turn ended.
@@ -76,8 +78,15 @@ pub enum TurnInput {
         /// Its outcome.
         outcome: ToolOutcome,
     },
-    /// Stop now.
+    /// Stop now: the user cancelled.
     Cancel,
+    /// Stop now for another reason (the denial ledger paused autonomy, say).
+    Halt {
+        /// Why, for machines.
+        category: FailureCategory,
+        /// Why, for people.
+        message: String,
+    },
 }
 
 /// What the host must do.
@@ -185,22 +194,15 @@ impl TurnMachine {
                     self.next_tool(&mut effects);
                 }
             }
-            (_, TurnInput::Cancel) => {
-                while let Some(call) = self.queue.pop_front() {
-                    let error = ToolError::new(
-                        ErrorCode::Cancelled,
-                        "the turn was cancelled before this call finished",
-                    );
-                    self.answer(&call, Err(error), &mut effects);
-                }
-                self.finish(
-                    TurnOutcome::Failed {
-                        category: FailureCategory::Cancelled,
-                        message: "the turn was cancelled".into(),
-                        retryable: false,
-                    },
-                    &mut effects,
-                );
+            (_, TurnInput::Cancel) => self.stop(
+                FailureCategory::Cancelled,
+                "the turn was cancelled".into(),
+                "the turn was cancelled before this call finished".into(),
+                &mut effects,
+            ),
+            (_, TurnInput::Halt { category, message }) => {
+                let unanswered = format!("the turn ended before this call finished: {message}");
+                self.stop(category, message, unanswered, &mut effects)
             }
             // Inputs that do not belong to the current phase are stale (a
             // late answer after a cancel, say) and change nothing.
@@ -213,6 +215,28 @@ impl TurnMachine {
             ) => {}
         }
         effects
+    }
+
+    /// Ends the turn now, answering every call that has no result yet.
+    fn stop(
+        &mut self,
+        category: FailureCategory,
+        message: String,
+        unanswered: String,
+        effects: &mut Vec<TurnEffect>,
+    ) {
+        while let Some(call) = self.queue.pop_front() {
+            let error = ToolError::new(ErrorCode::Cancelled, unanswered.clone());
+            self.answer(&call, Err(error), effects);
+        }
+        self.finish(
+            TurnOutcome::Failed {
+                category,
+                message,
+                retryable: false,
+            },
+            effects,
+        );
     }
 
     fn request_model(&mut self, effects: &mut Vec<TurnEffect>) {
@@ -243,6 +267,8 @@ impl TurnMachine {
             reminder,
             tools: self.config.tools.clone(),
             context,
+            model: self.config.model.clone(),
+            single_attempt: false,
         }));
     }
 

@@ -49,7 +49,7 @@ async fn cancel_during_a_long_bash_call_kills_it_and_answers_the_call() {
     mock.push([Reply::sse(&tool_call_chunks(
         "long",
         "bash",
-        &json!({"command": "sleep 30 & echo $! > child.pid; wait"}),
+        &json!({"command": "echo $$ > child.pid && exec sleep 30"}),
     ))]);
     session.submit(Op::UserInput {
         text: "run it".into(),

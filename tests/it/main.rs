@@ -4,9 +4,11 @@
 // This whole crate is test code: a failed expectation is a failed test.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod agents;
 mod cancel;
 mod cli;
 mod crash;
+mod permissions;
 mod plan_mode;
 mod retries;
 mod samples;

@@ -169,6 +169,8 @@ fn request() -> ModelRequest {
             workspace: "/tmp".into(),
             plan_file: "/tmp/plan.md".into(),
         },
+        model: None,
+        single_attempt: false,
     }
 }
 

@@ -72,6 +72,12 @@ pub struct ModelRequest {
     pub tools: Arc<[ToolSpec]>,
     /// Who asks.
     pub context: RequestContext,
+    /// Overrides the client's model name for this request (the guardian's
+    /// model, a role's model on a shared server).
+    pub model: Option<Arc<str>>,
+    /// Make exactly one attempt: [`Retrying`] passes it through untouched
+    /// (the permission guardian must send exactly one review request).
+    pub single_attempt: bool,
 }
 
 impl ModelRequest {

@@ -412,7 +412,10 @@ fn chat_request(request: &ModelRequest, config: &OpenAiConfig) -> CreateChatComp
         })
         .collect();
     CreateChatCompletionRequest {
-        model: config.model.clone(),
+        model: request
+            .model
+            .as_deref()
+            .map_or_else(|| config.model.clone(), str::to_string),
         messages,
         tools: (!tools.is_empty()).then_some(tools),
         stream: Some(config.stream),

@@ -82,6 +82,9 @@ impl ModelClient for Retrying {
     }
 
     fn stream(&self, request: ModelRequest) -> ModelStream {
+        if request.single_attempt {
+            return self.inner.stream(request);
+        }
         let inner = self.inner.clone();
         let policy = self.policy;
         let (tx, rx) = futures::channel::mpsc::unbounded();

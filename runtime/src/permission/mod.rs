@@ -9,11 +9,19 @@
 //! - `classify`: per-call safety of `bash` (T5): read-only only when proven.
 //! - `floor`: the deterministic floor (P4): proven safe, hard-blocked, or unproven.
 //! - `rules`: allow / ask / deny rules with scopes (P2).
+//! - `engine`: the order of the layers, as a pure function (P3).
+//! - `guardian`: the Auto-Review guardian's request and answer (P5).
+//! - `ledger`: the denial ledger (P8).
 
 pub mod classify;
+pub mod engine;
 pub mod floor;
+pub mod guardian;
+pub mod ledger;
 pub mod rules;
 pub mod shell;
+
+pub use engine::{Decision, Evaluation, Layer, Policy, Risk, Verdict, evaluate};
 
 use std::fmt;
 use std::str::FromStr;
@@ -31,10 +39,13 @@ pub enum Posture {
     Never,
     /// Ask: a person approves what the floor cannot prove safe (the default).
     #[default]
+    #[serde(alias = "ask")]
     Suggest,
     /// Auto-Review: the model guardian reviews what the floor cannot prove safe.
+    #[serde(alias = "auto-review", alias = "auto_review")]
     Auto,
     /// Full Access: ordinary calls run; the floor's hard blocks still hold.
+    #[serde(alias = "full-access", alias = "full_access")]
     Bypass,
 }
 

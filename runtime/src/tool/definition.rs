@@ -46,6 +46,9 @@ pub struct ToolDefinition {
     /// in Plan mode although the tool is declared side-effect, and Plan
     /// offers the tool described as limited to such calls.
     pub classifies_calls: bool,
+    /// The tool's only effect is on the agent's own session state (its
+    /// task list), never the workspace: the floor proves it safe.
+    pub session_state_only: bool,
 }
 
 impl ToolDefinition {
@@ -66,6 +69,7 @@ impl ToolDefinition {
             timeout: None,
             writes_path_only: false,
             classifies_calls: false,
+            session_state_only: false,
         }
     }
 
@@ -78,6 +82,12 @@ impl ToolDefinition {
     /// Marks the tool as writing only the file its `path` argument names.
     pub fn writing_path_only(mut self) -> Self {
         self.writes_path_only = true;
+        self
+    }
+
+    /// Marks the tool as changing only the agent's own session state.
+    pub fn touching_session_state_only(mut self) -> Self {
+        self.session_state_only = true;
         self
     }
 
@@ -197,6 +207,98 @@ pub struct ToolContext {
     pub plan_file: PathBuf,
     /// When set, only these tools (and system tools) may run.
     pub allowed_tools: Option<Arc<[String]>>,
+    /// Decides whether calls that passed the gate and the schema may run;
+    /// `None` lets them all run (a host with no permission layer).
+    pub authorizer: Option<Arc<dyn Authorizer>>,
+    /// Path globs a write must match, one list per ancestor that set a
+    /// scope (a sub-agent's file scope); empty means no limit.
+    pub file_scopes: Vec<Vec<String>>,
+    /// Runs the `agent` tool's requests; `None` where sub-agents are not available.
+    pub agents: Option<Arc<dyn AgentHost>>,
+}
+
+/// What the `agent` tool asks its host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentRequest {
+    /// Start a sub-agent.
+    Spawn {
+        /// Its task.
+        prompt: String,
+        /// A configured role.
+        role: Option<String>,
+        /// Return at once instead of waiting for its report.
+        background: bool,
+    },
+    /// Give an existing sub-agent another task.
+    Followup {
+        /// The agent.
+        agent_id: String,
+        /// The task.
+        prompt: String,
+        /// Return at once.
+        background: bool,
+    },
+    /// Wait for a background sub-agent's report.
+    Wait {
+        /// The agent.
+        agent_id: String,
+    },
+    /// List the configured roles and models.
+    Roster,
+}
+
+/// Runs sub-agents for the `agent` tool.
+pub trait AgentHost: Send + Sync + 'static {
+    /// Carries out one request; the text is what the model reads.
+    fn call(&self, request: AgentRequest) -> ToolFuture<'static>;
+}
+
+impl std::fmt::Debug for dyn AgentHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AgentHost")
+    }
+}
+
+/// One call waiting for a permission decision.
+pub struct Authorization {
+    /// The call id.
+    pub call_id: String,
+    /// The tool, as registered.
+    pub tool: Arc<dyn Tool>,
+    /// The schema-valid arguments (or the parsed ones, when the gate refused).
+    pub args: Value,
+    /// The tool's classification of this call.
+    pub safety: Safety,
+    /// The execution gate's refusal, when it refused: the authorizer only
+    /// records it.
+    pub refused: Option<ToolError>,
+}
+
+/// The future an [`Authorizer`] returns.
+pub type DecisionFuture = Pin<Box<dyn Future<Output = crate::permission::Decision> + Send>>;
+
+/// Decides permission for calls (rules → floor → posture), asking a person
+/// or the guardian when it must, and records every decision.
+pub trait Authorizer: Send + Sync + 'static {
+    /// Decides one call.
+    fn authorize(&self, request: Authorization) -> DecisionFuture;
+}
+
+impl std::fmt::Debug for Authorization {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authorization")
+            .field("call_id", &self.call_id)
+            .field("tool", &self.tool.definition().name)
+            .field("safety", &self.safety)
+            .field("refused", &self.refused)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for dyn Authorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Authorizer")
+    }
 }
 
 /// A tool the runner can execute.

@@ -145,3 +145,62 @@ pub fn execution_gate(
         },
     }
 }
+
+/// The file-scope gate: in an agent with a file scope, a path writer may
+/// only write paths matching every scope, and other calls that can change
+/// things are refused (a shell command can write anywhere). Checked before
+/// the permission decision and again just before the call runs.
+pub fn scope_gate(
+    def: &ToolDefinition,
+    safety: Safety,
+    args: &Value,
+    ctx: &ToolContext,
+) -> Result<(), ToolError> {
+    if ctx.file_scopes.is_empty() || safety == Safety::ReadOnly {
+        return Ok(());
+    }
+    let shown = |scopes: &[Vec<String>]| {
+        scopes
+            .iter()
+            .map(|s| s.join(", "))
+            .collect::<Vec<_>>()
+            .join("] and [")
+    };
+    if !def.writes_path_only {
+        return Err(ToolError::new(
+            ErrorCode::ToolNotAllowed,
+            format!(
+                "'{}' can change files anywhere, and this agent may only write [{}]; use the file tools",
+                def.name,
+                shown(&ctx.file_scopes)
+            ),
+        ));
+    }
+    let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
+    let relative = ctx.resolve(path).ok().and_then(|p| {
+        p.strip_prefix(ctx.workspace.root())
+            .ok()
+            .map(Path::to_path_buf)
+    });
+    let inside = relative.is_some_and(|rel| {
+        ctx.file_scopes.iter().all(|scope| {
+            scope.iter().any(|glob| {
+                globset::GlobBuilder::new(glob)
+                    .literal_separator(true)
+                    .build()
+                    .is_ok_and(|g| g.compile_matcher().is_match(&rel))
+            })
+        })
+    });
+    if inside {
+        Ok(())
+    } else {
+        Err(ToolError::new(
+            ErrorCode::ToolNotAllowed,
+            format!(
+                "'{path}' is outside this agent's file scope [{}]",
+                shown(&ctx.file_scopes)
+            ),
+        ))
+    }
+}

@@ -17,8 +17,11 @@ mod registry;
 mod runner;
 mod workspace;
 
-pub use builtin::{TodoItem, builtin_tools, truncate_middle};
-pub use definition::{ErrorCode, Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
+pub use builtin::{AGENT_TOOL, TodoItem, builtin_tools, truncate_middle};
+pub use definition::{
+    AgentHost, AgentRequest, Authorization, Authorizer, DecisionFuture, ErrorCode, Safety, Tool,
+    ToolContext, ToolDefinition, ToolError, ToolFuture,
+};
 pub use gate::{ToolSpec, definition_gate, execution_gate};
 pub use registry::{RegistryError, ToolRegistry};
 pub use runner::{ToolOutcome, ToolRunner};

@@ -8,10 +8,11 @@ use futures::FutureExt;
 use serde_json::Value;
 use tracing::Instrument;
 
-use super::definition::{ErrorCode, ToolContext, ToolError};
-use super::gate::execution_gate;
+use super::definition::{Authorization, ErrorCode, ToolContext, ToolError};
+use super::gate::{execution_gate, scope_gate};
 use super::registry::ToolRegistry;
 use crate::message::ToolCall;
+use crate::permission::Verdict;
 
 /// What one call produced: its output, or a coded error.
 pub type ToolOutcome = Result<String, ToolError>;
@@ -61,7 +62,23 @@ impl ToolRunner {
         let def = entry.tool.definition();
         let args = parse_arguments(&call.arguments)?;
         let safety = entry.tool.classify(&args);
-        execution_gate(def, safety, &args, ctx)?;
+        let gated = execution_gate(def, safety, &args, ctx)
+            .and_then(|()| scope_gate(def, safety, &args, ctx));
+        if let Err(refused) = gated {
+            if let Some(authorizer) = &ctx.authorizer {
+                // Recorded like every automatic decision; the refusal stands.
+                let _ = authorizer
+                    .authorize(Authorization {
+                        call_id: call.id.clone(),
+                        tool: entry.tool.clone(),
+                        args,
+                        safety,
+                        refused: Some(refused.clone()),
+                    })
+                    .await;
+            }
+            return Err(refused);
+        }
         let problems: Vec<String> = entry
             .validator
             .iter_errors(&args)
@@ -76,6 +93,23 @@ impl ToolRunner {
                 def.name,
                 problems.join("; ")
             )));
+        }
+        if let Some(authorizer) = &ctx.authorizer {
+            let decision = authorizer
+                .authorize(Authorization {
+                    call_id: call.id.clone(),
+                    tool: entry.tool.clone(),
+                    args: args.clone(),
+                    safety,
+                    refused: None,
+                })
+                .await;
+            if decision.verdict == Verdict::Deny {
+                return Err(ToolError::new(ErrorCode::PermissionDenied, decision.reason));
+            }
+            // The scope again, after the decision: authority only narrows,
+            // and a person's approval never widens a scope.
+            scope_gate(def, safety, &args, ctx)?;
         }
         let limit = def.timeout.unwrap_or(self.default_timeout);
         let run = AssertUnwindSafe(entry.tool.run(args, ctx)).catch_unwind();

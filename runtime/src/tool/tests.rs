@@ -102,7 +102,7 @@ fn registry_of(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> ToolRegistry {
     registry
 }
 
-const BUILTINS: [&str; 8] = [
+const BUILTINS: [&str; 9] = [
     "read_file",
     "list_dir",
     "glob",
@@ -111,6 +111,7 @@ const BUILTINS: [&str; 8] = [
     "edit_file",
     "bash",
     "todo_write",
+    "agent",
 ];
 
 /// A temporary root holding `ws/` (the workspace), `outside/` (a sibling the
@@ -135,6 +136,9 @@ impl Env {
             plan_file: session.join("artifacts").join("plan.md"),
             session_dir: session,
             allowed_tools: None,
+            authorizer: None,
+            file_scopes: Vec::new(),
+            agents: None,
         };
         let mut registry = ToolRegistry::with_builtins();
         for fake in [

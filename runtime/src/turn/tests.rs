@@ -95,6 +95,7 @@ fn config(mode: Mode, max_iterations: u32) -> TurnConfig {
             plan_file: Arc::from(PLAN_FILE),
         },
         plan_file: PLAN_FILE.into(),
+        model: None,
     }
 }
 

@@ -6,10 +6,19 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cadre::actors::{SessionConfig, SessionHandle, SessionServices, spawn_session};
+use std::collections::BTreeMap;
+
+use cadre::actors::{
+    PermissionConfig, SessionConfig, SessionHandle, SessionServices, Subagents, spawn_session,
+};
 use cadre::runtime::Mode;
+use cadre::runtime::agent::SameModel;
+use cadre::runtime::config::RoleConfig;
 use cadre::runtime::model::{ModelClient, OpenAiClient, OpenAiConfig, RetryPolicy, Retrying};
 use cadre::runtime::paths::DataDir;
+use cadre::runtime::permission::Posture;
+use cadre::runtime::permission::guardian::GuardianConfig;
+use cadre::runtime::permission::rules::RuleSet;
 use cadre::runtime::protocol::{Event, Op};
 use cadre::runtime::tool::{Tool, ToolRegistry, ToolRunner, Workspace};
 use tempfile::TempDir;
@@ -28,12 +37,17 @@ pub fn quick_retries(max_attempts: u32) -> RetryPolicy {
 }
 
 /// Builds a session against a model, in fresh temporary directories.
+///
+/// Sessions default to Full Access and an interactive host, so tests that
+/// are not about permissions see their tools run; permission tests choose.
 pub struct SessionBuilder {
     model: Arc<dyn ModelClient>,
     mode: Mode,
     tools: Vec<Arc<dyn Tool>>,
     tool_timeout: Duration,
     max_iterations: u32,
+    permissions: PermissionConfig,
+    subagents: Option<(BTreeMap<String, RoleConfig>, u32)>,
 }
 
 impl SessionBuilder {
@@ -58,7 +72,39 @@ impl SessionBuilder {
             tools: Vec::new(),
             tool_timeout: Duration::from_secs(30),
             max_iterations: 20,
+            permissions: PermissionConfig {
+                posture: Posture::Bypass,
+                ..PermissionConfig::default()
+            },
+            subagents: None,
         }
+    }
+
+    pub fn posture(mut self, posture: Posture) -> Self {
+        self.permissions.posture = posture;
+        self
+    }
+
+    /// Whether a person can answer prompts (exec cannot).
+    pub fn interactive(mut self, interactive: bool) -> Self {
+        self.permissions.interactive = interactive;
+        self
+    }
+
+    pub fn rules(mut self, rules: RuleSet) -> Self {
+        self.permissions.rules = Arc::new(rules);
+        self
+    }
+
+    pub fn guardian(mut self, guardian: GuardianConfig) -> Self {
+        self.permissions.guardian = guardian;
+        self
+    }
+
+    /// Enables the `agent` tool with these roles and concurrency limit.
+    pub fn subagents(mut self, roles: BTreeMap<String, RoleConfig>, max_running: u32) -> Self {
+        self.subagents = Some((roles, max_running));
+        self
     }
 
     pub fn mode(mut self, mode: Mode) -> Self {
@@ -86,15 +132,21 @@ impl SessionBuilder {
         }
         let session_id = uuid::Uuid::new_v4().to_string();
         let paths = DataDir::new(data.path()).session(&session_id);
-        let config = SessionConfig {
+        let mut config = SessionConfig::new(
             session_id,
-            mode: self.mode,
-            workspace: Workspace::new(workspace.path()).expect("workspace"),
-            paths: paths.clone(),
-            max_iterations: self.max_iterations,
-            role: "main".into(),
-            allowed_tools: None,
-        };
+            Workspace::new(workspace.path()).expect("workspace"),
+            paths.clone(),
+        );
+        config.mode = self.mode;
+        config.max_iterations = self.max_iterations;
+        config.permissions = self.permissions;
+        config.subagents = self.subagents.map(|(roles, max)| {
+            Arc::new(Subagents::new(
+                roles,
+                Arc::new(SameModel(self.model.clone())),
+                max,
+            ))
+        });
         let services = SessionServices {
             model: self.model,
             tools: ToolRunner::new(Arc::new(registry), self.tool_timeout),

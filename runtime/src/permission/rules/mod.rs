@@ -488,6 +488,16 @@ impl RuleSet {
         self.rules.is_empty()
     }
 
+    /// Whether every rule of `other` (kind, scope and text) is also here:
+    /// the check that a child kept all of its parent's rules.
+    pub fn contains_all(&self, other: &RuleSet) -> bool {
+        other.rules.iter().all(|theirs| {
+            self.rules.iter().any(|mine| {
+                mine.kind == theirs.kind && mine.scope == theirs.scope && mine.text == theirs.text
+            })
+        })
+    }
+
     /// The rules a child agent starts with: all of its parent's.
     pub fn inherited(&self) -> RuleSet {
         self.clone()

@@ -6,11 +6,13 @@
 //! - `bash`: `bash`, a shell command in the workspace, killed with its
 //!   process group on timeout or cancel.
 //! - `todo`: `todo_write`, the agent's task list in the session directory.
+//! - `agent`: `agent`, delegation to sub-agents through the host.
 //!
 //! Argument names are part of the contract: `path` for every file tool,
 //! `content` for `write_file`, `old_string`/`new_string` for `edit_file`,
 //! `command` for `bash`, `pattern` for `glob` and `grep`.
 
+mod agent;
 mod bash;
 mod files;
 mod search;
@@ -21,6 +23,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use agent::AGENT_TOOL;
 pub use todo::TodoItem;
 
 use super::definition::{Tool, ToolError};
@@ -36,6 +39,7 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(files::EditFile::new()),
         Arc::new(bash::Bash::new()),
         Arc::new(todo::TodoWrite::new()),
+        Arc::new(agent::Agent::new()),
     ]
 }
 

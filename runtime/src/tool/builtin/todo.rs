@@ -43,7 +43,8 @@ impl TodoWrite {
                 "additionalProperties": false
             }),
             Safety::SideEffect,
-        ))
+        )
+        .touching_session_state_only())
     }
 }
 

@@ -42,6 +42,8 @@ fn definition_gate_offers_plan_only_readers_plan_file_writers_and_read_only_bash
             ("write_file", true),
             ("edit_file", true),
             ("bash", false),
+            // Delegating changes nothing itself; a sub-agent inherits Plan.
+            ("agent", false),
         ],
     );
     let registry = ToolRegistry::with_builtins();

@@ -5,21 +5,37 @@
 //! turn reports each message it records and its end by message; if it
 //! panics instead, the supervisor event fails that turn (closing any tool
 //! call it left unanswered) and the session carries on with the next one.
+//!
+//! The session is also the permission authority for its calls (see
+//! `authority`): tool tasks ask it by message, and it answers now or once a
+//! person or the guardian has. And it supervises its sub-agents (see `agents`).
+
+mod agents;
+mod authority;
+
+pub use agents::Subagents;
+pub use authority::PermissionConfig;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use cadre_runtime::Mode;
+use cadre_runtime::agent::AgentReport;
 use cadre_runtime::message::{Message, unanswered_calls};
 use cadre_runtime::model::{ModelClient, RequestContext};
 use cadre_runtime::paths::SessionPaths;
+use cadre_runtime::permission::Decision;
 use cadre_runtime::prompt::system_prompt;
 use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op, STREAM_VERSION, Usage};
-use cadre_runtime::tool::{ErrorCode, ToolContext, ToolRunner, Workspace, definition_gate};
+use cadre_runtime::tool::{
+    AGENT_TOOL, AgentRequest, Authorization, ErrorCode, ToolContext, ToolOutcome, ToolRunner,
+    Workspace, definition_gate,
+};
 use cadre_runtime::turn::{TurnConfig, TurnMachine, TurnOutcome};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
+use crate::audit::AuditLog;
 use crate::turn::{TurnActor, TurnArgs, TurnMsg};
 
 /// Where a session's events go.
@@ -42,6 +58,46 @@ pub struct SessionConfig {
     pub role: String,
     /// When set, only these tools (and system tools) are offered and run.
     pub allowed_tools: Option<Arc<[String]>>,
+    /// `main` for a user's session; a sub-agent's id otherwise.
+    pub agent_id: String,
+    /// Posture, rules, interactivity, guardian.
+    pub permissions: PermissionConfig,
+    /// 0 for a user's session; a sub-agent's level below it otherwise.
+    pub depth: u32,
+    /// The deepest level sub-agents may reach.
+    pub max_depth: u32,
+    /// Path globs writes must match (a sub-agent's file scope); empty for none.
+    pub file_scopes: Vec<Vec<String>>,
+    /// The role's system prompt, added to cadre's.
+    pub role_prompt: Option<String>,
+    /// A model name sent instead of the client's.
+    pub model_override: Option<String>,
+    /// Roles, models and limits for the `agent` tool; `None` disables it.
+    pub subagents: Option<Arc<Subagents>>,
+}
+
+impl SessionConfig {
+    /// A user's session in Work mode with the defaults: Ask, interactive,
+    /// 50 model requests per turn, sub-agents disabled.
+    pub fn new(session_id: impl Into<String>, workspace: Workspace, paths: SessionPaths) -> Self {
+        Self {
+            session_id: session_id.into(),
+            mode: Mode::Work,
+            workspace,
+            paths,
+            max_iterations: 50,
+            role: "main".into(),
+            allowed_tools: None,
+            agent_id: "main".into(),
+            permissions: PermissionConfig::default(),
+            depth: 0,
+            max_depth: cadre_runtime::agent::DEFAULT_MAX_DEPTH,
+            file_scopes: Vec::new(),
+            role_prompt: None,
+            model_override: None,
+            subagents: None,
+        }
+    }
 }
 
 /// What a session uses to do its work.
@@ -73,6 +129,44 @@ pub enum SessionMsg {
         turn_id: u64,
         /// How.
         outcome: TurnOutcome,
+    },
+    /// A tool task asks whether its call may run (from the turn's authorizer).
+    Authorize {
+        /// The asking turn.
+        turn_id: u64,
+        /// The call.
+        request: Box<Authorization>,
+        /// Where the decision goes.
+        reply: oneshot::Sender<Decision>,
+    },
+    /// A guardian finished its review.
+    GuardianDone {
+        /// The review.
+        review_id: u64,
+        /// Its decision.
+        decision: Decision,
+    },
+    /// The `agent` tool asks for a sub-agent (from the turn's agent host).
+    Agent {
+        /// What to do.
+        request: AgentRequest,
+        /// Where the answer goes.
+        reply: oneshot::Sender<ToolOutcome>,
+    },
+    /// A sub-agent's run ended (from its pump).
+    AgentRunDone {
+        /// The agent.
+        agent_id: String,
+        /// Its report.
+        report: Box<AgentReport>,
+    },
+    /// The parent re-derived this sub-agent's authority (at a follow-up):
+    /// the posture and mode only ever narrow.
+    Narrow {
+        /// The posture allowed now.
+        posture: cadre_runtime::permission::Posture,
+        /// The parent's mode now.
+        mode: Mode,
     },
 }
 
@@ -120,6 +214,8 @@ pub struct SessionState {
     turns: u64,
     stopping: bool,
     span: tracing::Span,
+    authority: authority::Authority,
+    children: agents::Children,
 }
 
 /// A started session: its actor, and a way to wait for its end.
@@ -179,10 +275,15 @@ impl Actor for SessionActor {
             version: STREAM_VERSION,
             session_id: args.config.session_id.clone(),
             mode: args.config.mode,
+            posture: args.config.permissions.posture,
             workspace: args.config.workspace.root().display().to_string(),
             model: args.services.model.model().to_string(),
         });
+        let audit = AuditLog::start(args.config.paths.dir.join("audit.jsonl"));
+        let authority = authority::Authority::new(args.config.permissions.clone(), audit);
         Ok(SessionState {
+            authority,
+            children: agents::Children::default(),
             mode: args.config.mode,
             config: args.config,
             services: args.services,
@@ -216,9 +317,29 @@ impl Actor for SessionActor {
                 if let Some(running) = state.running.take_if(|r| r.turn_id == turn_id) {
                     running.actor.stop(None);
                     tracing::info!(parent: &state.span, turn_id, ?outcome, "turn finished");
+                    state.withdraw(turn_id);
                     state.close_unanswered("the turn ended before this call was answered");
                     state.after_turn(&myself).await;
                 }
+            }
+            SessionMsg::Authorize {
+                turn_id,
+                request,
+                reply,
+            } => state.authorize(&myself, turn_id, *request, reply).await,
+            SessionMsg::GuardianDone {
+                review_id,
+                decision,
+            } => state.review_done(review_id, decision),
+            SessionMsg::Agent { request, reply } => {
+                state.agent_request(&myself, request, reply).await
+            }
+            SessionMsg::AgentRunDone { agent_id, report } => {
+                state.agent_run_done(&agent_id, *report)
+            }
+            SessionMsg::Narrow { posture, mode } => {
+                state.authority.posture = state.authority.posture.narrower(posture);
+                state.mode = mode;
             }
         }
         Ok(())
@@ -233,9 +354,14 @@ impl Actor for SessionActor {
         // Only a failure needs handling: a turn that ends normally reports
         // `TurnFinished` first and is then stopped by the session.
         if let SupervisionEvent::ActorFailed(cell, error) = event {
+            state.guardian_failed(cell.get_id(), &error.to_string());
+            if state.agent_crashed(cell.get_id(), &error.to_string()) {
+                return Ok(());
+            }
             let crashed = state.running.take_if(|r| r.actor.get_id() == cell.get_id());
             if let Some(running) = crashed {
                 tracing::error!(parent: &state.span, turn_id = running.turn_id, %error, "turn crashed");
+                state.withdraw(running.turn_id);
                 state.close_unanswered("the turn crashed before this call was answered");
                 let _ = state.events.send(Event::TurnFailed {
                     turn_id: running.turn_id,
@@ -292,6 +418,7 @@ impl SessionState {
                 if self.stopping {
                     return self.reject("user_input", "the session is shutting down");
                 }
+                self.authority.ledger.user_message();
                 self.queue.push_back(text);
                 if self.running.is_some() {
                     self.emit(Event::InputQueued {
@@ -311,15 +438,40 @@ impl SessionState {
                 self.mode = mode;
                 self.emit(Event::ModeChanged { mode });
             }
-            Op::Cancel => match &self.running {
-                Some(running) => {
-                    let _ = running.actor.cast(TurnMsg::Cancel);
+            Op::SetPosture { posture } => {
+                if self.running.is_some() {
+                    return self.reject(
+                        "set_posture",
+                        "a turn is running: cancel it first (Ctrl-C, or the `cancel` op), then change the posture",
+                    );
+                }
+                self.authority.posture = posture;
+                self.authority.ledger.resume();
+                self.emit(Event::PostureChanged { posture });
+            }
+            Op::Approve { id, decision } => {
+                let op = Op::Approve {
+                    id: id.clone(),
+                    decision,
+                };
+                if !self.owns_approval(&id) && self.route_approval(&op, &id) {
+                    return;
+                }
+                self.approve(&id, decision)
+            }
+            Op::Cancel => match self.running.as_ref().map(|r| (r.turn_id, r.actor.clone())) {
+                Some((turn_id, actor)) => {
+                    // Held calls are settled first, so their denials come
+                    // before the turn's end in the event stream.
+                    self.withdraw(turn_id);
+                    let _ = actor.cast(TurnMsg::Cancel);
                 }
                 None => self.reject("cancel", "no turn is running"),
             },
             Op::Status => self.emit(Event::SessionStatus {
                 activity: self.activity(),
                 mode: self.mode,
+                posture: self.authority.effective_posture(),
                 queue_length: self.queue.len(),
                 turns: self.turns,
             }),
@@ -346,6 +498,7 @@ impl SessionState {
     }
 
     fn stop(&self, myself: &ActorRef<SessionMsg>) {
+        self.stop_children();
         self.emit(Event::SessionStopped { turns: self.turns });
         myself.stop(None);
     }
@@ -370,20 +523,31 @@ impl SessionState {
         let turn_id = self.turns;
         let config = &self.config;
         let plan_file = config.paths.plan_file();
-        let tools = definition_gate(
+        let mut tools = definition_gate(
             self.services.tools.registry(),
             self.mode,
             config.allowed_tools.as_deref(),
             &plan_file,
         );
+        if config.subagents.is_none() {
+            // A tool that could only fail is not offered.
+            tools.retain(|spec| spec.name != AGENT_TOOL);
+        }
         let turn = TurnConfig {
             turn_id,
             mode: self.mode,
             max_iterations: config.max_iterations,
-            system: system_prompt(self.mode, config.workspace.root()).into(),
+            system: match &config.role_prompt {
+                Some(role) => format!(
+                    "{}\n\n{role}",
+                    system_prompt(self.mode, config.workspace.root())
+                ),
+                None => system_prompt(self.mode, config.workspace.root()),
+            }
+            .into(),
             tools: tools.into(),
             context: RequestContext {
-                agent_id: config.session_id.as_str().into(),
+                agent_id: config.agent_id.as_str().into(),
                 role: config.role.as_str().into(),
                 mode: self.mode,
                 turn: turn_id,
@@ -393,6 +557,7 @@ impl SessionState {
                 plan_file: plan_file.display().to_string().into(),
             },
             plan_file: plan_file.clone(),
+            model: config.model_override.as_deref().map(Arc::from),
         };
         let tool_context = ToolContext {
             workspace: config.workspace.clone(),
@@ -400,6 +565,16 @@ impl SessionState {
             session_dir: config.paths.dir.clone(),
             plan_file,
             allowed_tools: config.allowed_tools.clone(),
+            authorizer: Some(Arc::new(authority::SessionAuthorizer {
+                session: myself.clone(),
+                turn_id,
+            })),
+            file_scopes: config.file_scopes.clone(),
+            agents: config.subagents.is_some().then(|| {
+                Arc::new(agents::SessionAgentHost {
+                    session: myself.clone(),
+                }) as Arc<dyn cadre_runtime::tool::AgentHost>
+            }),
         };
         let args = TurnArgs {
             machine: TurnMachine::new(turn, self.conversation.as_slice().into()),

@@ -1,0 +1,384 @@
+//! Sub-agents' authority and reports (S1–S6), with no actors.
+//!
+//! **Authority only narrows.** A sub-agent's [`Authority`] is computed from
+//! its parent's *current* authority and its role by [`Authority::narrow`]:
+//! the narrower posture, the intersection of tool allow-lists, every file
+//! scope of every ancestor, the parent's rules plus the role's deny and ask
+//! rules (never its allow rules), the same mode, one level deeper. It is
+//! recomputed at spawn, at every follow-up and on resume; nothing a role or
+//! a model says can widen it. [`Authority::within`] states the order that
+//! the property tests check.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use globset::GlobBuilder;
+use serde::Serialize;
+
+use crate::config::RoleConfig;
+use crate::mode::Mode;
+use crate::model::ModelClient;
+use crate::permission::Posture;
+use crate::permission::rules::RuleSet;
+use crate::protocol::{Event, ToolStatus};
+
+/// Where a role's model client comes from.
+pub trait ModelSource: Send + Sync + 'static {
+    /// The client for `role`: its own server when it names one, else the
+    /// session's (a role's `model` on the same server travels with each
+    /// request instead).
+    fn client(&self, role: &RoleConfig) -> Result<Arc<dyn ModelClient>, String>;
+}
+
+/// Every role uses the session's client.
+pub struct SameModel(pub Arc<dyn ModelClient>);
+
+impl ModelSource for SameModel {
+    fn client(&self, _role: &RoleConfig) -> Result<Arc<dyn ModelClient>, String> {
+        Ok(self.0.clone())
+    }
+}
+
+/// The default number of sub-agent levels below a session.
+pub const DEFAULT_MAX_DEPTH: u32 = 3;
+
+/// What one agent may do.
+#[derive(Debug, Clone)]
+pub struct Authority {
+    /// The mode; a sub-agent keeps its parent's.
+    pub mode: Mode,
+    /// The posture.
+    pub posture: Posture,
+    /// The tools it may use; `None` means every tool.
+    pub allowed_tools: Option<BTreeSet<String>>,
+    /// Path globs its writes must match: one list per ancestor that set a
+    /// scope, and a path must match every list.
+    pub file_scopes: Vec<Vec<String>>,
+    /// Every rule in force.
+    pub rules: Arc<RuleSet>,
+    /// Its depth (0 for a session).
+    pub depth: u32,
+    /// The deepest level its descendants may reach.
+    pub max_depth: u32,
+}
+
+/// Why a sub-agent cannot be started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpawnRefusal {
+    /// The depth limit.
+    #[error(
+        "the sub-agent depth limit ({max_depth}) is reached: an agent at depth {depth} cannot start another"
+    )]
+    TooDeep {
+        /// The parent's depth.
+        depth: u32,
+        /// The limit.
+        max_depth: u32,
+    },
+    /// A role's configuration is unusable.
+    #[error("role '{role}': {message}")]
+    BadRole {
+        /// The role.
+        role: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Authority {
+    /// A session's own authority: depth 0.
+    pub fn root(mode: Mode, posture: Posture, rules: Arc<RuleSet>, max_depth: u32) -> Self {
+        Self {
+            mode,
+            posture,
+            allowed_tools: None,
+            file_scopes: Vec::new(),
+            rules,
+            depth: 0,
+            max_depth,
+        }
+    }
+
+    /// A child's authority: the narrower of this one and `role`.
+    pub fn narrow(&self, role_name: &str, role: &RoleConfig) -> Result<Authority, SpawnRefusal> {
+        if self.depth >= self.max_depth {
+            return Err(SpawnRefusal::TooDeep {
+                depth: self.depth,
+                max_depth: self.max_depth,
+            });
+        }
+        let bad = |message: String| SpawnRefusal::BadRole {
+            role: role_name.to_string(),
+            message,
+        };
+        let allowed_tools = match (&self.allowed_tools, &role.allowed_tools) {
+            (None, None) => None,
+            (Some(mine), None) => Some(mine.clone()),
+            (None, Some(theirs)) => Some(theirs.iter().cloned().collect()),
+            (Some(mine), Some(theirs)) => Some(
+                theirs
+                    .iter()
+                    .filter(|t| mine.contains(*t))
+                    .cloned()
+                    .collect(),
+            ),
+        };
+        let mut file_scopes = self.file_scopes.clone();
+        if let Some(scope) = &role.file_scope {
+            for glob in scope {
+                GlobBuilder::new(glob)
+                    .literal_separator(true)
+                    .build()
+                    .map_err(|e| bad(format!("bad file_scope glob '{glob}': {e}")))?;
+            }
+            file_scopes.push(scope.clone());
+        }
+        let rules = self
+            .rules
+            .with_child_rules(&role.permissions)
+            .map_err(|e| bad(e.to_string()))?;
+        let depth = self.depth + 1;
+        let max_depth = match role.max_depth {
+            Some(below) => self.max_depth.min(depth.saturating_add(below)),
+            None => self.max_depth,
+        };
+        Ok(Authority {
+            mode: self.mode,
+            posture: self.posture.narrower(role.posture.unwrap_or(self.posture)),
+            allowed_tools,
+            file_scopes,
+            rules: Arc::new(rules),
+            depth,
+            max_depth,
+        })
+    }
+
+    /// Whether this authority is within `parent`'s: no wider posture, no
+    /// tool the parent lacks, every parent file scope kept, every parent
+    /// rule kept, the same mode, deeper, and no deeper limit.
+    pub fn within(&self, parent: &Authority) -> bool {
+        let tools = match (&parent.allowed_tools, &self.allowed_tools) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(p), Some(c)) => c.is_subset(p),
+        };
+        self.mode == parent.mode
+            && self.posture <= parent.posture
+            && tools
+            && parent
+                .file_scopes
+                .iter()
+                .all(|s| self.file_scopes.contains(s))
+            && self.rules.contains_all(&parent.rules)
+            && self.depth > parent.depth
+            && self.max_depth <= parent.max_depth
+    }
+
+    /// Whether a tool is allowed by name.
+    pub fn allows_tool(&self, name: &str) -> bool {
+        self.allowed_tools
+            .as_ref()
+            .is_none_or(|tools| tools.contains(name))
+    }
+}
+
+/// One command a sub-agent ran, and how it ended: the evidence behind its claims.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Evidence {
+    /// The command line.
+    pub command: String,
+    /// Its exit code (`None` when it was refused or did not finish).
+    pub exit_code: Option<i32>,
+}
+
+/// What a sub-agent's run produced (S1, S6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct AgentReport {
+    /// The agent.
+    pub agent_id: String,
+    /// Its role.
+    pub role: String,
+    /// `completed`, `failed`, `cancelled` or `paused_by_denials`.
+    pub status: String,
+    /// Its final answer.
+    pub summary: String,
+    /// Files it changed.
+    pub changes: Vec<String>,
+    /// Commands it ran, with exit codes.
+    pub evidence: Vec<Evidence>,
+    /// Risks it reported (its `## Risks` section).
+    pub risks: Vec<String>,
+    /// What blocked it (its `## Blockers` section, or why the run failed).
+    pub blockers: Vec<String>,
+    /// False when it changed files but ran no command to check them: a
+    /// claim without evidence.
+    pub verified: bool,
+}
+
+/// Builds an [`AgentReport`] from a sub-agent's events, so the report says
+/// what happened, not only what the agent claims.
+#[derive(Debug, Default)]
+pub struct ReportBuilder {
+    report: AgentReport,
+    pending: Vec<(String, String, String)>,
+}
+
+impl ReportBuilder {
+    /// A builder for `agent_id` of `role`.
+    pub fn new(agent_id: &str, role: &str) -> Self {
+        Self {
+            report: AgentReport {
+                agent_id: agent_id.to_string(),
+                role: role.to_string(),
+                ..AgentReport::default()
+            },
+            pending: Vec::new(),
+        }
+    }
+
+    /// Takes one event of the agent's run; returns the report when the run ends.
+    pub fn push(&mut self, event: &Event) -> Option<AgentReport> {
+        match event {
+            Event::ToolCall {
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                let subject = match name.as_str() {
+                    "bash" => arguments.get("command"),
+                    _ => arguments.get("path"),
+                };
+                let subject = subject
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string();
+                self.pending.push((call_id.clone(), name.clone(), subject));
+            }
+            Event::ToolResult {
+                call_id,
+                status,
+                output,
+                ..
+            } => {
+                let at = self.pending.iter().position(|(id, _, _)| id == call_id)?;
+                let (_, name, subject) = self.pending.remove(at);
+                // The built-in tools whose calls are evidence or changes.
+                match name.as_str() {
+                    "bash" => self.report.evidence.push(Evidence {
+                        command: subject,
+                        exit_code: exit_code(output),
+                    }),
+                    "write_file" | "edit_file"
+                        if *status == ToolStatus::Ok && !self.report.changes.contains(&subject) =>
+                    {
+                        self.report.changes.push(subject);
+                    }
+                    _ => {}
+                }
+            }
+            Event::AssistantMessage { text, .. } => self.report.summary.clone_from(text),
+            Event::TurnCompleted { .. } => return Some(self.finish("completed", None)),
+            Event::TurnFailed {
+                category, message, ..
+            } => {
+                let status = serde_json::to_value(category)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_else(|| "failed".into());
+                let status = if status == "cancelled" || status == "paused_by_denials" {
+                    status
+                } else {
+                    "failed".to_string()
+                };
+                return Some(self.finish(&status, Some(message.clone())));
+            }
+            _ => {}
+        }
+        None
+    }
+
+    fn finish(&mut self, status: &str, failure: Option<String>) -> AgentReport {
+        let mut report = std::mem::take(&mut self.report);
+        report.status = status.to_string();
+        report.risks = section(&report.summary, "Risks");
+        report.blockers = section(&report.summary, "Blockers");
+        if let Some(why) = failure {
+            report.blockers.push(why);
+        }
+        report.verified = report.changes.is_empty() || !report.evidence.is_empty();
+        // Ready for the agent's next run.
+        self.report = AgentReport {
+            agent_id: report.agent_id.clone(),
+            role: report.role.clone(),
+            ..AgentReport::default()
+        };
+        self.pending.clear();
+        report
+    }
+}
+
+impl AgentReport {
+    /// The report as the parent model reads it.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "agent {} (role {}) {}\n\nSummary:\n{}\n",
+            self.agent_id, self.role, self.status, self.summary
+        );
+        let list = |items: &[String]| {
+            if items.is_empty() {
+                "- none\n".to_string()
+            } else {
+                items.iter().map(|i| format!("- {i}\n")).collect()
+            }
+        };
+        out.push_str("\nChanges:\n");
+        out.push_str(&list(&self.changes));
+        out.push_str("\nEvidence (commands run):\n");
+        if self.evidence.is_empty() {
+            out.push_str("- none\n");
+        }
+        for e in &self.evidence {
+            let code = e
+                .exit_code
+                .map_or_else(|| "did not run".to_string(), |c| format!("exit {c}"));
+            out.push_str(&format!("- `{}` → {code}\n", e.command));
+        }
+        out.push_str("\nRisks:\n");
+        out.push_str(&list(&self.risks));
+        out.push_str("\nBlockers:\n");
+        out.push_str(&list(&self.blockers));
+        if !self.verified {
+            out.push_str(
+                "\nUNVERIFIED: the agent changed files but ran no command to check them.\n",
+            );
+        }
+        out
+    }
+}
+
+/// `exit code: N` from a `bash` result.
+fn exit_code(output: &str) -> Option<i32> {
+    output
+        .lines()
+        .find_map(|l| l.strip_prefix("exit code: "))
+        .and_then(|c| c.trim().parse().ok())
+}
+
+/// The bullet lines under a `## <name>` heading.
+fn section(text: &str, name: &str) -> Vec<String> {
+    let mut lines = text.lines().skip_while(|l| {
+        !l.trim_start_matches('#').trim().eq_ignore_ascii_case(name) || !l.starts_with('#')
+    });
+    if lines.next().is_none() {
+        return Vec::new();
+    }
+    lines
+        .take_while(|l| !l.starts_with('#'))
+        .map(|l| l.trim().trim_start_matches(['-', '*']).trim().to_string())
+        .filter(|l| !l.is_empty() && !l.eq_ignore_ascii_case("none"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

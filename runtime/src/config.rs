@@ -1,0 +1,268 @@
+//! Configuration files and their precedence (C4).
+//!
+//! cadre reads up to four TOML files, lowest precedence first: the user's
+//! (`<config dir>/cadre/config.toml`), the project's
+//! (`<workspace>/.cadre/config.toml`), the local one
+//! (`<workspace>/.cadre/config.local.toml`, meant to stay out of version
+//! control), and one named with `--config`. Flags beat environment
+//! variables, which beat every file. Scalar settings take the value of the
+//! highest layer that sets them; roles replace a lower layer's role of the
+//! same name as a whole; permission rules from every file accumulate, each
+//! kept with its scope so decisions name it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::mode::Mode;
+use crate::permission::Posture;
+use crate::permission::rules::{PermissionRules, RuleError, RuleSet, Scope};
+
+/// A configuration file that could not be read or understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ConfigError {
+    /// The file.
+    pub path: String,
+    /// What is wrong, and where in the file.
+    pub message: String,
+}
+
+/// One configuration file, as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// The starting mode.
+    pub mode: Option<Mode>,
+    /// The starting posture.
+    pub posture: Option<Posture>,
+    /// The model name.
+    pub model: Option<String>,
+    /// The OpenAI-compatible base URL.
+    pub base_url: Option<String>,
+    /// Sub-agents running at once (clamped to 1..=128).
+    pub max_subagents: Option<u32>,
+    /// Allow / ask / deny rules.
+    #[serde(default)]
+    pub permissions: PermissionRules,
+    /// The Auto-Review guardian.
+    #[serde(default)]
+    pub guardian: GuardianSettings,
+    /// Named sub-agent roles.
+    #[serde(default)]
+    pub roles: BTreeMap<String, RoleConfig>,
+}
+
+/// `[guardian]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardianSettings {
+    /// The model the guardian asks (default: the agent's own).
+    pub model: Option<String>,
+    /// The review deadline in seconds (default 90).
+    pub timeout_secs: Option<u64>,
+}
+
+/// `[roles.<name>]`: what a sub-agent of this role is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleConfig {
+    /// What the role is for, shown in the roster.
+    pub description: Option<String>,
+    /// The model (default: the session's).
+    pub model: Option<String>,
+    /// Another OpenAI-compatible server for this role.
+    pub base_url: Option<String>,
+    /// The role's system prompt, added to the agent's.
+    pub system_prompt: Option<String>,
+    /// The tools the role may use (default: all its parent may use).
+    pub allowed_tools: Option<Vec<String>>,
+    /// The widest posture the role runs with; a parent's narrower posture wins.
+    pub posture: Option<Posture>,
+    /// How many levels of sub-agents below it (default: its parent's remaining depth).
+    pub max_depth: Option<u32>,
+    /// Path globs the role may write (default: everything its parent may).
+    pub file_scope: Option<Vec<String>>,
+    /// Extra deny and ask rules (allow rules here are ignored: a role never widens).
+    #[serde(default)]
+    pub permissions: PermissionRules,
+}
+
+impl ConfigFile {
+    /// Parses a file's text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError {
+            path: path.display().to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })
+    }
+
+    /// Reads a file; a missing file is an empty configuration.
+    pub fn read(path: &Path) -> Result<Self, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(&text, path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(ConfigError {
+                path: path.display().to_string(),
+                message: format!("cannot read it: {e}"),
+            }),
+        }
+    }
+}
+
+/// Where the layers come from.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigPaths {
+    /// The user's file.
+    pub user: Option<PathBuf>,
+    /// The workspace, for the project and local files.
+    pub workspace: Option<PathBuf>,
+    /// A file named with `--config`.
+    pub explicit: Option<PathBuf>,
+}
+
+impl ConfigPaths {
+    /// The files in precedence order, lowest first, with the scope their
+    /// rules get.
+    pub fn layers(&self) -> Vec<(PathBuf, Scope)> {
+        let mut layers = Vec::new();
+        if let Some(user) = &self.user {
+            layers.push((user.clone(), Scope::User));
+        }
+        if let Some(ws) = &self.workspace {
+            layers.push((ws.join(".cadre").join("config.toml"), Scope::Project));
+            layers.push((ws.join(".cadre").join("config.local.toml"), Scope::Local));
+        }
+        if let Some(explicit) = &self.explicit {
+            layers.push((explicit.clone(), Scope::Local));
+        }
+        layers
+    }
+}
+
+/// The files merged.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// The highest layer's value of each scalar setting.
+    pub settings: ConfigFile,
+    /// Every file's rules, with their scopes.
+    pub rules: RuleSet,
+    /// Roles by name, the highest layer's definition of each.
+    pub roles: BTreeMap<String, RoleConfig>,
+}
+
+impl Config {
+    /// Reads and merges every layer. A file that exists but does not parse
+    /// is an error; a missing one is skipped. An explicit `--config` file
+    /// must exist.
+    pub fn load(paths: &ConfigPaths) -> Result<Self, ConfigError> {
+        if let Some(explicit) = &paths.explicit
+            && !explicit.exists()
+        {
+            return Err(ConfigError {
+                path: explicit.display().to_string(),
+                message: "no such file".into(),
+            });
+        }
+        let mut files = Vec::new();
+        for (path, scope) in paths.layers() {
+            files.push((ConfigFile::read(&path)?, scope, path));
+        }
+        Self::merge(files)
+    }
+
+    /// Merges parsed layers, lowest precedence first.
+    pub fn merge(layers: Vec<(ConfigFile, Scope, PathBuf)>) -> Result<Self, ConfigError> {
+        let mut merged = Config::default();
+        for (file, scope, path) in layers {
+            let s = &mut merged.settings;
+            s.mode = file.mode.or(s.mode);
+            s.posture = file.posture.or(s.posture);
+            s.model = file.model.or(s.model.take());
+            s.base_url = file.base_url.or(s.base_url.take());
+            s.max_subagents = file.max_subagents.or(s.max_subagents);
+            s.guardian.model = file.guardian.model.or(s.guardian.model.take());
+            s.guardian.timeout_secs = file.guardian.timeout_secs.or(s.guardian.timeout_secs);
+            merged
+                .rules
+                .extend_from(scope, &file.permissions)
+                .map_err(|e: RuleError| ConfigError {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })?;
+            merged.roles.extend(file.roles);
+        }
+        Ok(merged)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> ConfigFile {
+        ConfigFile::parse(text, Path::new("test.toml")).expect("parses")
+    }
+
+    #[test]
+    fn higher_layers_win_for_settings_and_roles_and_rules_accumulate() {
+        let user = file(
+            r#"
+posture = "auto"
+model = "small"
+[permissions]
+deny = ["bash(git push:*)"]
+[roles.reviewer]
+model = "big"
+system_prompt = "review"
+"#,
+        );
+        let project = file(
+            r#"
+model = "medium"
+[permissions]
+allow = ["bash(cargo test:*)"]
+[roles.reviewer]
+posture = "never"
+"#,
+        );
+        let merged = Config::merge(vec![
+            (user, Scope::User, "user.toml".into()),
+            (project, Scope::Project, "project.toml".into()),
+        ])
+        .expect("merges");
+        assert_eq!(merged.settings.posture, Some(Posture::Auto));
+        assert_eq!(merged.settings.model.as_deref(), Some("medium"));
+        let reviewer = &merged.roles["reviewer"];
+        assert_eq!(reviewer.posture, Some(Posture::Never));
+        assert_eq!(reviewer.model, None, "a role is replaced whole, not merged");
+        let root = Path::new("/ws");
+        let push = serde_json::json!({"command": "git push"});
+        let test = serde_json::json!({"command": "cargo test -p x"});
+        assert!(merged.rules.decide("bash", &push, root).is_some());
+        assert!(merged.rules.decide("bash", &test, root).is_some());
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_line() {
+        let err = ConfigFile::parse(
+            "posture = \"auto\"\nmodle = \"x\"\n",
+            Path::new("/home/u/.config/cadre/config.toml"),
+        )
+        .expect_err("unknown key");
+        assert!(
+            err.to_string()
+                .starts_with("/home/u/.config/cadre/config.toml: "),
+            "{err}"
+        );
+        assert!(err.message.contains("line 2"), "{err}");
+        let err = ConfigFile::parse("posture = \"yolo\"\n", Path::new("c.toml"))
+            .expect_err("bad posture");
+        assert!(err.message.contains("yolo"), "{err}");
+        let bad_rule = file("[permissions]\ndeny = [\"bash(git push\"]\n");
+        let err =
+            Config::merge(vec![(bad_rule, Scope::Project, "p.toml".into())]).expect_err("bad rule");
+        assert_eq!(err.path, "p.toml");
+    }
+}

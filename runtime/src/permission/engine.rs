@@ -1,0 +1,299 @@
+//! The order one call is decided in (P3): rules → deterministic floor →
+//! posture. (The execution gate runs before, in the tool runner.)
+//!
+//! [`evaluate`] is pure. It either decides, or says what a host must do
+//! next: ask a person, or have the guardian review the held call.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Posture;
+use super::floor::{self, FloorVerdict};
+use super::rules::{RuleKind, RuleMatch, RuleSet, Scope};
+use crate::tool::{Safety, ToolDefinition};
+
+/// Allow or deny.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The call runs.
+    Allow,
+    /// The call does not run; the model is told why.
+    Deny,
+}
+
+/// The layer that made a decision (P2, P6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// The execution gate: the mode or an allow-list.
+    Mode,
+    /// A configured allow / ask / deny rule.
+    Rule,
+    /// The deterministic floor.
+    Floor,
+    /// The posture itself (Full Access allows, Never denies, a host that
+    /// cannot ask denies).
+    Posture,
+    /// The model guardian (Auto-Review).
+    Guardian,
+    /// The denial ledger paused autonomy.
+    Ledger,
+    /// A person, at a prompt.
+    User,
+}
+
+impl Layer {
+    /// How the layer is named in a transcript line.
+    pub fn label(self) -> &'static str {
+        match self {
+            Layer::Mode => "mode gate",
+            Layer::Rule => "rule",
+            Layer::Floor => "deterministic floor",
+            Layer::Posture => "posture",
+            Layer::Guardian => "model guardian",
+            Layer::Ledger => "denial ledger",
+            Layer::User => "user",
+        }
+    }
+}
+
+/// The guardian's risk rating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Risk {
+    /// Routine and reversible.
+    Low,
+    /// Worth a look.
+    Medium,
+    /// Never runs automatically.
+    High,
+    /// Never runs automatically.
+    Critical,
+}
+
+impl Risk {
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Risk::Low => "low",
+            Risk::Medium => "medium",
+            Risk::High => "high",
+            Risk::Critical => "critical",
+        }
+    }
+}
+
+/// One permission decision and who made it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Allow or deny.
+    pub verdict: Verdict,
+    /// Who decided.
+    pub layer: Layer,
+    /// The rule, as written, when a rule decided (or forced an ask).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// The rule's scope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+    /// The guardian's rating, when it reviewed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<Risk>,
+    /// Why, in words the model and the user read.
+    pub reason: String,
+}
+
+impl Decision {
+    /// A decision by `layer` with a reason.
+    pub fn new(verdict: Verdict, layer: Layer, reason: impl Into<String>) -> Self {
+        Self {
+            verdict,
+            layer,
+            rule: None,
+            scope: None,
+            risk: None,
+            reason: reason.into(),
+        }
+    }
+
+    fn by_rule(verdict: Verdict, matched: &RuleMatch, reason: impl Into<String>) -> Self {
+        Self {
+            rule: Some(matched.rule.clone()),
+            scope: Some(matched.scope),
+            ..Self::new(verdict, Layer::Rule, reason)
+        }
+    }
+
+    /// The one-line transcript form (P6), e.g.
+    /// `Auto-Review allowed 'bash' (low risk, model guardian): …`.
+    pub fn line(&self, posture: Posture, tool: &str) -> String {
+        let actor = match (posture, self.layer) {
+            (Posture::Auto, _) => "Auto-Review",
+            (Posture::Suggest, _) => "Ask",
+            (Posture::Bypass, _) => "Full Access",
+            (Posture::Never, _) => "Never",
+        };
+        let verb = match self.verdict {
+            Verdict::Allow => "allowed",
+            Verdict::Deny => "denied",
+        };
+        let mut how = Vec::new();
+        if let Some(risk) = self.risk {
+            how.push(format!("{} risk", risk.as_str()));
+        }
+        match (&self.rule, self.scope) {
+            (Some(rule), Some(scope)) => how.push(format!("{scope} rule {rule}")),
+            _ => how.push(self.layer.label().to_string()),
+        }
+        format!(
+            "{actor} {verb} '{tool}' ({}): {}",
+            how.join(", "),
+            self.reason
+        )
+    }
+}
+
+/// What decides for one agent: its posture, its rules, and whether a person
+/// can be asked.
+#[derive(Debug, Clone)]
+pub struct Policy<'a> {
+    /// The effective posture (after narrowing and the denial ledger).
+    pub posture: Posture,
+    /// Every rule in force.
+    pub rules: &'a RuleSet,
+    /// Whether a person can answer a prompt (P7).
+    pub interactive: bool,
+    /// The agent's canonical plan file: writing it is the agent's own
+    /// business, never the workspace's.
+    pub plan_file: &'a Path,
+}
+
+/// What [`evaluate`] concludes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Evaluation {
+    /// Decided without anyone else.
+    Decided(Decision),
+    /// A person must answer; `rule` is set when an ask rule forced it.
+    AskPerson {
+        /// Why a person is asked.
+        reason: String,
+        /// The ask rule, when one forced the prompt.
+        rule: Option<RuleMatch>,
+    },
+    /// The guardian must review the held call with these observations.
+    Review {
+        /// The floor's factual observations.
+        observations: Vec<String>,
+    },
+}
+
+/// Decides one call that passed the execution gate and its schema.
+pub fn evaluate(
+    policy: &Policy<'_>,
+    def: &ToolDefinition,
+    safety: Safety,
+    args: &Value,
+    workspace_root: &Path,
+) -> Evaluation {
+    let matched = policy.rules.decide(&def.name, args, workspace_root);
+    if let Some(m) = matched.as_ref().filter(|m| m.kind == RuleKind::Deny) {
+        return Evaluation::Decided(Decision::by_rule(
+            Verdict::Deny,
+            m,
+            format!("denied by the {} rule {}", m.scope, m.rule),
+        ));
+    }
+    let ask_rule = matched.clone().filter(|m| m.kind == RuleKind::Ask);
+    let allow_rule = matched.filter(|m| m.kind == RuleKind::Allow);
+    if ask_rule.is_none()
+        && let Some(reason) = own_state(policy, def, args)
+    {
+        return Evaluation::Decided(Decision::new(Verdict::Allow, Layer::Floor, reason));
+    }
+
+    let observations = match floor::assess(def, safety, args, workspace_root) {
+        FloorVerdict::Blocked { reason } => {
+            return Evaluation::Decided(Decision::new(Verdict::Deny, Layer::Floor, reason));
+        }
+        FloorVerdict::ProvenSafe { reason } => match ask_rule {
+            None => {
+                return Evaluation::Decided(Decision::new(Verdict::Allow, Layer::Floor, reason));
+            }
+            Some(_) => Vec::new(),
+        },
+        FloorVerdict::Unproven { observations } => observations,
+    };
+    // Never means never: an allow rule does not lift it.
+    if ask_rule.is_none()
+        && policy.posture != Posture::Never
+        && let Some(m) = &allow_rule
+    {
+        return Evaluation::Decided(Decision::by_rule(
+            Verdict::Allow,
+            m,
+            format!("allowed by the {} rule {}", m.scope, m.rule),
+        ));
+    }
+    if let Some(m) = ask_rule {
+        return person_or_deny(
+            policy,
+            format!("the {} rule {} asks a person", m.scope, m.rule),
+            Some(m),
+        );
+    }
+    match policy.posture {
+        Posture::Never => Evaluation::Decided(Decision::new(
+            Verdict::Deny,
+            Layer::Posture,
+            "the posture is never: only read-only calls run",
+        )),
+        Posture::Suggest => person_or_deny(policy, "the call can change things".into(), None),
+        Posture::Auto => Evaluation::Review { observations },
+        Posture::Bypass => Evaluation::Decided(Decision::new(
+            Verdict::Allow,
+            Layer::Posture,
+            "Full Access runs ordinary calls",
+        )),
+    }
+}
+
+/// Calls that change only the agent's own state, which the floor proves
+/// safe: its plan file, its task list.
+fn own_state(policy: &Policy<'_>, def: &ToolDefinition, args: &Value) -> Option<String> {
+    if def.session_state_only {
+        return Some(format!(
+            "'{}' changes only the agent's own session state",
+            def.name
+        ));
+    }
+    let path = args.get("path").and_then(Value::as_str)?;
+    (def.writes_path_only && Path::new(path) == policy.plan_file)
+        .then(|| "writes the session's own plan file".to_string())
+}
+
+/// An ask: to a person when one can answer, else a denial saying why.
+fn person_or_deny(policy: &Policy<'_>, reason: String, rule: Option<RuleMatch>) -> Evaluation {
+    let refuse = |why: String| {
+        let decision = match &rule {
+            Some(m) => Decision::by_rule(Verdict::Deny, m, why),
+            None => Decision::new(Verdict::Deny, Layer::Posture, why),
+        };
+        Evaluation::Decided(decision)
+    };
+    match policy.posture {
+        Posture::Auto => refuse(format!(
+            "{reason}, and Auto-Review never asks a person; do it another way or report that it needs approval"
+        )),
+        Posture::Never => refuse(format!("{reason}, and the posture is never")),
+        Posture::Suggest | Posture::Bypass if !policy.interactive => refuse(format!(
+            "{reason}, and no one can answer a prompt here (non-interactive); do it another way or report that it needs approval"
+        )),
+        Posture::Suggest | Posture::Bypass => Evaluation::AskPerson { reason, rule },
+    }
+}
+
+#[cfg(test)]
+mod tests;
