@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use cadre::runtime::config::RoleConfig;
 use cadre::runtime::permission::{Layer, Posture, Verdict};
-use cadre::runtime::protocol::{ApprovalDecision, Event, Op};
+use cadre::runtime::protocol::{AgentStatus, ApprovalDecision, Event, Op};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -215,6 +215,20 @@ async fn eight_parallel_workers_follow_their_scripts_and_approvals_reach_the_rig
         observations_of(&mock, "task-6")
             .iter()
             .any(|o| o.contains("denied by the user"))
+    );
+    let waiting = log
+        .until(&mut session, 2, |e| match e {
+            Event::AgentStatusChanged {
+                agent_id,
+                status: AgentStatus::WaitingForUser,
+            } => Some(agent_id.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(
+        waiting,
+        ["3", "6"],
+        "the workers that asked showed `waiting for user`"
     );
     assert!(
         observations_of(&mock, "task-3")

@@ -354,3 +354,112 @@ async fn exec_exits_2_on_bad_usage_config_or_script_and_says_where() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+#[tokio::test]
+async fn config_layers_and_flags_decide_the_posture_and_rules_and_a_broken_file_says_where() {
+    let (ws, data) = dirs();
+    std::fs::create_dir_all(ws.path().join(".cadre")).expect("config dir");
+    std::fs::write(
+        ws.path().join(".cadre/config.toml"),
+        "posture = \"never\"\n[permissions]\ndeny = [\"write_file(secret.txt)\"]\n",
+    )
+    .expect("project config");
+    let script = ws.path().join("writes.toml");
+    std::fs::write(
+        &script,
+        r#"
+[[response]]
+iteration = 1
+[[response.tool_calls]]
+name = "write_file"
+arguments = { path = "notes.txt", content = "n" }
+[[response.tool_calls]]
+name = "write_file"
+arguments = { path = "secret.txt", content = "s" }
+
+[[response]]
+iteration = 2
+text = "done"
+"#,
+    )
+    .expect("script");
+    let run = |posture: Option<&'static str>| {
+        let mut args = vec![
+            "exec".to_string(),
+            "--script".into(),
+            s(&script).into(),
+            "--workspace".into(),
+            s(ws.path()).into(),
+            "--data-dir".into(),
+            s(data.path()).into(),
+            "--output-format".into(),
+            "stream-json".into(),
+        ];
+        if let Some(p) = posture {
+            args.extend(["--posture".to_string(), p.to_string()]);
+        }
+        args.push("write".into());
+        args
+    };
+    let decided = |out: &Output| -> Vec<(String, String, String)> {
+        events(out)
+            .iter()
+            .filter(|e| e["type"] == "permission.decision" && e["tool"] == "write_file")
+            .map(|e| {
+                (
+                    e["verdict"].as_str().unwrap_or_default().to_string(),
+                    e["layer"].as_str().unwrap_or_default().to_string(),
+                    e["scope"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    };
+
+    // The project file says never: nothing is written.
+    let args = run(None);
+    let out = cadre(&args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        decided(&out),
+        [
+            ("deny".to_string(), "posture".to_string(), String::new()),
+            ("deny".into(), "rule".into(), "project".into())
+        ]
+    );
+    assert!(!ws.path().join("notes.txt").exists());
+
+    // The flag beats the file; the file's deny rule still holds.
+    let args = run(Some("full-access"));
+    let out = cadre(&args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(
+        decided(&out),
+        [
+            ("allow".to_string(), "posture".to_string(), String::new()),
+            ("deny".into(), "rule".into(), "project".into())
+        ]
+    );
+    assert!(ws.path().join("notes.txt").exists() && !ws.path().join("secret.txt").exists());
+    let audit = std::fs::read_dir(data.path().join("sessions"))
+        .expect("sessions")
+        .filter_map(|d| std::fs::read_to_string(d.expect("entry").path().join("audit.jsonl")).ok())
+        .map(|text| text.lines().count())
+        .sum::<usize>();
+    assert_eq!(
+        audit, 4,
+        "one audit record per automatic decision, over both runs"
+    );
+
+    // A broken file stops cadre before anything runs, naming file and line.
+    std::fs::write(
+        ws.path().join(".cadre/config.local.toml"),
+        "posture = \"auto\"\nmodle = \"x\"\n",
+    )
+    .expect("local");
+    let out = cadre(&args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("config.local.toml") && out.stderr.contains("line 2"),
+        "{}",
+        out.stderr
+    );
+}

@@ -701,3 +701,63 @@ async fn twenty_denials_in_a_session_fall_back_to_ask_interactively_and_a_user_m
     assert_eq!(mock.requests().iter().filter(|r| is_review(r)).count(), 20);
     session.shutdown().await;
 }
+
+#[tokio::test]
+async fn allow_for_session_answers_the_same_call_again_without_asking() {
+    let mock = MockServer::start().await;
+    let write = json!({"path": "log.txt", "content": "x"});
+    mock.push([
+        Reply::sse(&tool_call_chunks("s1", "write_file", &write)),
+        Reply::sse(&tool_call_chunks("s2", "write_file", &write)),
+        Reply::sse(&tool_call_chunks(
+            "s3",
+            "write_file",
+            &json!({"path": "other.txt", "content": "x"}),
+        )),
+        Reply::sse(&text_chunks("done")),
+    ]);
+    let mut session = SessionBuilder::openai(&mock.url)
+        .posture(Posture::Suggest)
+        .interactive(true)
+        .start()
+        .await;
+    session.submit(Op::UserInput {
+        text: "write".into(),
+    });
+    let first = session
+        .events_until(|e| matches!(e, Event::ApprovalRequested { .. }))
+        .await;
+    let Some(Event::ApprovalRequested { id, .. }) = first.last() else {
+        panic!("no prompt")
+    };
+    session.submit(Op::Approve {
+        id: id.clone(),
+        decision: ApprovalDecision::AllowSession,
+    });
+    // The identical second call runs without a prompt; a different one asks.
+    let next = session
+        .events_until(|e| matches!(e, Event::ApprovalRequested { .. }))
+        .await;
+    let Some(Event::ApprovalRequested { id, call_id, .. }) = next.last() else {
+        panic!("no prompt")
+    };
+    assert_eq!((id.as_str(), call_id.as_str()), ("approval:2", "s3"));
+    assert_eq!(
+        tool_results(&next),
+        [
+            ("write_file".to_string(), "ok".to_string()),
+            ("write_file".to_string(), "ok".to_string())
+        ]
+    );
+    session.submit(Op::Approve {
+        id: id.clone(),
+        decision: ApprovalDecision::Deny,
+    });
+    let rest = session.events_until(is_turn_end).await;
+    assert_eq!(
+        tool_results(&rest),
+        [("write_file".to_string(), "permission_denied".to_string())]
+    );
+    assert!(!session.workspace_path().join("other.txt").exists());
+    session.shutdown().await;
+}
