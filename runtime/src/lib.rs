@@ -16,6 +16,7 @@
 //! - [`permission`]: postures, rules, the floor, the guardian's protocol, the ledger.
 //! - [`agent`]: sub-agents' authority (it only narrows) and reports.
 //! - [`config`]: configuration files and their precedence.
+//! - [`settings`]: user defaults in `settings.toml`, replaced whole under a cross-process lock.
 //!
 //! **Invariant:** this crate knows nothing about ractor, and writes nothing to
 //! stdout or stderr.
@@ -31,6 +32,8 @@ pub mod paths;
 pub mod permission;
 pub mod prompt;
 pub mod protocol;
+pub mod settings;
+pub mod store;
 pub mod tool;
 pub mod turn;
 

@@ -1,0 +1,197 @@
+//! The embedded session store (ST1–ST3): SQLite in WAL mode under the data
+//! directory.
+//!
+//! [`Store`] is a plain type over one `rusqlite::Connection`; in a running
+//! session it is owned by one store actor (a connection is not `Sync`), and
+//! the CLI's offline commands (`sessions`, `plan approve`) open it directly.
+//! Every change that must survive a crash is one transaction: admitting a
+//! message together with its mode intent and queue position, starting a
+//! turn, finishing one, answering a questionnaire.
+//!
+//! # Layout
+//! - `schema`: versioned migrations (`PRAGMA user_version`); newer stores are refused.
+//! - `sessions`: create, find (`id`, prefix, `latest`), list, fork, mode and posture.
+//! - `queue`: admission (idempotent by key), turn start and finish, the conversation.
+//! - `plans`: plan questionnaires and their answers.
+
+mod plans;
+mod queue;
+mod schema;
+mod sessions;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+
+pub use plans::{
+    AnswerOutcome, IMPLEMENT_INSTRUCTION, NewQuestionnaire, Questionnaire, QuestionnaireAnswer,
+    QuestionnaireKind,
+};
+pub use queue::{Admission, Admitted, QueuedMessage, Source};
+pub use schema::SCHEMA_VERSION;
+pub use sessions::{NewSession, SessionRecord};
+
+use crate::mode::Mode;
+
+/// Why the store could not do something.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The file is not a readable cadre store (corrupt, not SQLite, no
+    /// permission). Not retryable.
+    #[error("{path} cannot be used as a cadre store: {message}")]
+    Unreadable {
+        /// The store file.
+        path: String,
+        /// What SQLite said.
+        message: String,
+    },
+    /// A newer cadre wrote it. Not retryable.
+    #[error(
+        "{path} was written by a newer cadre (store version {found}; this cadre understands up to {supported}); upgrade cadre to use it"
+    )]
+    TooNew {
+        /// The store file.
+        path: String,
+        /// Its version.
+        found: i64,
+        /// Ours.
+        supported: i64,
+    },
+    /// A migration failed; the store is left at the previous version. Not retryable.
+    #[error("{path}: migrating to store version {version} failed: {message}")]
+    Migration {
+        /// The store file.
+        path: String,
+        /// The version it was migrating to.
+        version: i64,
+        /// What SQLite said.
+        message: String,
+    },
+    /// No session matches. Not retryable.
+    #[error("{0}")]
+    NotFound(String),
+    /// The request conflicts with the session's state (a questionnaire is
+    /// pending, say). Not retryable as is.
+    #[error("{0}")]
+    Conflict(String),
+    /// A query failed (disk full, locked past the busy timeout). Retryable.
+    #[error("store error: {0}")]
+    Sql(String),
+}
+
+impl StoreError {
+    fn unreadable(path: &str, err: &rusqlite::Error) -> Self {
+        StoreError::Unreadable {
+            path: path.to_string(),
+            message: err.to_string(),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(err: rusqlite::Error) -> Self {
+        StoreError::Sql(err.to_string())
+    }
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(err: serde_json::Error) -> Self {
+        StoreError::Sql(format!("a stored value is not valid JSON: {err}"))
+    }
+}
+
+/// The store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+/// The store file inside a data directory.
+pub fn store_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("cadre.db")
+}
+
+impl Store {
+    /// Opens (creating if needed) the store at `path`, in WAL mode, and
+    /// brings its schema up to date.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let shown = path.display().to_string();
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Unreadable {
+                path: shown.clone(),
+                message: format!("cannot create its directory: {e}"),
+            })?;
+        }
+        let mut conn = Connection::open(path).map_err(|e| StoreError::unreadable(&shown, &e))?;
+        conn.busy_timeout(Duration::from_secs(5))
+            .map_err(|e| StoreError::unreadable(&shown, &e))?;
+        // The first real read is where a corrupt file shows itself.
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(|e| StoreError::unreadable(&shown, &e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Unreadable {
+                path: shown,
+                message: format!("it cannot use write-ahead logging (journal mode {mode})"),
+            });
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| StoreError::unreadable(&shown, &e))?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(|e| StoreError::unreadable(&shown, &e))?;
+        schema::migrate(&mut conn, &shown)?;
+        Ok(Self {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The store file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Seconds since the Unix epoch.
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default()
+}
+
+/// A mode as stored.
+fn mode_text(mode: Mode) -> &'static str {
+    mode.as_str()
+}
+
+/// A mode intent attached to a message (PL1): it takes effect in the
+/// message's admission transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModeIntent {
+    /// Enter Plan with this message.
+    PlanEntry,
+    /// Leave Plan (back to Work) with this message.
+    PlanExit,
+}
+
+impl ModeIntent {
+    fn as_str(self) -> &'static str {
+        match self {
+            ModeIntent::PlanEntry => "plan_entry",
+            ModeIntent::PlanExit => "plan_exit",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,333 @@
+//! Plan questionnaires (PL4, PL5): opened by `exit_plan_mode` (or
+//! `enter_plan_mode`), answered once, each answer one transaction.
+
+use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use super::queue::{Admission, Source, admit_in};
+use super::{Store, StoreError, mode_text, now};
+use crate::mode::Mode;
+
+/// The fixed instruction before an approved plan's frozen snapshot (PL6).
+pub const IMPLEMENT_INSTRUCTION: &str = "Implement the approved plan below.\n\
+Treat the Markdown after the \"Approved plan:\" line as the immutable plan snapshot for this \
+implementation turn; it is authoritative.\n\
+Do not read the canonical plan file and do not re-derive the plan from anywhere else.\n\n\
+If implementation reveals the plan is infeasible or materially wrong (a premise fails, a \
+referenced component does not exist, or the work is fundamentally riskier than planned), stop \
+and report the mismatch to the user instead of redesigning on your own.\n\
+Mechanical adjustments that keep the plan's decisions intact do not require stopping.\n\n\
+Approved plan:\n";
+
+/// What a questionnaire asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionnaireKind {
+    /// Approve the frozen plan for implementation.
+    PlanApproval,
+    /// Confirm the model's request to enter Plan mode.
+    PlanEntry,
+}
+
+impl QuestionnaireKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            QuestionnaireKind::PlanApproval => "plan_approval",
+            QuestionnaireKind::PlanEntry => "plan_entry",
+        }
+    }
+}
+
+/// A person's answer (PL5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum QuestionnaireAnswer {
+    /// Implement the plan (or: enter Plan).
+    Approve,
+    /// Not now: nothing changes.
+    Defer,
+    /// Revise the plan with this feedback; a follow-up turn runs in Plan.
+    Revise {
+        /// What to change.
+        feedback: String,
+    },
+    /// Drop it: back to Work, nothing implemented (or: do not enter Plan).
+    Withdraw,
+}
+
+impl QuestionnaireAnswer {
+    fn state(&self) -> &'static str {
+        match self {
+            QuestionnaireAnswer::Approve => "approved",
+            QuestionnaireAnswer::Defer => "deferred",
+            QuestionnaireAnswer::Revise { .. } => "revised",
+            QuestionnaireAnswer::Withdraw => "withdrawn",
+        }
+    }
+}
+
+/// A questionnaire to open.
+#[derive(Debug, Clone)]
+pub struct NewQuestionnaire<'a> {
+    /// Its id (stable; the implementation message's key derives from it).
+    pub id: &'a str,
+    /// The session.
+    pub session_id: &'a str,
+    /// What it asks.
+    pub kind: QuestionnaireKind,
+    /// The canonical plan file.
+    pub plan_path: &'a str,
+    /// The frozen snapshot.
+    pub snapshot: &'a str,
+    /// Its SHA-256.
+    pub sha256: &'a str,
+    /// Whether the snapshot was cut at 512 KiB.
+    pub truncated: bool,
+}
+
+/// A stored questionnaire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Questionnaire {
+    /// Its id.
+    pub id: String,
+    /// The session.
+    pub session_id: String,
+    /// What it asks.
+    pub kind: QuestionnaireKind,
+    /// The canonical plan file.
+    pub plan_path: String,
+    /// The frozen snapshot.
+    pub snapshot: String,
+    /// Its SHA-256.
+    pub sha256: String,
+    /// Whether the snapshot was cut.
+    pub truncated: bool,
+    /// `pending`, `approved`, `deferred`, `revised`, `withdrawn`.
+    pub state: String,
+}
+
+/// What answering changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerOutcome {
+    /// The session's mode now.
+    pub mode: Mode,
+    /// The message admitted to carry the answer on (implementation,
+    /// feedback, continuation), if any.
+    pub admitted: Option<i64>,
+    /// False when this exact answer had been given before (nothing changed).
+    pub new: bool,
+}
+
+impl Store {
+    /// Opens a questionnaire; refused while another is pending.
+    pub fn open_questionnaire(&mut self, new: &NewQuestionnaire<'_>) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let pending: Option<String> = tx
+            .query_row(
+                "SELECT id FROM questionnaires WHERE session_id = ?1 AND state = 'pending'",
+                [new.session_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(id) = pending {
+            return Err(StoreError::Conflict(format!(
+                "questionnaire {id} is still waiting for an answer"
+            )));
+        }
+        tx.execute(
+            "INSERT INTO questionnaires (id, session_id, kind, plan_path, snapshot, sha256, truncated, opened_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                new.id,
+                new.session_id,
+                new.kind.as_str(),
+                new.plan_path,
+                new.snapshot,
+                new.sha256,
+                new.truncated,
+                now()
+            ],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The session's unanswered questionnaire, if any.
+    pub fn pending_questionnaire(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<Questionnaire>, StoreError> {
+        self.questionnaire_where("session_id = ?1 AND state = 'pending'", session_id)
+    }
+
+    /// A questionnaire by id.
+    pub fn questionnaire(&self, id: &str) -> Result<Option<Questionnaire>, StoreError> {
+        self.questionnaire_where("id = ?1", id)
+    }
+
+    fn questionnaire_where(
+        &self,
+        filter: &str,
+        key: &str,
+    ) -> Result<Option<Questionnaire>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT id, session_id, kind, plan_path, snapshot, sha256, truncated, state
+                     FROM questionnaires WHERE {filter} ORDER BY opened_at DESC LIMIT 1"
+                ),
+                [key],
+                |r| {
+                    let kind: String = r.get(2)?;
+                    Ok(Questionnaire {
+                        id: r.get(0)?,
+                        session_id: r.get(1)?,
+                        kind: if kind == "plan_entry" {
+                            QuestionnaireKind::PlanEntry
+                        } else {
+                            QuestionnaireKind::PlanApproval
+                        },
+                        plan_path: r.get(3)?,
+                        snapshot: r.get(4)?,
+                        sha256: r.get(5)?,
+                        truncated: r.get(6)?,
+                        state: r.get(7)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// Answers a questionnaire in one transaction. Approving a plan admits
+    /// the implementation message at the front of the queue, keyed by the
+    /// questionnaire's id, and returns the session to Work; the same answer
+    /// given again changes nothing; a different answer to an answered
+    /// questionnaire is refused.
+    pub fn answer(
+        &mut self,
+        session_id: &str,
+        id: &str,
+        answer: &QuestionnaireAnswer,
+    ) -> Result<AnswerOutcome, StoreError> {
+        let Some(q) = self
+            .questionnaire(id)?
+            .filter(|q| q.session_id == session_id)
+        else {
+            return Err(StoreError::NotFound(format!(
+                "session {session_id} has no questionnaire '{id}'"
+            )));
+        };
+        let current_mode = |store: &Store| -> Result<Mode, StoreError> {
+            Ok(store
+                .session(session_id)?
+                .map(|s| s.mode)
+                .unwrap_or_default())
+        };
+        if q.state != "pending" {
+            if q.state == answer.state() {
+                return Ok(AnswerOutcome {
+                    mode: current_mode(self)?,
+                    admitted: None,
+                    new: false,
+                });
+            }
+            return Err(StoreError::Conflict(format!(
+                "questionnaire {id} was already answered ({})",
+                q.state
+            )));
+        }
+        let (mode, carry): (Option<Mode>, Option<(String, Source, String)>) = match (q.kind, answer) {
+            (QuestionnaireKind::PlanApproval, QuestionnaireAnswer::Approve) => (
+                Some(Mode::Work),
+                Some((
+                    format!("{IMPLEMENT_INSTRUCTION}{}", q.snapshot),
+                    Source::Questionnaire,
+                    format!("plan-approval:{id}"),
+                )),
+            ),
+            (QuestionnaireKind::PlanApproval, QuestionnaireAnswer::Defer) => (None, None),
+            (QuestionnaireKind::PlanApproval, QuestionnaireAnswer::Revise { feedback }) => (
+                None,
+                Some((
+                    format!("Revise the plan (still in Plan mode), then call exit_plan_mode again. Feedback on the plan:\n{feedback}"),
+                    Source::Questionnaire,
+                    format!("plan-revision:{id}"),
+                )),
+            ),
+            (QuestionnaireKind::PlanApproval, QuestionnaireAnswer::Withdraw) => (Some(Mode::Work), None),
+            (QuestionnaireKind::PlanEntry, QuestionnaireAnswer::Approve) => (
+                Some(Mode::Plan),
+                Some((
+                    "The user confirmed: Plan mode is on. Investigate, write the plan file, then call exit_plan_mode.".into(),
+                    Source::Continuation,
+                    format!("plan-entry:{id}"),
+                )),
+            ),
+            (QuestionnaireKind::PlanEntry, QuestionnaireAnswer::Revise { feedback }) => (
+                None,
+                Some((
+                    format!("The user declined Plan mode for now and said:\n{feedback}"),
+                    Source::Continuation,
+                    format!("plan-entry:{id}"),
+                )),
+            ),
+            (QuestionnaireKind::PlanEntry, QuestionnaireAnswer::Defer | QuestionnaireAnswer::Withdraw) => (
+                None,
+                Some((
+                    "The user declined Plan mode; continue in Work mode.".into(),
+                    Source::Continuation,
+                    format!("plan-entry:{id}"),
+                )),
+            ),
+        };
+        let feedback = match answer {
+            QuestionnaireAnswer::Revise { feedback } => Some(feedback.clone()),
+            QuestionnaireAnswer::Approve
+            | QuestionnaireAnswer::Defer
+            | QuestionnaireAnswer::Withdraw => None,
+        };
+        // The answer, the mode and the message it admits: one transaction.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute(
+            "UPDATE questionnaires SET state = ?2, feedback = ?3, answered_at = ?4 WHERE id = ?1",
+            params![id, answer.state(), feedback, now()],
+        )?;
+        if let Some(mode) = mode {
+            tx.execute(
+                "UPDATE sessions SET mode = ?2, updated_at = ?3 WHERE id = ?1",
+                params![session_id, mode_text(mode), now()],
+            )?;
+        }
+        let admitted = match carry {
+            Some((content, source, key)) => Some(
+                admit_in(
+                    &tx,
+                    &Admission {
+                        session_id,
+                        content: &content,
+                        source,
+                        intent: None,
+                        idempotency_key: &key,
+                        front: true,
+                        plan_sha256: (q.kind == QuestionnaireKind::PlanApproval
+                            && *answer == QuestionnaireAnswer::Approve)
+                            .then_some(q.sha256.as_str()),
+                    },
+                )?
+                .id,
+            ),
+            None => None,
+        };
+        tx.commit()?;
+        Ok(AnswerOutcome {
+            mode: current_mode(self)?,
+            admitted,
+            new: true,
+        })
+    }
+}

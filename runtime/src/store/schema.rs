@@ -1,0 +1,114 @@
+//! The store's schema and its versioned, forward-only migrations.
+//!
+//! `PRAGMA user_version` holds the schema version. Opening a store runs the
+//! migrations it lacks, each in its own transaction; a store written by a
+//! newer cadre (a higher version) is refused, never downgraded.
+
+use rusqlite::Connection;
+
+use super::StoreError;
+
+/// The migrations, in order: migration `n` (1-based) brings version `n - 1`
+/// to version `n`.
+const MIGRATIONS: &[&str] = &[
+    // 1: sessions, the admission queue, the conversation, transcript
+    // events, plan questionnaires, the permission audit.
+    r#"
+    CREATE TABLE sessions (
+        id          TEXT PRIMARY KEY,
+        parent_id   TEXT REFERENCES sessions(id),
+        workspace   TEXT NOT NULL,
+        mode        TEXT NOT NULL,
+        posture     TEXT NOT NULL,
+        title       TEXT NOT NULL DEFAULT '',
+        created_at  REAL NOT NULL,
+        updated_at  REAL NOT NULL
+    );
+    CREATE INDEX sessions_by_workspace ON sessions(workspace, updated_at);
+
+    CREATE TABLE queue (
+        id          INTEGER PRIMARY KEY,
+        session_id  TEXT NOT NULL REFERENCES sessions(id),
+        position    INTEGER NOT NULL,
+        source      TEXT NOT NULL CHECK (source IN ('user', 'questionnaire', 'continuation')),
+        content     TEXT NOT NULL,
+        intent      TEXT CHECK (intent IN ('plan_entry', 'plan_exit')),
+        idem_key    TEXT NOT NULL UNIQUE,
+        plan_sha256 TEXT,
+        state       TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'running', 'done')),
+        admitted_at REAL NOT NULL
+    );
+    CREATE INDEX queue_by_session ON queue(session_id, state, position);
+
+    CREATE TABLE conversation (
+        session_id  TEXT NOT NULL REFERENCES sessions(id),
+        seq         INTEGER NOT NULL,
+        message     TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );
+
+    CREATE TABLE events (
+        id          INTEGER PRIMARY KEY,
+        session_id  TEXT NOT NULL REFERENCES sessions(id),
+        event       TEXT NOT NULL
+    );
+    CREATE INDEX events_by_session ON events(session_id, id);
+
+    CREATE TABLE questionnaires (
+        id          TEXT PRIMARY KEY,
+        session_id  TEXT NOT NULL REFERENCES sessions(id),
+        kind        TEXT NOT NULL CHECK (kind IN ('plan_approval', 'plan_entry')),
+        plan_path   TEXT NOT NULL,
+        snapshot    TEXT NOT NULL,
+        sha256      TEXT NOT NULL,
+        truncated   INTEGER NOT NULL,
+        state       TEXT NOT NULL DEFAULT 'pending'
+                    CHECK (state IN ('pending', 'approved', 'deferred', 'revised', 'withdrawn')),
+        feedback    TEXT,
+        opened_at   REAL NOT NULL,
+        answered_at REAL
+    );
+    CREATE INDEX questionnaires_by_session ON questionnaires(session_id, state);
+
+    CREATE TABLE audit (
+        id          INTEGER PRIMARY KEY,
+        session_id  TEXT NOT NULL REFERENCES sessions(id),
+        agent_id    TEXT NOT NULL,
+        call_id     TEXT NOT NULL,
+        record      TEXT NOT NULL
+    );
+    CREATE INDEX audit_by_session ON audit(session_id, id);
+    "#,
+];
+
+/// The schema version this cadre writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the store up to [`SCHEMA_VERSION`], or refuses a newer one.
+pub(super) fn migrate(conn: &mut Connection, path: &str) -> Result<(), StoreError> {
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(|e| StoreError::unreadable(path, &e))?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::TooNew {
+            path: path.to_string(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let version = index as i64 + 1;
+        let tx = conn
+            .transaction()
+            .map_err(|e| StoreError::unreadable(path, &e))?;
+        tx.execute_batch(sql).map_err(|e| StoreError::Migration {
+            path: path.to_string(),
+            version,
+            message: e.to_string(),
+        })?;
+        tx.pragma_update(None, "user_version", version)
+            .map_err(|e| StoreError::unreadable(path, &e))?;
+        tx.commit().map_err(|e| StoreError::unreadable(path, &e))?;
+    }
+    Ok(())
+}

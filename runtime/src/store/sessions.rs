@@ -1,0 +1,209 @@
+//! Sessions: create, find, list, fork.
+
+use std::path::Path;
+
+use rusqlite::{OptionalExtension, Row, params};
+use serde::Serialize;
+
+use super::{Store, StoreError, mode_text, now};
+use crate::mode::Mode;
+use crate::permission::Posture;
+
+/// A session as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionRecord {
+    /// The id.
+    pub id: String,
+    /// The session it was forked from.
+    pub parent_id: Option<String>,
+    /// The workspace root.
+    pub workspace: String,
+    /// The mode it is in.
+    pub mode: Mode,
+    /// Its posture.
+    pub posture: Posture,
+    /// The first user message, shortened.
+    pub title: String,
+    /// When it was created (seconds since the epoch).
+    pub created_at: f64,
+    /// When it last changed.
+    pub updated_at: f64,
+}
+
+/// What a new session starts with.
+#[derive(Debug, Clone)]
+pub struct NewSession<'a> {
+    /// The id.
+    pub id: &'a str,
+    /// The workspace root.
+    pub workspace: &'a Path,
+    /// The starting mode.
+    pub mode: Mode,
+    /// The starting posture.
+    pub posture: Posture,
+}
+
+const COLUMNS: &str = "id, parent_id, workspace, mode, posture, title, created_at, updated_at";
+
+fn record(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
+    let mode: String = row.get(3)?;
+    let posture: String = row.get(4)?;
+    Ok(SessionRecord {
+        id: row.get(0)?,
+        parent_id: row.get(1)?,
+        workspace: row.get(2)?,
+        mode: mode.parse().unwrap_or_default(),
+        posture: posture.parse().unwrap_or_default(),
+        title: row.get(5)?,
+        created_at: row.get(6)?,
+        updated_at: row.get(7)?,
+    })
+}
+
+impl Store {
+    /// Records a new session.
+    pub fn create_session(&mut self, new: &NewSession<'_>) -> Result<SessionRecord, StoreError> {
+        let at = now();
+        self.conn.execute(
+            "INSERT INTO sessions (id, workspace, mode, posture, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+            params![
+                new.id,
+                new.workspace.display().to_string(),
+                mode_text(new.mode),
+                new.posture.as_str(),
+                at
+            ],
+        )?;
+        self.session(new.id)?
+            .ok_or_else(|| StoreError::Sql("the new session vanished".into()))
+    }
+
+    /// The session with exactly this id.
+    pub fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"),
+                [id],
+                record,
+            )
+            .optional()?)
+    }
+
+    /// Finds a session by id, unique id prefix, or `latest` (the most
+    /// recently active, in `workspace` when given).
+    pub fn resolve(
+        &self,
+        spec: &str,
+        workspace: Option<&Path>,
+    ) -> Result<SessionRecord, StoreError> {
+        if spec == "latest" {
+            return self.latest(workspace)?.ok_or_else(|| {
+                StoreError::NotFound(match workspace {
+                    Some(ws) => format!("no session has run in {} yet", ws.display()),
+                    None => "there are no sessions yet".into(),
+                })
+            });
+        }
+        if let Some(exact) = self.session(spec)? {
+            return Ok(exact);
+        }
+        let mut statement = self.conn.prepare(&format!(
+            "SELECT {COLUMNS} FROM sessions WHERE substr(id, 1, length(?1)) = ?1 ORDER BY updated_at DESC LIMIT 3"
+        ))?;
+        let found: Vec<SessionRecord> = statement
+            .query_map([spec], record)?
+            .collect::<Result<_, _>>()?;
+        match found.as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(StoreError::NotFound(format!(
+                "no session id starts with '{spec}'"
+            ))),
+            _ => Err(StoreError::NotFound(format!(
+                "'{spec}' matches several sessions ({}, …); give more of the id",
+                found
+                    .iter()
+                    .map(|s| s.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
+    /// The most recently active session, in `workspace` when given.
+    pub fn latest(&self, workspace: Option<&Path>) -> Result<Option<SessionRecord>, StoreError> {
+        let found = match workspace {
+            Some(ws) => self
+                .conn
+                .query_row(
+                    &format!(
+                        "SELECT {COLUMNS} FROM sessions WHERE workspace = ?1 ORDER BY updated_at DESC, rowid DESC LIMIT 1"
+                    ),
+                    [ws.display().to_string()],
+                    record,
+                )
+                .optional()?,
+            None => self
+                .conn
+                .query_row(
+                    &format!("SELECT {COLUMNS} FROM sessions ORDER BY updated_at DESC, rowid DESC LIMIT 1"),
+                    [],
+                    record,
+                )
+                .optional()?,
+        };
+        Ok(found)
+    }
+
+    /// Sessions, most recently active first.
+    pub fn list(&self, limit: usize) -> Result<Vec<SessionRecord>, StoreError> {
+        let mut statement = self.conn.prepare(&format!(
+            "SELECT {COLUMNS} FROM sessions ORDER BY updated_at DESC, rowid DESC LIMIT ?1"
+        ))?;
+        let rows = statement
+            .query_map([limit as i64], record)?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// Records the session's mode.
+    pub fn set_mode(&mut self, id: &str, mode: Mode) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE sessions SET mode = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, mode_text(mode), now()],
+        )?;
+        Ok(())
+    }
+
+    /// Records the session's posture.
+    pub fn set_posture(&mut self, id: &str, posture: Posture) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE sessions SET posture = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, posture.as_str(), now()],
+        )?;
+        Ok(())
+    }
+
+    /// A new session `new_id` with a copy of `id`'s conversation, its mode,
+    /// posture and workspace, and `id` recorded as its parent. Nothing queued
+    /// and no questionnaire is copied.
+    pub fn fork(&mut self, id: &str, new_id: &str) -> Result<SessionRecord, StoreError> {
+        let source = self.resolve(id, None)?;
+        let tx = self.conn.transaction()?;
+        let at = now();
+        tx.execute(
+            "INSERT INTO sessions (id, parent_id, workspace, mode, posture, title, created_at, updated_at)
+             SELECT ?2, id, workspace, mode, posture, title, ?3, ?3 FROM sessions WHERE id = ?1",
+            params![source.id, new_id, at],
+        )?;
+        tx.execute(
+            "INSERT INTO conversation (session_id, seq, message)
+             SELECT ?2, seq, message FROM conversation WHERE session_id = ?1",
+            params![source.id, new_id],
+        )?;
+        tx.commit()?;
+        self.session(new_id)?
+            .ok_or_else(|| StoreError::Sql("the fork vanished".into()))
+    }
+}
