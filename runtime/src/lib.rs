@@ -30,6 +30,7 @@ pub mod mode;
 pub mod model;
 pub mod paths;
 pub mod permission;
+pub mod plan;
 pub mod prompt;
 pub mod protocol;
 pub mod settings;
