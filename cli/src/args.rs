@@ -12,6 +12,11 @@ pub struct Cli {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
 
+    /// cadre's configuration directory, holding settings.toml and the user's
+    /// config.toml (default: the platform config dir + cadre).
+    #[arg(long, global = true, env = "CADRE_CONFIG_DIR", value_name = "DIR")]
+    pub config_dir: Option<PathBuf>,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -21,7 +26,52 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one prompt to completion without a terminal UI.
-    Exec(ExecArgs),
+    Exec(Box<ExecArgs>),
+    /// Read or change user defaults in settings.toml.
+    #[command(after_help = config_help())]
+    Config(ConfigArgs),
+}
+
+/// `cadre config`.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// What to do with the settings.
+    #[command(subcommand)]
+    pub action: ConfigAction,
+}
+
+/// `cadre config get|set|list`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Print a setting's value (exit 1 if it is not set).
+    Get {
+        /// A dotted key, e.g. default_mode or plan.agent_entry.
+        key: String,
+    },
+    /// Set a setting, keeping every other one.
+    Set {
+        /// A dotted key, e.g. default_mode or plan.agent_entry.
+        key: String,
+        /// The value, checked against the key.
+        value: String,
+    },
+    /// Print every setting as `key = value`.
+    List,
+}
+
+/// The known keys and the exit codes, for `cadre config --help`.
+fn config_help() -> String {
+    let mut help = String::from("Settings:\n");
+    for known in cadre_runtime::settings::KNOWN_KEYS {
+        help.push_str(&format!("  {:<18} {}\n", known.key, known.about));
+    }
+    help.push_str(
+        "\nSettings are the lowest-precedence defaults: flags > environment > config files > \
+         settings.\n\nExit codes: 0 done; 1 `get` of a key that is not set (\"KEY is not set\" \
+         on stderr); 2 an unknown key, a bad value, or a settings file that cannot be read \
+         or parsed.",
+    );
+    help
 }
 
 /// How `exec` prints the session.
@@ -42,12 +92,14 @@ pub struct ExecArgs {
     pub prompt: String,
 
     /// Interaction mode: plan, work (agent, act, normal) or operate
-    /// (default: the config's `mode`, else work).
+    /// (default: the config's `mode`, else the settings' `default_mode`, else
+    /// work).
     #[arg(long)]
     pub mode: Option<String>,
 
     /// Permission posture: suggest (ask), auto (auto-review), bypass
-    /// (full-access) or never (default: the config's `posture`, else suggest).
+    /// (full-access) or never (default: the config's `posture`, else the
+    /// settings' `default_posture`, else suggest).
     /// exec cannot ask a person, so under suggest anything the floor cannot
     /// prove safe is denied.
     #[arg(long, env = "CADRE_POSTURE")]
@@ -85,7 +137,8 @@ pub struct ExecArgs {
     #[arg(long, env = "OPENAI_BASE_URL")]
     pub base_url: Option<String>,
 
-    /// The model name (required with --base-url).
+    /// The model name (required with --base-url; default: the config's
+    /// `model`, else the settings' `model`).
     #[arg(long, env = "OPENAI_MODEL")]
     pub model: Option<String>,
 

@@ -87,22 +87,40 @@ pub struct Environment {
     pub platform_config_dir: Option<PathBuf>,
 }
 
+/// The user's defaults from `settings.toml` (M6): the lowest layer, below
+/// the configuration files, the environment and the flags. Read by the
+/// caller, so `from_args` stays free of I/O.
+#[derive(Debug, Clone, Default)]
+pub struct UserDefaults {
+    /// `default_mode`.
+    pub mode: Option<Mode>,
+    /// `default_posture`.
+    pub posture: Option<Posture>,
+    /// `model`.
+    pub model: Option<String>,
+}
+
 impl RunConfig {
-    /// Validates `exec` arguments against the merged configuration files.
-    /// Does no I/O.
-    pub fn from_args(args: ExecArgs, env: Environment, files: Config) -> Result<Self, CliError> {
+    /// Validates `exec` arguments against the merged configuration files
+    /// and the user's defaults. Does no I/O.
+    pub fn from_args(
+        args: ExecArgs,
+        env: Environment,
+        files: Config,
+        defaults: UserDefaults,
+    ) -> Result<Self, CliError> {
         let settings = &files.settings;
         let mode: Mode = match &args.mode {
             Some(mode) => mode
                 .parse()
                 .map_err(|e| CliError::usage(format!("--mode: {e}")))?,
-            None => settings.mode.unwrap_or_default(),
+            None => settings.mode.or(defaults.mode).unwrap_or_default(),
         };
         let posture: Posture = match &args.posture {
             Some(p) => p
                 .parse()
                 .map_err(|e| CliError::usage(format!("--posture: {e}")))?,
-            None => settings.posture.unwrap_or_default(),
+            None => settings.posture.or(defaults.posture).unwrap_or_default(),
         };
         let mut rules = files.rules.clone();
         let session = PermissionRules {
@@ -147,7 +165,10 @@ impl RunConfig {
             }
         };
         let base_url = args.base_url.or_else(|| settings.base_url.clone());
-        let model_name = args.model.or_else(|| settings.model.clone());
+        let model_name = args
+            .model
+            .or_else(|| settings.model.clone())
+            .or(defaults.model);
         let model = match (args.script, base_url) {
             (Some(path), _) => ModelChoice::Script(path),
             (None, Some(base_url)) => {

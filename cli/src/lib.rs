@@ -8,6 +8,7 @@
 //! - [`args`]: clap definitions.
 //! - [`config`]: validation into `RunConfig`; building the model client.
 //! - [`exec`]: `cadre exec`.
+//! - [`config_cmd`]: `cadre config get|set|list` over `settings.toml`.
 //! - [`render`]: text, json and stream-json renderings of the event stream.
 //! - [`exit`]: exit codes.
 //!
@@ -16,18 +17,21 @@
 
 pub mod args;
 pub mod config;
+pub mod config_cmd;
 pub mod exec;
 pub mod exit;
 pub mod render;
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
 
 use cadre_runtime::config::{Config, ConfigPaths};
+use cadre_runtime::settings::Settings;
 
 use crate::args::{Cli, Command};
-use crate::config::{Environment, RunConfig};
+use crate::config::{Environment, RunConfig, UserDefaults};
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
@@ -43,29 +47,47 @@ pub fn main() -> ExitCode {
         }
     };
     init_tracing(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let env = environment();
+    let config_dir = cli
+        .config_dir
+        .or_else(|| env.platform_config_dir.as_ref().map(|d| d.join("cadre")));
+    finish(match cli.command {
+        Command::Exec(args) => run_exec(*args, env, config_dir),
+        // Settings need no async runtime; not starting one keeps `config` fast.
+        Command::Config(args) => match config_dir {
+            Some(dir) => config_cmd::run(args, &Settings::in_dir(&dir)),
+            None => Err(exit::CliError::usage(
+                "no configuration directory: pass --config-dir or set CADRE_CONFIG_DIR",
+            )),
+        },
+    })
+}
+
+fn run_exec(
+    args: args::ExecArgs,
+    env: Environment,
+    config_dir: Option<PathBuf>,
+) -> Result<u8, exit::CliError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("cadre: cannot start the async runtime: {err}");
-            return ExitCode::from(exit::AGENT_FAILED);
-        }
-    };
+        .map_err(|err| {
+            exit::CliError::internal(format!("cannot start the async runtime: {err}"))
+        })?;
     let result = runtime.block_on(async {
-        match cli.command {
-            Command::Exec(args) => {
-                let env = environment();
-                let files = load_config(&args, &env)?;
-                let config = RunConfig::from_args(args, env, files)?;
-                exec::run(config).await
-            }
-        }
+        let files = load_config(&args, &env, config_dir.as_deref())?;
+        let defaults = load_defaults(config_dir.as_deref())?;
+        let config = RunConfig::from_args(args, env, files, defaults)?;
+        exec::run(config).await
     });
     // Tool tasks still running (a killed turn's bash, say) must not hold the
     // process open.
     runtime.shutdown_background();
+    result
+}
+
+/// Prints an error and maps the result to the exit code.
+fn finish(result: Result<u8, exit::CliError>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
@@ -84,17 +106,33 @@ fn environment() -> Environment {
     }
 }
 
-/// Reads the user, project, local and `--config` files.
-fn load_config(args: &args::ExecArgs, env: &Environment) -> Result<Config, exit::CliError> {
+/// Reads the user, project, local and `--config` files; the user's is in
+/// cadre's configuration directory.
+fn load_config(
+    args: &args::ExecArgs,
+    env: &Environment,
+    config_dir: Option<&Path>,
+) -> Result<Config, exit::CliError> {
     let paths = ConfigPaths {
-        user: env
-            .platform_config_dir
-            .as_ref()
-            .map(|d| d.join("cadre").join("config.toml")),
+        user: config_dir.map(|d| d.join("config.toml")),
         workspace: args.workspace.clone().or_else(|| env.current_dir.clone()),
         explicit: args.config.clone(),
     };
     Config::load(&paths).map_err(|e| exit::CliError::config(e.to_string()))
+}
+
+/// Reads the user's defaults from `settings.toml`, the lowest layer.
+fn load_defaults(config_dir: Option<&Path>) -> Result<UserDefaults, exit::CliError> {
+    let Some(dir) = config_dir else {
+        return Ok(UserDefaults::default());
+    };
+    let settings = Settings::in_dir(dir);
+    let error = config_cmd::cli_error;
+    Ok(UserDefaults {
+        mode: settings.default_mode().map_err(error)?,
+        posture: settings.default_posture().map_err(error)?,
+        model: settings.model().map_err(error)?,
+    })
 }
 
 fn init_tracing(verbose: u8) {

@@ -12,6 +12,7 @@ mod permissions;
 mod plan_mode;
 mod retries;
 mod samples;
+mod settings;
 mod streaming;
 mod support;
 mod tools;
