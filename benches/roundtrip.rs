@@ -30,6 +30,7 @@ use async_openai::types::chat::{
     ChatCompletionStreamOptions, ChatCompletionTool, ChatCompletionTools,
     CreateChatCompletionRequest, FunctionCall, FunctionObject,
 };
+use cadre::actors::store::StoreHandle;
 use cadre::actors::{PermissionConfig, SessionConfig, SessionServices, spawn_session};
 use cadre::runtime::Mode;
 use cadre::runtime::model::{OpenAiClient, OpenAiConfig, RetryPolicy, Retrying};
@@ -79,7 +80,7 @@ fn main() {
                 .with_api_base(&mock.url)
                 .with_api_key(""),
         );
-        let shared = services(&mock.url);
+        let shared = services(&mock.url).await;
         // Warm up both paths (connections, allocator, lazy statics).
         for _ in 0..20 {
             bare_round(&client, workspace.path()).await;
@@ -266,7 +267,9 @@ async fn bare_round(
     }
 }
 
-fn services(url: &str) -> SessionServices {
+/// The services a host shares between its sessions: the model client, the
+/// tool registry, and one store (here in memory).
+async fn services(url: &str) -> SessionServices {
     let client = OpenAiClient::new(OpenAiConfig::new(url, "m")).expect("client");
     SessionServices {
         model: Arc::new(Retrying::new(Arc::new(client), RetryPolicy::default())),
@@ -274,6 +277,7 @@ fn services(url: &str) -> SessionServices {
             Arc::new(ToolRegistry::with_builtins()),
             Duration::from_secs(30),
         ),
+        store: Some(StoreHandle::in_memory().await.expect("store")),
     }
 }
 
@@ -305,11 +309,7 @@ async fn cadre_round(
     let (session, mut events) = spawn_session(config(workspace, data), services.clone())
         .await
         .expect("session");
-    session
-        .submit(Op::UserInput {
-            text: "what is here?".into(),
-        })
-        .expect("submit");
+    session.submit(Op::user("what is here?")).expect("submit");
     while let Some(event) = events.recv().await {
         match event {
             Event::TurnCompleted { .. } => break,
@@ -337,6 +337,7 @@ fn tool_context(
         authorizer: None,
         file_scopes: Vec::new(),
         agents: None,
+        plans: None,
     }
 }
 
@@ -354,7 +355,7 @@ fn resident_bytes() -> f64 {
 /// Resident-set growth per idle session actor (with its event channel and
 /// session directory), averaged over `n`.
 async fn live_agent_memory(n: usize, workspace: &std::path::Path, data: &std::path::Path) -> f64 {
-    let shared = services("http://127.0.0.1:9/v1");
+    let shared = services("http://127.0.0.1:9/v1").await;
     let before = resident_bytes();
     let mut live = Vec::with_capacity(n);
     for _ in 0..n {

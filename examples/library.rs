@@ -27,6 +27,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Arc::new(ToolRegistry::with_builtins()),
             Duration::from_secs(30),
         ),
+        // None: the session keeps its queue and transcript in memory.
+        store: None,
     };
     let session_id = uuid::Uuid::new_v4().to_string();
     let paths = DataDir::new(workspace.join(".cadre")).session(&session_id);
@@ -41,9 +43,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..PermissionConfig::default()
     };
     let (session, mut events) = spawn_session(config, services).await?;
-    session.submit(Op::UserInput {
-        text: "Add hello.txt".into(),
-    })?;
+    session.submit(Op::user("Add hello.txt"))?;
     while let Some(event) = events.recv().await {
         println!("{}", serde_json::to_string(&event)?);
         if matches!(

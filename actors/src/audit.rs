@@ -1,9 +1,11 @@
-//! The permission audit log (P6): one JSON line per decision not made by a
-//! person, appended to `<session dir>/audit.jsonl`.
+//! The permission audit log (P6): one record per decision not made by a
+//! person.
 //!
-//! The session hands records to a writer task over a channel, so no file
-//! I/O happens on its mailbox; the task writes whatever has queued up in one
-//! append, so a burst of decisions costs one write.
+//! A session with a store writes the records to its `audit` table (batched
+//! with its other appends by the store actor); a sub-agent, which has no
+//! store of its own, appends JSON lines to `<its session dir>/audit.jsonl`
+//! through a writer task, which writes whatever has queued up in one append.
+//! Either way no I/O happens on the session's mailbox.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -12,6 +14,8 @@ use cadre_runtime::permission::{Decision, Posture};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
+
+use crate::store::StoreHandle;
 
 /// One audit record.
 #[derive(Debug, Clone, Serialize)]
@@ -37,16 +41,19 @@ pub struct AuditRecord {
     pub line: String,
 }
 
-/// A handle to a session's audit writer.
+/// A handle to a session's audit log.
 #[derive(Debug, Clone)]
-pub struct AuditLog {
-    records: mpsc::UnboundedSender<AuditRecord>,
+pub enum AuditLog {
+    /// The session's store.
+    Store(StoreHandle),
+    /// A JSON-lines file, through a writer task.
+    File(mpsc::UnboundedSender<AuditRecord>),
 }
 
 impl AuditLog {
     /// Starts a writer appending to `path` (created, with its directory, on
     /// the first record).
-    pub fn start(path: PathBuf) -> Self {
+    pub fn file(path: PathBuf) -> Self {
         let (records, mut queue) = mpsc::unbounded_channel::<AuditRecord>();
         tokio::spawn(async move {
             while let Some(first) = queue.recv().await {
@@ -61,13 +68,26 @@ impl AuditLog {
                 }
             }
         });
-        Self { records }
+        AuditLog::File(records)
     }
 
-    /// Queues a record.
+    /// Records one decision.
     pub fn record(&self, record: AuditRecord) {
-        // The writer only stops when every handle is gone.
-        let _ = self.records.send(record);
+        match self {
+            AuditLog::Store(store) => match serde_json::to_string(&record) {
+                Ok(json) => store.append(
+                    &record.session_id,
+                    Vec::new(),
+                    Vec::new(),
+                    vec![(record.agent_id.clone(), record.call_id.clone(), json)],
+                ),
+                Err(err) => tracing::error!(%err, "an audit record could not be encoded"),
+            },
+            // The writer only stops when every handle is gone.
+            AuditLog::File(records) => {
+                let _ = records.send(record);
+            }
+        }
     }
 }
 

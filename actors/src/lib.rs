@@ -9,7 +9,8 @@
 //!   tool calls in tasks whose results come back as messages, so it (and the
 //!   session above it) always answers cancel and status.
 //! - [`guardian`]: [`guardian::GuardianActor`], one Auto-Review per held call.
-//! - [`audit`]: the audit log writer, off the session's mailbox.
+//! - [`audit`]: the audit log, in the store or (for sub-agents) a file.
+//! - [`store`]: [`store::StoreActor`], the one owner of the SQLite store.
 //!
 //! The guarantees (message priority, what cancel does, what a supervisor
 //! does on a child's failure) are in `docs/runtime-semantics.md`.
@@ -17,6 +18,7 @@
 pub mod audit;
 pub mod guardian;
 pub mod session;
+pub mod store;
 pub mod turn;
 
 pub use session::{

@@ -33,6 +33,9 @@ pub enum TurnMsg {
     },
     /// Stop now: abort what runs and end the turn as cancelled.
     Cancel,
+    /// End the turn once the current calls are answered (a plan went to
+    /// the user).
+    EndAfterTools,
     /// Stop now for another reason (the denial ledger, in a headless host).
     Halt {
         /// Why, for machines.
@@ -127,6 +130,7 @@ impl Actor for TurnActor {
                 }
                 TurnInput::Cancel
             }
+            TurnMsg::EndAfterTools => TurnInput::EndAfterTools,
             TurnMsg::Halt { category, message } => {
                 if let Some(task) = state.inflight.take() {
                     task.abort();

@@ -88,8 +88,26 @@ pub enum OutputFormat {
 /// `cadre exec`.
 #[derive(Debug, Args)]
 pub struct ExecArgs {
-    /// The prompt.
-    pub prompt: String,
+    /// The prompt (optional with --resume or --continue, which run what the
+    /// session had queued).
+    pub prompt: Option<String>,
+
+    /// Resume a stored session: its id, a unique id prefix, or `latest`.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_latest")]
+    pub resume: Option<String>,
+
+    /// Resume the most recent session in this workspace.
+    #[arg(long = "continue")]
+    pub continue_latest: bool,
+
+    /// Approve a plan submitted for approval as soon as the turn ends, and
+    /// run its implementation.
+    #[arg(long, conflicts_with = "plan_only")]
+    pub approve_plan: bool,
+
+    /// Stop once a plan waits for approval; print its path and approval id.
+    #[arg(long)]
+    pub plan_only: bool,
 
     /// Interaction mode: plan, work (agent, act, normal) or operate
     /// (default: the config's `mode`, else the settings' `default_mode`, else

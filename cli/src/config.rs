@@ -44,8 +44,14 @@ pub enum ModelChoice {
 /// A validated `exec` run.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
-    /// The prompt.
-    pub prompt: String,
+    /// The prompt, if any.
+    pub prompt: Option<String>,
+    /// A new session, or which stored one to resume.
+    pub resume: Resume,
+    /// Approve a submitted plan automatically.
+    pub approve_plan: bool,
+    /// Stop once a plan waits for approval.
+    pub plan_only: bool,
     /// The starting mode.
     pub mode: Mode,
     /// The workspace root.
@@ -72,6 +78,19 @@ pub struct RunConfig {
     pub roles: BTreeMap<String, RoleConfig>,
     /// Sub-agents at once.
     pub max_subagents: u32,
+    /// Offer `enter_plan_mode` (config `plan.agent_entry`).
+    pub plan_agent_entry: bool,
+}
+
+/// A new session, or a stored one to carry on (ST3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// A new session.
+    New,
+    /// A stored session by id, unique prefix, or `latest`.
+    Spec(String),
+    /// The most recent session in this workspace (`--continue`).
+    LatestHere,
 }
 
 /// What the environment contributes besides clap's `env` fallbacks.
@@ -139,8 +158,21 @@ impl RunConfig {
                 .map_or(GuardianConfig::default().timeout, Duration::from_secs),
             ..GuardianConfig::default()
         };
-        if args.prompt.trim().is_empty() {
-            return Err(CliError::usage("the prompt is empty"));
+        let resume = match (&args.resume, args.continue_latest) {
+            (Some(spec), _) => Resume::Spec(spec.clone()),
+            (None, true) => Resume::LatestHere,
+            (None, false) => Resume::New,
+        };
+        match (&args.prompt, &resume) {
+            (Some(p), _) if p.trim().is_empty() => {
+                return Err(CliError::usage("the prompt is empty"));
+            }
+            (None, Resume::New) => {
+                return Err(CliError::usage(
+                    "a PROMPT is required (or --resume ID / --continue to carry on a stored session)",
+                ));
+            }
+            _ => {}
         }
         if args.max_iterations == 0 {
             return Err(CliError::usage("--max-iterations must be at least 1"));
@@ -193,6 +225,9 @@ impl RunConfig {
         };
         Ok(Self {
             prompt: args.prompt,
+            resume,
+            approve_plan: args.approve_plan,
+            plan_only: args.plan_only,
             mode,
             workspace,
             data_dir,
@@ -208,6 +243,7 @@ impl RunConfig {
             rules,
             guardian,
             roles: files.roles,
+            plan_agent_entry: settings.plan.agent_entry.unwrap_or(false),
             max_subagents: args
                 .max_subagents
                 .or(settings.max_subagents)

@@ -2,12 +2,16 @@
 
 use std::sync::Arc;
 
+use std::path::PathBuf;
+
+use cadre_actors::store::StoreHandle;
 use cadre_actors::{PermissionConfig, SessionConfig, SessionServices, Subagents, spawn_session};
 use cadre_runtime::paths::DataDir;
-use cadre_runtime::protocol::{Event, FailureCategory, Op};
+use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op};
+use cadre_runtime::store::{QuestionnaireAnswer, Store, store_path};
 use cadre_runtime::tool::{ToolRegistry, ToolRunner, Workspace};
 
-use crate::config::RunConfig;
+use crate::config::{Resume, RunConfig};
 use crate::exit::{self, CliError};
 use crate::render::Renderer;
 
@@ -34,20 +38,44 @@ impl Ending {
     }
 }
 
-/// Runs the prompt and returns the exit code.
+/// Runs the prompt (or carries on a stored session) and returns the exit code.
 pub async fn run(config: RunConfig) -> Result<u8, CliError> {
     let model = config.model_client()?;
-    let workspace = Workspace::new(&config.workspace)
-        .map_err(|e| CliError::usage(format!("--workspace {}: {e}", config.workspace.display())))?;
-    let session_id = uuid::Uuid::new_v4().to_string();
+    let store =
+        Store::open(&store_path(&config.data_dir)).map_err(|e| CliError::config(e.to_string()))?;
+    let (session_id, workspace) = match &config.resume {
+        Resume::New => (uuid::Uuid::new_v4().to_string(), config.workspace.clone()),
+        Resume::Spec(spec) => {
+            let found = store
+                .resolve(spec, None)
+                .map_err(|e| CliError::usage(format!("--resume: {e}")))?;
+            (found.id, PathBuf::from(found.workspace))
+        }
+        Resume::LatestHere => {
+            let here = config
+                .workspace
+                .canonicalize()
+                .unwrap_or_else(|_| config.workspace.clone());
+            let found = store
+                .resolve("latest", Some(&here))
+                .map_err(|e| CliError::usage(format!("--continue: {e}")))?;
+            (found.id, PathBuf::from(found.workspace))
+        }
+    };
+    let workspace = Workspace::new(&workspace)
+        .map_err(|e| CliError::usage(format!("--workspace {}: {e}", workspace.display())))?;
     let paths = DataDir::new(&config.data_dir).session(&session_id);
     paths.create().map_err(|e| {
         CliError::config(format!("data directory {}: {e}", config.data_dir.display()))
     })?;
+    let (store, store_task) = StoreHandle::start(store)
+        .await
+        .map_err(|e| CliError::internal(format!("the store could not start: {e}")))?;
     let registry = Arc::new(ToolRegistry::with_builtins());
     let services = SessionServices {
         model,
         tools: ToolRunner::new(registry, config.tool_timeout),
+        store: Some(store.clone()),
     };
     let subagents = Subagents::new(
         config.roles.clone(),
@@ -65,39 +93,36 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
         guardian: config.guardian.clone(),
     };
     session.subagents = Some(Arc::new(subagents));
+    session.plan_agent_entry = config.plan_agent_entry;
     let (handle, mut events) = spawn_session(session, services)
         .await
         .map_err(|e| CliError::internal(format!("the session could not start: {e}")))?;
-    handle
-        .submit(Op::UserInput {
-            text: config.prompt.clone(),
-        })
-        .map_err(|e| CliError::internal(format!("the session stopped early: {e}")))?;
+    let mut driver = Driver::new(&config);
+    match &config.prompt {
+        Some(prompt) => {
+            handle
+                .submit(Op::user(prompt.clone()))
+                .map_err(|e| CliError::internal(format!("the session stopped early: {e}")))?;
+        }
+        // Resuming with no prompt: whatever was queued runs (the session
+        // starts it on its own); a session with nothing to do is idle now.
+        None => {
+            let _ = handle.submit(Op::Status);
+        }
+    }
 
     let mut renderer = Renderer::new(config.output);
-    let mut ending = None;
     let mut interrupts = 0u32;
     loop {
         tokio::select! {
             event = events.recv() => {
                 let Some(event) = event else { break };
                 renderer.event(&event);
-                match &event {
-                    Event::TurnCompleted { .. } => {
-                        ending = Some(Ending::Success);
-                        let _ = handle.submit(Op::Shutdown);
-                    }
-                    Event::TurnFailed { category, retryable, .. } => {
-                        ending = Some(match category {
-                            FailureCategory::Infrastructure => Ending::Infrastructure { retryable: *retryable },
-                            FailureCategory::Agent => Ending::AgentFailed,
-                            FailureCategory::Cancelled => Ending::Cancelled,
-                            FailureCategory::PausedByDenials => Ending::PausedByDenials,
-                        });
-                        let _ = handle.submit(Op::Shutdown);
-                    }
-                    Event::SessionStopped { .. } => break,
-                    _ => {}
+                if matches!(event, Event::SessionStopped { .. }) {
+                    break;
+                }
+                for op in driver.next(&event) {
+                    let _ = handle.submit(op);
                 }
             }
             _ = tokio::signal::ctrl_c() => {
@@ -111,11 +136,105 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
         }
     }
     handle.stopped().await;
-    let ending = ending.unwrap_or(Ending::AgentFailed);
-    let (status, code) = ending.status_and_code();
+    store.close(store_task).await;
+    let (status, code) = driver.ending().status_and_code();
     renderer.event(&Event::SessionCompleted {
         status: status.to_string(),
         exit_code: i32::from(code),
     });
     Ok(code)
+}
+
+/// What exec does in answer to events: stop at the first failed turn, answer
+/// or report a waiting plan, stop when the session has nothing left to do.
+struct Driver {
+    approve_plan: bool,
+    plan_only: bool,
+    ending: Option<Ending>,
+    /// A plan questionnaire waiting for an answer: (id, plan path).
+    pending: Option<(String, String)>,
+    session_id: String,
+    stopping: bool,
+}
+
+impl Driver {
+    fn new(config: &RunConfig) -> Self {
+        Self {
+            approve_plan: config.approve_plan,
+            plan_only: config.plan_only,
+            ending: None,
+            pending: None,
+            session_id: String::new(),
+            stopping: false,
+        }
+    }
+
+    fn ending(&self) -> Ending {
+        // A resumed session with nothing to do ended well.
+        self.ending.unwrap_or(Ending::Success)
+    }
+
+    fn stop(&mut self) -> Vec<Op> {
+        if std::mem::replace(&mut self.stopping, true) {
+            return Vec::new();
+        }
+        vec![Op::Shutdown]
+    }
+
+    fn next(&mut self, event: &Event) -> Vec<Op> {
+        match event {
+            Event::SessionStarted { session_id, .. } => self.session_id.clone_from(session_id),
+            Event::TurnCompleted { .. } => self.ending = Some(Ending::Success),
+            Event::TurnFailed {
+                category,
+                retryable,
+                ..
+            } => {
+                self.ending = Some(match category {
+                    FailureCategory::Infrastructure => Ending::Infrastructure {
+                        retryable: *retryable,
+                    },
+                    FailureCategory::Agent => Ending::AgentFailed,
+                    FailureCategory::Cancelled => Ending::Cancelled,
+                    FailureCategory::PausedByDenials => Ending::PausedByDenials,
+                });
+                return self.stop();
+            }
+            Event::QuestionnaireOpened { id, plan_path, .. } => {
+                self.pending = Some((id.clone(), plan_path.clone()));
+            }
+            Event::QuestionnaireAnswered { id, .. }
+                if self.pending.as_ref().is_some_and(|(p, _)| p == id) =>
+            {
+                self.pending = None;
+            }
+            Event::SessionIdle { .. }
+            | Event::SessionStatus {
+                activity: Activity::Idle,
+                ..
+            } => match self.pending.clone() {
+                Some((id, _)) if self.approve_plan => {
+                    return vec![Op::Answer {
+                        id,
+                        answer: QuestionnaireAnswer::Approve,
+                    }];
+                }
+                Some((id, plan_path)) => {
+                    if self.plan_only {
+                        println!("plan: {plan_path}\napproval: {id}");
+                    } else {
+                        eprintln!(
+                            "cadre: the plan at {plan_path} waits for approval ({id}); answer with\n  \
+                                 cadre plan approve|revise|withdraw {}",
+                            self.session_id
+                        );
+                    }
+                    return self.stop();
+                }
+                None => return self.stop(),
+            },
+            _ => {}
+        }
+        Vec::new()
+    }
 }

@@ -8,6 +8,7 @@ use std::io::Write;
 
 use cadre_runtime::permission::{Layer, Verdict};
 use cadre_runtime::protocol::{Event, ToolStatus, Usage};
+use cadre_runtime::store::QuestionnaireKind;
 use serde_json::{Value, json};
 
 use crate::args::OutputFormat;
@@ -217,7 +218,54 @@ impl Renderer {
             } => eprintln!(
                 "{activity:?} · {mode} · {posture} · {queue_length} queued · {turns} turns"
             ),
-            Event::SessionStopped { .. } => {}
+            Event::SessionStopped { .. } | Event::SessionIdle { .. } => {}
+            Event::PlanEntered { plan_path, backup } => match backup {
+                Some(backup) => eprintln!(
+                    "plan mode: the plan goes to {plan_path} (the earlier one is in {backup})"
+                ),
+                None => eprintln!("plan mode: the plan goes to {plan_path}"),
+            },
+            Event::QuestionnaireOpened {
+                id,
+                kind,
+                plan_path,
+                sha256,
+                truncated,
+                ..
+            } => match kind {
+                QuestionnaireKind::PlanApproval => eprintln!(
+                    "plan submitted for approval: {id} · {plan_path} · sha256 {}{}",
+                    &sha256[..sha256.len().min(12)],
+                    if *truncated {
+                        " · truncated at 512 KiB"
+                    } else {
+                        ""
+                    }
+                ),
+                QuestionnaireKind::PlanEntry => {
+                    eprintln!("the model asks to enter Plan mode: {id}")
+                }
+            },
+            Event::QuestionnaireAnswered { id, answer, mode } => {
+                eprintln!("{id} answered: {answer:?} · now in {mode} mode")
+            }
+            Event::PlanStatus {
+                mode,
+                plan_path,
+                exists,
+                pending,
+            } => eprintln!(
+                "{mode} mode · plan {plan_path}{} · {}",
+                if *exists { "" } else { " (not written yet)" },
+                pending.as_deref().map_or_else(
+                    || "no questionnaire waiting".to_string(),
+                    |p| format!("{p} waits for an answer")
+                )
+            ),
+            Event::PlanView { plan_path, text } => match text {
+                Some(text) => println!("{text}"),
+                None => eprintln!("there is no plan at {plan_path} yet"),
+            },
             Event::SessionCompleted { status, exit_code } => {
                 if *exit_code != 0 {
                     eprintln!("cadre: {status} (exit {exit_code})");

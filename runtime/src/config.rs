@@ -52,6 +52,18 @@ pub struct ConfigFile {
     /// Named sub-agent roles.
     #[serde(default)]
     pub roles: BTreeMap<String, RoleConfig>,
+    /// The plan lifecycle.
+    #[serde(default)]
+    pub plan: PlanSettings,
+}
+
+/// `[plan]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanSettings {
+    /// Offer the model `enter_plan_mode` in Work (it asks the user to
+    /// confirm). Off by default.
+    pub agent_entry: Option<bool>,
 }
 
 /// `[guardian]`.
@@ -184,6 +196,7 @@ impl Config {
             s.max_subagents = file.max_subagents.or(s.max_subagents);
             s.guardian.model = file.guardian.model.or(s.guardian.model.take());
             s.guardian.timeout_secs = file.guardian.timeout_secs.or(s.guardian.timeout_secs);
+            s.plan.agent_entry = file.plan.agent_entry.or(s.plan.agent_entry);
             merged
                 .rules
                 .extend_from(scope, &file.permissions)

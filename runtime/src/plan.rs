@@ -18,7 +18,9 @@ pub enum PlanError {
     #[error("there is no plan yet: write it to {0} first, beginning with a non-empty `## Summary`")]
     Missing(String),
     /// The file does not begin with a non-empty `## Summary`.
-    #[error("the plan at {0} must begin with a `## Summary` heading followed by a non-empty summary")]
+    #[error(
+        "the plan at {0} must begin with a `## Summary` heading followed by a non-empty summary"
+    )]
     NoSummary(String),
     /// The file could not be read.
     #[error("the plan at {path} cannot be read: {message}")]
@@ -46,7 +48,9 @@ pub fn freeze(plan_file: &Path) -> Result<Snapshot, PlanError> {
     let shown = plan_file.display().to_string();
     let text = match std::fs::read_to_string(plan_file) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(PlanError::Missing(shown)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(PlanError::Missing(shown));
+        }
         Err(e) => {
             return Err(PlanError::Unreadable {
                 path: shown,
@@ -168,7 +172,12 @@ mod tests {
         let frozen = snapshot_of(big.clone());
         assert!(frozen.truncated);
         assert!(frozen.text.len() < big.len());
-        assert!(frozen.text.contains("[The plan was truncated at 512 KiB for approval:"), "note");
+        assert!(
+            frozen
+                .text
+                .contains("[The plan was truncated at 512 KiB for approval:"),
+            "note"
+        );
         assert!(frozen.text.starts_with("## Summary"));
         let expected: String = Sha256::digest(frozen.text.as_bytes())
             .iter()
@@ -184,14 +193,23 @@ mod tests {
         std::fs::write(&plan, "## Summary\n\nold\n").expect("old plan");
 
         let failed = enter::<(), &str>(&plan, || Err("the store is read-only"));
-        assert!(matches!(failed, Err(EntryError::Commit("the store is read-only"))));
-        assert_eq!(std::fs::read_to_string(&plan).expect("restored"), "## Summary\n\nold\n");
+        assert!(matches!(
+            failed,
+            Err(EntryError::Commit("the store is read-only"))
+        ));
+        assert_eq!(
+            std::fs::read_to_string(&plan).expect("restored"),
+            "## Summary\n\nold\n"
+        );
         assert!(!backup_path(&plan).exists());
 
         let (backup, ()) = enter::<(), ()>(&plan, || Ok(())).expect("entered");
         assert_eq!(backup.as_deref(), Some(backup_path(&plan).as_path()));
         assert!(!plan.exists(), "a fresh plan starts empty");
-        assert_eq!(std::fs::read_to_string(backup_path(&plan)).expect("backup"), "## Summary\n\nold\n");
+        assert_eq!(
+            std::fs::read_to_string(backup_path(&plan)).expect("backup"),
+            "## Summary\n\nold\n"
+        );
 
         let (none, ()) = enter::<(), ()>(&plan, || Ok(())).expect("no plan to back up");
         assert_eq!(none, None);

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::mode::Mode;
 use crate::permission::{Decision, Posture};
+use crate::store::{ModeIntent, QuestionnaireAnswer, QuestionnaireKind};
 use crate::tool::ErrorCode;
 
 /// The stream-json version carried by `session.started`.
@@ -25,6 +26,10 @@ pub enum Op {
     UserInput {
         /// The message.
         text: String,
+        /// A mode change that takes effect with this message, in its
+        /// admission transaction (PL1). Refused while a turn runs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        intent: Option<ModeIntent>,
     },
     /// Switch the mode. Answered by `mode.changed`, or `op.rejected` while a
     /// turn runs (M6).
@@ -51,9 +56,49 @@ pub enum Op {
         /// The answer.
         decision: ApprovalDecision,
     },
+    /// Answer a plan questionnaire (PL5). Answered by
+    /// `questionnaire.answered`, or `op.rejected` when no such questionnaire
+    /// waits.
+    Answer {
+        /// The questionnaire's id (from `questionnaire.opened`).
+        id: String,
+        /// The answer.
+        answer: QuestionnaireAnswer,
+    },
+    /// Plan mode by hand (PL1). `on` is answered by `plan.entered`, `off` by
+    /// `mode.changed`, `status` by `plan.status`, `view` by `plan.view`;
+    /// any of them by `op.rejected` when it cannot be done now.
+    Plan {
+        /// What to do.
+        action: PlanAction,
+    },
     /// Cancel whatever runs, drop the queue and stop the session. Answered
     /// by `session.stopped`.
     Shutdown,
+}
+
+impl Op {
+    /// A user message with no mode intent.
+    pub fn user(text: impl Into<String>) -> Op {
+        Op::UserInput {
+            text: text.into(),
+            intent: None,
+        }
+    }
+}
+
+/// `/plan on|off|status|view`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanAction {
+    /// Enter Plan mode now.
+    On,
+    /// Leave Plan mode (back to Work); a pending plan questionnaire is withdrawn.
+    Off,
+    /// Report the mode, the plan file and any pending questionnaire.
+    Status,
+    /// Show the plan file.
+    View,
 }
 
 /// A person's answer to an approval prompt.
@@ -360,6 +405,70 @@ pub enum Event {
         summary: String,
         /// False when it changed files without running a check.
         verified: bool,
+    },
+    /// Plan mode was entered; an earlier plan was moved to `backup`.
+    #[serde(rename = "plan.entered")]
+    PlanEntered {
+        /// The canonical plan file.
+        plan_path: String,
+        /// Where an earlier plan went, if there was one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        backup: Option<String>,
+    },
+    /// A questionnaire waits for a person (`Op::Answer`): approve a frozen
+    /// plan, or confirm entering Plan.
+    #[serde(rename = "questionnaire.opened")]
+    QuestionnaireOpened {
+        /// Its id.
+        id: String,
+        /// What it asks.
+        kind: QuestionnaireKind,
+        /// The canonical plan file.
+        plan_path: String,
+        /// The frozen snapshot's SHA-256 (empty for an entry confirmation).
+        sha256: String,
+        /// Whether the snapshot was cut at 512 KiB.
+        truncated: bool,
+        /// The snapshot's size in bytes.
+        bytes: usize,
+    },
+    /// A questionnaire was answered.
+    #[serde(rename = "questionnaire.answered")]
+    QuestionnaireAnswered {
+        /// Its id.
+        id: String,
+        /// The answer.
+        answer: QuestionnaireAnswer,
+        /// The session's mode now.
+        mode: Mode,
+    },
+    /// Answer to `/plan status`.
+    #[serde(rename = "plan.status")]
+    PlanStatus {
+        /// The mode.
+        mode: Mode,
+        /// The canonical plan file.
+        plan_path: String,
+        /// Whether it exists.
+        exists: bool,
+        /// The questionnaire waiting for an answer, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pending: Option<String>,
+    },
+    /// Answer to `/plan view`.
+    #[serde(rename = "plan.view")]
+    PlanView {
+        /// The canonical plan file.
+        plan_path: String,
+        /// Its text, when it exists.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+    /// Nothing runs and nothing is queued.
+    #[serde(rename = "session.idle")]
+    SessionIdle {
+        /// Turns run so far.
+        turns: u64,
     },
     /// The mode changed.
     #[serde(rename = "mode.changed")]

@@ -80,6 +80,9 @@ pub enum TurnInput {
     },
     /// Stop now: the user cancelled.
     Cancel,
+    /// Finish the turn once the current calls are answered, without asking
+    /// the model again (a plan went to the user for approval).
+    EndAfterTools,
     /// Stop now for another reason (the denial ledger paused autonomy, say).
     Halt {
         /// Why, for machines.
@@ -123,6 +126,10 @@ pub struct TurnMachine {
     usage: Usage,
     /// The call running now, then those waiting, in the model's order.
     queue: VecDeque<ToolCall>,
+    /// Set by [`TurnInput::EndAfterTools`].
+    end_after_tools: bool,
+    /// The last text the model gave, for a turn that ends after its tools.
+    last_text: String,
 }
 
 impl TurnMachine {
@@ -136,6 +143,8 @@ impl TurnMachine {
             iteration: 0,
             usage: Usage::default(),
             queue: VecDeque::new(),
+            end_after_tools: false,
+            last_text: String::new(),
         }
     }
 
@@ -200,6 +209,12 @@ impl TurnMachine {
                 "the turn was cancelled before this call finished".into(),
                 &mut effects,
             ),
+            (
+                Phase::NotStarted | Phase::AwaitingModel | Phase::RunningTools,
+                TurnInput::EndAfterTools,
+            ) => {
+                self.end_after_tools = true;
+            }
             (_, TurnInput::Halt { category, message }) => {
                 let unanswered = format!("the turn ended before this call finished: {message}");
                 self.stop(category, message, unanswered, &mut effects)
@@ -283,6 +298,7 @@ impl TurnMachine {
                 text: reasoning,
             }));
         }
+        self.last_text.clone_from(&response.text);
         if !response.text.is_empty() {
             effects.push(TurnEffect::Emit(Event::AssistantMessage {
                 turn_id,
@@ -319,10 +335,15 @@ impl TurnMachine {
         self.next_tool(effects);
     }
 
-    /// Runs the next queued call, or asks the model again when none is left.
+    /// Runs the next queued call, or asks the model again when none is left
+    /// (or ends the turn, when asked to end after its tools).
     fn next_tool(&mut self, effects: &mut Vec<TurnEffect>) {
         match self.queue.front() {
             Some(call) => effects.push(TurnEffect::RunTool(call.clone())),
+            None if self.end_after_tools => {
+                let text = std::mem::take(&mut self.last_text);
+                self.finish(TurnOutcome::Completed { text }, effects);
+            }
             None => self.request_model(effects),
         }
     }

@@ -245,9 +245,7 @@ async fn eight_parallel_workers_follow_their_scripts_and_approvals_reach_the_rig
     }
 
     // Phase 2: the parent itself waits on a prompt while two new workers ask.
-    session.submit(Op::UserInput {
-        text: "PARENT second".into(),
-    });
+    session.submit(Op::user("PARENT second"));
     let asked = log.until(&mut session, 5, approval).await;
     let asked: Vec<_> = asked
         .into_iter()

@@ -51,9 +51,7 @@ async fn cancel_during_a_long_bash_call_kills_it_and_answers_the_call() {
         "bash",
         &json!({"command": "echo $$ > child.pid && exec sleep 30"}),
     ))]);
-    session.submit(Op::UserInput {
-        text: "run it".into(),
-    });
+    session.submit(Op::user("run it"));
     session
         .events_until(|e| matches!(e, Event::ToolCall { .. }))
         .await;
@@ -110,9 +108,7 @@ async fn cancel_during_a_stalled_stream_ends_the_turn_and_the_session_goes_on() 
     )];
     let partial = sse_body(&first).replace("data: [DONE]\n\n", "");
     mock.push([Reply::HangAfter { body: partial }]);
-    session.submit(Op::UserInput {
-        text: "think".into(),
-    });
+    session.submit(Op::user("think"));
     session
         .events_until(|e| matches!(e, Event::AssistantDelta { .. }))
         .await;
@@ -144,9 +140,7 @@ async fn a_mode_change_while_a_turn_runs_is_refused_and_status_still_answers() {
     mock.push([Reply::HangAfter {
         body: sse_body(&first).replace("data: [DONE]\n\n", ""),
     }]);
-    session.submit(Op::UserInput {
-        text: "work".into(),
-    });
+    session.submit(Op::user("work"));
     session
         .events_until(|e| matches!(e, Event::AssistantDelta { .. }))
         .await;

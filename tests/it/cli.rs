@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
+use cadre::runtime::store::{Store, store_path};
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -439,11 +440,13 @@ text = "done"
         ]
     );
     assert!(ws.path().join("notes.txt").exists() && !ws.path().join("secret.txt").exists());
-    let audit = std::fs::read_dir(data.path().join("sessions"))
+    let store = Store::open(&store_path(data.path())).expect("the store");
+    let audit: usize = store
+        .list(10)
         .expect("sessions")
-        .filter_map(|d| std::fs::read_to_string(d.expect("entry").path().join("audit.jsonl")).ok())
-        .map(|text| text.lines().count())
-        .sum::<usize>();
+        .iter()
+        .map(|s| store.audit(&s.id).expect("audit").len())
+        .sum();
     assert_eq!(
         audit, 4,
         "one audit record per automatic decision, over both runs"

@@ -58,9 +58,12 @@ text = "fine now"
 
     // The session is alive: it changes mode and runs the next turn.
     session.submit(Op::SetMode { mode: Mode::Plan });
+    let changed = session
+        .events_until(|e| matches!(e, Event::ModeChanged { .. }))
+        .await;
     assert_eq!(
-        session.next_event().await,
-        Event::ModeChanged { mode: Mode::Plan }
+        changed.last(),
+        Some(&Event::ModeChanged { mode: Mode::Plan })
     );
     let second = session.turn("two").await;
     assert!(

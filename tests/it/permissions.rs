@@ -270,9 +270,7 @@ async fn cancelling_the_turn_during_a_review_denies_the_held_call() {
         body: String::new(),
     });
     let mut session = auto_session(&mock).await;
-    session.submit(Op::UserInput {
-        text: "write".into(),
-    });
+    session.submit(Op::user("write"));
     let deadline = Instant::now() + Duration::from_secs(10);
     while mock.requests().iter().filter(|r| is_review(r)).count() == 0 {
         assert!(Instant::now() < deadline, "the review never started");
@@ -350,9 +348,7 @@ async fn a_guardian_that_never_answers_is_denied_after_its_90_second_deadline() 
         .start()
         .await;
     let started = tokio::time::Instant::now();
-    session.submit(Op::UserInput {
-        text: "write".into(),
-    });
+    session.submit(Op::user("write"));
     // No test timeout here: on the paused clock it would fire first.
     let mut events = Vec::new();
     while let Some(event) = session.events.recv().await {
@@ -472,20 +468,8 @@ async fn every_automatic_decision_has_one_audit_record_and_one_event_line() {
     ];
     assert_eq!(decisions(&events), expected);
 
-    // The audit writer appends in the background; wait for all four lines.
-    let audit_path = session.session_dir.join("audit.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let records: Vec<Value> = loop {
-        let text = std::fs::read_to_string(&audit_path).unwrap_or_default();
-        let records: Vec<Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("json line"))
-            .collect();
-        if records.len() >= 4 || Instant::now() > deadline {
-            break records;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    // The audit is in the session's store.
+    let records = session.audit().await;
     let audited: Vec<(String, String, String)> = records
         .iter()
         .map(|r| {
@@ -578,9 +562,7 @@ async fn three_denials_in_a_row_fall_back_to_ask_in_an_interactive_host() {
         .interactive(true)
         .start()
         .await;
-    session.submit(Op::UserInput {
-        text: "write four".into(),
-    });
+    session.submit(Op::user("write four"));
     let events = session
         .events_until(|e| matches!(e, Event::ApprovalRequested { .. }))
         .await;
@@ -680,9 +662,7 @@ async fn twenty_denials_in_a_session_fall_back_to_ask_interactively_and_a_user_m
                 .any(|e| matches!(e, Event::AutonomyPaused { .. }))
         );
     }
-    session.submit(Op::UserInput {
-        text: "three".into(),
-    });
+    session.submit(Op::user("three"));
     let third = session
         .events_until(|e| matches!(e, Event::AutonomyPaused { .. }))
         .await;
@@ -721,9 +701,7 @@ async fn allow_for_session_answers_the_same_call_again_without_asking() {
         .interactive(true)
         .start()
         .await;
-    session.submit(Op::UserInput {
-        text: "write".into(),
-    });
+    session.submit(Op::user("write"));
     let first = session
         .events_until(|e| matches!(e, Event::ApprovalRequested { .. }))
         .await;

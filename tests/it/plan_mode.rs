@@ -64,7 +64,8 @@ async fn plan_offers_read_only_tools_the_plan_writers_and_read_only_bash_while_w
             "grep",
             "write_file",
             "edit_file",
-            "bash"
+            "bash",
+            "exit_plan_mode"
         ]
     );
     let plan_file = plan.plan_file.display().to_string();

@@ -253,8 +253,11 @@ impl SessionState {
             services: SessionServices {
                 model: model.clone(),
                 tools: self.services.tools.clone(),
+                // A sub-agent's work lives in its parent's conversation
+                // (its report); it keeps no store of its own.
+                store: None,
             },
-            events,
+            events: super::EventSink::new(events),
         };
         let (actor, _) = Actor::spawn_linked(None, SessionActor, args, myself.get_cell())
             .await
@@ -273,7 +276,7 @@ impl SessionState {
             posture,
             depth,
         });
-        let _ = actor.cast(SessionMsg::Op(Op::UserInput { text: prompt }));
+        let _ = actor.cast(SessionMsg::Op(Op::user(prompt)));
         self.children.by_id.insert(
             agent_id.clone(),
             Child {
@@ -326,6 +329,7 @@ impl SessionState {
                 .then(|| role.model.clone())
                 .flatten(),
             subagents: self.config.subagents.clone(),
+            plan_agent_entry: false,
         }
     }
 
@@ -365,9 +369,7 @@ impl SessionState {
             posture: authority.posture,
             mode: authority.mode,
         });
-        let _ = child
-            .actor
-            .cast(SessionMsg::Op(Op::UserInput { text: prompt }));
+        let _ = child.actor.cast(SessionMsg::Op(Op::user(prompt)));
         child.slot = Some(slot);
         child.last_report = None;
         Ok(if background {

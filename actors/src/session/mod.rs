@@ -8,10 +8,20 @@
 //!
 //! The session is also the permission authority for its calls (see
 //! `authority`): tool tasks ask it by message, and it answers now or once a
-//! person or the guardian has. And it supervises its sub-agents (see `agents`).
+//! person or the guardian has. It supervises its sub-agents (`agents`),
+//! keeps its queue and conversation in the store (`turns`), and runs the
+//! plan lifecycle (`plan`).
+//!
+//! # Layout
+//! - `turns`: admission, the queue, starting and finishing turns, resume.
+//! - `plan`: `/plan`, mode changes, `exit_plan_mode`, questionnaires.
+//! - `authority`: permission decisions, prompts, guardian reviews, audit.
+//! - `agents`: sub-agents.
 
 mod agents;
 mod authority;
+mod plan;
+mod turns;
 
 pub use agents::Subagents;
 pub use authority::PermissionConfig;
@@ -19,27 +29,56 @@ pub use authority::PermissionConfig;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use cadre_runtime::tool::PlanRequest;
+
 use cadre_runtime::Mode;
 use cadre_runtime::agent::AgentReport;
 use cadre_runtime::message::{Message, unanswered_calls};
-use cadre_runtime::model::{ModelClient, RequestContext};
+use cadre_runtime::model::ModelClient;
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::Decision;
-use cadre_runtime::prompt::system_prompt;
 use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op, STREAM_VERSION, Usage};
 use cadre_runtime::tool::{
-    AGENT_TOOL, AgentRequest, Authorization, ErrorCode, ToolContext, ToolOutcome, ToolRunner,
-    Workspace, definition_gate,
+    AgentRequest, Authorization, ErrorCode, ToolOutcome, ToolRunner, Workspace,
 };
-use cadre_runtime::turn::{TurnConfig, TurnMachine, TurnOutcome};
+use cadre_runtime::turn::TurnOutcome;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::audit::AuditLog;
-use crate::turn::{TurnActor, TurnArgs, TurnMsg};
+use crate::store::StoreHandle;
+use crate::turn::TurnMsg;
 
-/// Where a session's events go.
-pub type EventSink = mpsc::UnboundedSender<Event>;
+/// Where a session's events go: the host's stream, and (for a session with
+/// a store) the stored transcript. Streamed text deltas are not stored; the
+/// complete message is.
+#[derive(Debug, Clone)]
+pub struct EventSink {
+    host: mpsc::UnboundedSender<Event>,
+    transcript: Option<(StoreHandle, Arc<str>)>,
+}
+
+impl EventSink {
+    /// A sink to the host only.
+    pub fn new(host: mpsc::UnboundedSender<Event>) -> Self {
+        Self {
+            host,
+            transcript: None,
+        }
+    }
+
+    /// Sends an event to the host and the transcript; false when the host
+    /// has stopped listening.
+    pub fn send(&self, event: Event) -> bool {
+        if let Some((store, session_id)) = &self.transcript
+            && !matches!(event, Event::AssistantDelta { .. })
+            && let Ok(json) = serde_json::to_string(&event)
+        {
+            store.append(session_id, Vec::new(), vec![json], Vec::new());
+        }
+        self.host.send(event).is_ok()
+    }
+}
 
 /// What a session is, fixed at its start.
 #[derive(Debug, Clone)]
@@ -74,6 +113,8 @@ pub struct SessionConfig {
     pub model_override: Option<String>,
     /// Roles, models and limits for the `agent` tool; `None` disables it.
     pub subagents: Option<Arc<Subagents>>,
+    /// Offer `enter_plan_mode` in Work (config `plan.agent_entry`).
+    pub plan_agent_entry: bool,
 }
 
 impl SessionConfig {
@@ -96,6 +137,7 @@ impl SessionConfig {
             role_prompt: None,
             model_override: None,
             subagents: None,
+            plan_agent_entry: false,
         }
     }
 }
@@ -107,6 +149,10 @@ pub struct SessionServices {
     pub model: Arc<dyn ModelClient>,
     /// The tool entry point.
     pub tools: ToolRunner,
+    /// The store the session keeps its queue, conversation, transcript,
+    /// questionnaires and audit in. A user's session without one gets a
+    /// store in memory; a sub-agent has none.
+    pub store: Option<StoreHandle>,
 }
 
 /// Messages to a session.
@@ -168,6 +214,13 @@ pub enum SessionMsg {
         /// The parent's mode now.
         mode: Mode,
     },
+    /// A plan lifecycle tool asks (from the turn's plan host).
+    Plan {
+        /// What to do.
+        request: PlanRequest,
+        /// Where the answer goes.
+        reply: oneshot::Sender<ToolOutcome>,
+    },
 }
 
 impl ractor::Message for SessionMsg {}
@@ -200,6 +253,8 @@ pub struct SessionArgs {
 struct Running {
     turn_id: u64,
     actor: ActorRef<TurnMsg>,
+    /// The queue row whose turn this is (none without a store).
+    queue_id: Option<i64>,
 }
 
 /// A session's state.
@@ -209,8 +264,11 @@ pub struct SessionState {
     events: EventSink,
     mode: Mode,
     conversation: Vec<Arc<Message>>,
-    queue: VecDeque<String>,
+    queue: VecDeque<turns::Queued>,
     running: Option<Running>,
+    store: Option<StoreHandle>,
+    /// The questionnaire waiting for an answer, if any.
+    questionnaire: Option<String>,
     turns: u64,
     stopping: bool,
     span: tracing::Span,
@@ -252,7 +310,7 @@ pub async fn spawn_session(
     let args = SessionArgs {
         config,
         services,
-        events,
+        events: EventSink::new(events),
     };
     let (actor, join) = Actor::spawn(None, SessionActor, args).await?;
     Ok((SessionHandle { actor, join }, receiver))
@@ -271,30 +329,58 @@ impl Actor for SessionActor {
         // The session directory is created by whoever first writes to it
         // (the plan file, the task list): no file I/O on the mailbox.
         let span = tracing::info_span!("session", session_id = %args.config.session_id);
-        let _ = args.events.send(Event::SessionStarted {
-            version: STREAM_VERSION,
-            session_id: args.config.session_id.clone(),
-            mode: args.config.mode,
-            posture: args.config.permissions.posture,
-            workspace: args.config.workspace.root().display().to_string(),
-            model: args.services.model.model().to_string(),
-        });
-        let audit = AuditLog::start(args.config.paths.dir.join("audit.jsonl"));
+        let store = match args.services.store.clone() {
+            Some(store) => Some(store),
+            None if args.config.depth == 0 => Some(StoreHandle::in_memory().await?),
+            None => None,
+        };
+        let mut events = args.events;
+        let audit = match &store {
+            Some(store) => {
+                events.transcript = Some((store.clone(), args.config.session_id.as_str().into()));
+                AuditLog::Store(store.clone())
+            }
+            None => AuditLog::file(args.config.paths.dir.join("audit.jsonl")),
+        };
         let authority = authority::Authority::new(args.config.permissions.clone(), audit);
-        Ok(SessionState {
+        let mut state = SessionState {
             authority,
             children: agents::Children::default(),
             mode: args.config.mode,
             config: args.config,
             services: args.services,
-            events: args.events,
+            events,
             conversation: Vec::new(),
             queue: VecDeque::new(),
             running: None,
+            store,
+            questionnaire: None,
             turns: 0,
             stopping: false,
             span,
-        })
+        };
+        state.restore().await?;
+        state.emit(Event::SessionStarted {
+            version: STREAM_VERSION,
+            session_id: state.config.session_id.clone(),
+            mode: state.mode,
+            posture: state.authority.posture,
+            workspace: state.config.workspace.root().display().to_string(),
+            model: state.services.model.model().to_string(),
+        });
+        Ok(state)
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // A resumed session carries on with what it had admitted.
+        if !state.queue.is_empty() {
+            state.start_next(&myself).await;
+        }
+        Ok(())
     }
 
     async fn handle(
@@ -310,7 +396,7 @@ impl Actor for SessionActor {
             }
             SessionMsg::TurnRecord { turn_id, message } => {
                 if state.is_current(turn_id) {
-                    state.conversation.push(message);
+                    state.record(message);
                 }
             }
             SessionMsg::TurnFinished { turn_id, outcome } => {
@@ -319,9 +405,11 @@ impl Actor for SessionActor {
                     tracing::info!(parent: &state.span, turn_id, ?outcome, "turn finished");
                     state.withdraw(turn_id);
                     state.close_unanswered("the turn ended before this call was answered");
+                    state.finish_turn(running.queue_id).await;
                     state.after_turn(&myself).await;
                 }
             }
+            SessionMsg::Plan { request, reply } => state.plan_request(request, reply).await,
             SessionMsg::Authorize {
                 turn_id,
                 request,
@@ -363,6 +451,7 @@ impl Actor for SessionActor {
                 tracing::error!(parent: &state.span, turn_id = running.turn_id, %error, "turn crashed");
                 state.withdraw(running.turn_id);
                 state.close_unanswered("the turn crashed before this call was answered");
+                state.finish_turn(running.queue_id).await;
                 let _ = state.events.send(Event::TurnFailed {
                     turn_id: running.turn_id,
                     category: FailureCategory::Agent,
@@ -414,19 +503,12 @@ impl SessionState {
 
     async fn on_op(&mut self, myself: &ActorRef<SessionMsg>, op: Op) {
         match op {
-            Op::UserInput { text } => {
+            Op::UserInput { text, intent } => {
                 if self.stopping {
                     return self.reject("user_input", "the session is shutting down");
                 }
                 self.authority.ledger.user_message();
-                self.queue.push_back(text);
-                if self.running.is_some() {
-                    self.emit(Event::InputQueued {
-                        queue_length: self.queue.len(),
-                    });
-                } else {
-                    self.start_next(myself).await;
-                }
+                self.admit_user(myself, text, intent).await;
             }
             Op::SetMode { mode } => {
                 if self.running.is_some() {
@@ -435,9 +517,10 @@ impl SessionState {
                         "a turn is running: cancel it first (Ctrl-C, or the `cancel` op), then change the mode",
                     );
                 }
-                self.mode = mode;
-                self.emit(Event::ModeChanged { mode });
+                self.set_mode(mode).await;
             }
+            Op::Plan { action } => self.plan_op(action).await,
+            Op::Answer { id, answer } => self.answer(myself, id, answer).await,
             Op::SetPosture { posture } => {
                 if self.running.is_some() {
                     return self.reject(
@@ -447,6 +530,8 @@ impl SessionState {
                 }
                 self.authority.posture = posture;
                 self.authority.ledger.resume();
+                self.persist(move |store, id| store.set_posture(id, posture))
+                    .await;
                 self.emit(Event::PostureChanged { posture });
             }
             Op::Approve { id, decision } => {
@@ -494,6 +579,9 @@ impl SessionState {
             self.stop(myself);
         } else {
             self.start_next(myself).await;
+            if self.running.is_none() {
+                self.emit(Event::SessionIdle { turns: self.turns });
+            }
         }
     }
 
@@ -507,96 +595,10 @@ impl SessionState {
     /// is well-formed.
     fn close_unanswered(&mut self, why: &str) {
         for call in unanswered_calls(&self.conversation) {
-            self.conversation.push(Arc::new(Message::Tool {
+            self.record(Arc::new(Message::Tool {
                 call_id: call.id,
                 content: format!("error ({}): {why}", ErrorCode::Cancelled),
             }));
-        }
-    }
-
-    async fn start_next(&mut self, myself: &ActorRef<SessionMsg>) {
-        let Some(text) = self.queue.pop_front() else {
-            return;
-        };
-        self.conversation.push(Arc::new(Message::user(text)));
-        self.turns += 1;
-        let turn_id = self.turns;
-        let config = &self.config;
-        let plan_file = config.paths.plan_file();
-        let mut tools = definition_gate(
-            self.services.tools.registry(),
-            self.mode,
-            config.allowed_tools.as_deref(),
-            &plan_file,
-        );
-        if config.subagents.is_none() {
-            // A tool that could only fail is not offered.
-            tools.retain(|spec| spec.name != AGENT_TOOL);
-        }
-        let turn = TurnConfig {
-            turn_id,
-            mode: self.mode,
-            max_iterations: config.max_iterations,
-            system: match &config.role_prompt {
-                Some(role) => format!(
-                    "{}\n\n{role}",
-                    system_prompt(self.mode, config.workspace.root())
-                ),
-                None => system_prompt(self.mode, config.workspace.root()),
-            }
-            .into(),
-            tools: tools.into(),
-            context: RequestContext {
-                agent_id: config.agent_id.as_str().into(),
-                role: config.role.as_str().into(),
-                mode: self.mode,
-                turn: turn_id,
-                iteration: 0,
-                session_id: config.session_id.as_str().into(),
-                workspace: config.workspace.root().display().to_string().into(),
-                plan_file: plan_file.display().to_string().into(),
-            },
-            plan_file: plan_file.clone(),
-            model: config.model_override.as_deref().map(Arc::from),
-        };
-        let tool_context = ToolContext {
-            workspace: config.workspace.clone(),
-            mode: self.mode,
-            session_dir: config.paths.dir.clone(),
-            plan_file,
-            allowed_tools: config.allowed_tools.clone(),
-            authorizer: Some(Arc::new(authority::SessionAuthorizer {
-                session: myself.clone(),
-                turn_id,
-            })),
-            file_scopes: config.file_scopes.clone(),
-            agents: config.subagents.is_some().then(|| {
-                Arc::new(agents::SessionAgentHost {
-                    session: myself.clone(),
-                }) as Arc<dyn cadre_runtime::tool::AgentHost>
-            }),
-        };
-        let args = TurnArgs {
-            machine: TurnMachine::new(turn, self.conversation.as_slice().into()),
-            session: myself.clone(),
-            model: self.services.model.clone(),
-            tools: self.services.tools.clone(),
-            tool_context: Arc::new(tool_context),
-            events: self.events.clone(),
-            span: self.span.clone(),
-        };
-        match Actor::spawn_linked(None, TurnActor, args, myself.get_cell()).await {
-            Ok((actor, _join)) => self.running = Some(Running { turn_id, actor }),
-            Err(error) => {
-                self.emit(Event::TurnFailed {
-                    turn_id,
-                    category: FailureCategory::Agent,
-                    message: format!("the turn could not start: {error}"),
-                    retryable: false,
-                    usage: Usage::default(),
-                    iterations: 0,
-                });
-            }
         }
     }
 }

@@ -154,6 +154,20 @@ impl Store {
         })
     }
 
+    /// A store that lives in memory only, for sessions nobody will resume.
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        let shown = ":memory:";
+        let mut conn =
+            Connection::open_in_memory().map_err(|e| StoreError::unreadable(shown, &e))?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(|e| StoreError::unreadable(shown, &e))?;
+        schema::migrate(&mut conn, shown)?;
+        Ok(Self {
+            conn,
+            path: PathBuf::from(shown),
+        })
+    }
+
     /// The store file.
     pub fn path(&self) -> &Path {
         &self.path

@@ -49,6 +49,10 @@ pub struct ToolDefinition {
     /// The tool's only effect is on the agent's own session state (its
     /// task list), never the workspace: the floor proves it safe.
     pub session_state_only: bool,
+    /// When set, the tool exists only in this mode: it is not offered in
+    /// another, and a call made in another is refused (`exit_plan_mode`
+    /// only in Plan, `enter_plan_mode` only in Work).
+    pub only_in: Option<Mode>,
 }
 
 impl ToolDefinition {
@@ -70,6 +74,7 @@ impl ToolDefinition {
             writes_path_only: false,
             classifies_calls: false,
             session_state_only: false,
+            only_in: None,
         }
     }
 
@@ -95,6 +100,12 @@ impl ToolDefinition {
     /// safety to read-only for the calls it proves read-only.
     pub fn classifying_calls(mut self) -> Self {
         self.classifies_calls = true;
+        self
+    }
+
+    /// Makes the tool exist only in `mode`.
+    pub fn only_in(mut self, mode: Mode) -> Self {
+        self.only_in = Some(mode);
         self
     }
 
@@ -215,6 +226,33 @@ pub struct ToolContext {
     pub file_scopes: Vec<Vec<String>>,
     /// Runs the `agent` tool's requests; `None` where sub-agents are not available.
     pub agents: Option<Arc<dyn AgentHost>>,
+    /// Runs the plan lifecycle tools; `None` where there is no plan lifecycle
+    /// (sub-agents).
+    pub plans: Option<Arc<dyn PlanHost>>,
+}
+
+/// What the plan lifecycle tools ask their host (PL1, PL4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanRequest {
+    /// `exit_plan_mode`: freeze the plan and ask the user to approve it.
+    Exit,
+    /// `enter_plan_mode`: ask the user to confirm entering Plan mode.
+    Enter {
+        /// Why the model wants to plan first.
+        reason: String,
+    },
+}
+
+/// Runs the plan lifecycle tools. Both end the turn: the user answers next.
+pub trait PlanHost: Send + Sync + 'static {
+    /// Carries out one request; the text is what the model reads.
+    fn request(&self, request: PlanRequest) -> ToolFuture<'static>;
+}
+
+impl std::fmt::Debug for dyn PlanHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PlanHost")
+    }
 }
 
 /// What the `agent` tool asks its host.

@@ -57,6 +57,7 @@ pub fn definition_gate(
 ) -> Vec<ToolSpec> {
     registry
         .allowed(allow)
+        .filter(|def| def.only_in.is_none_or(|only| only == mode))
         .filter_map(|def| {
             let description = match mode {
                 Mode::Work | Mode::Operate => def.description.clone(),
@@ -103,6 +104,17 @@ pub fn execution_gate(
         return Err(ToolError::new(
             ErrorCode::ToolNotAllowed,
             format!("'{}' is not among this agent's allowed tools", def.name),
+        ));
+    }
+    if let Some(only) = def.only_in
+        && only != ctx.mode
+    {
+        return Err(ToolError::new(
+            ErrorCode::ToolNotAllowed,
+            format!(
+                "'{}' is only available in {only} mode; the session is in {} mode",
+                def.name, ctx.mode
+            ),
         ));
     }
     match ctx.mode {

@@ -139,6 +139,7 @@ impl Env {
             authorizer: None,
             file_scopes: Vec::new(),
             agents: None,
+            plans: None,
         };
         let mut registry = ToolRegistry::with_builtins();
         for fake in [

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
+use cadre::actors::store::StoreHandle;
 use cadre::actors::{
     PermissionConfig, SessionConfig, SessionHandle, SessionServices, Subagents, spawn_session,
 };
@@ -20,6 +21,7 @@ use cadre::runtime::permission::Posture;
 use cadre::runtime::permission::guardian::GuardianConfig;
 use cadre::runtime::permission::rules::RuleSet;
 use cadre::runtime::protocol::{Event, Op};
+use cadre::runtime::store::{Store, store_path};
 use cadre::runtime::tool::{Tool, ToolRegistry, ToolRunner, Workspace};
 use tempfile::TempDir;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -132,6 +134,7 @@ impl SessionBuilder {
         }
         let session_id = uuid::Uuid::new_v4().to_string();
         let paths = DataDir::new(data.path()).session(&session_id);
+        let session_id_copy = session_id.clone();
         let mut config = SessionConfig::new(
             session_id,
             Workspace::new(workspace.path()).expect("workspace"),
@@ -147,9 +150,12 @@ impl SessionBuilder {
                 max,
             ))
         });
+        let store = Store::open(&store_path(data.path())).expect("store");
+        let (store, _) = StoreHandle::start(store).await.expect("store actor");
         let services = SessionServices {
             model: self.model,
             tools: ToolRunner::new(Arc::new(registry), self.tool_timeout),
+            store: Some(store.clone()),
         };
         let (handle, events) = spawn_session(config, services)
             .await
@@ -159,7 +165,9 @@ impl SessionBuilder {
             events,
             plan_file: paths.plan_file(),
             session_dir: paths.dir,
+            session_id: session_id_copy,
             workspace,
+            store,
             _data: data,
         }
     }
@@ -171,12 +179,27 @@ pub struct TestSession {
     pub events: UnboundedReceiver<Event>,
     pub plan_file: PathBuf,
     pub session_dir: PathBuf,
+    pub session_id: String,
     pub workspace: TempDir,
+    /// The session's store (a file in the data directory).
+    pub store: StoreHandle,
     /// Kept so the directory lives as long as the session.
     _data: TempDir,
 }
 
 impl TestSession {
+    /// The session's audit records, as stored (every buffered append first).
+    pub async fn audit(&self) -> Vec<serde_json::Value> {
+        let id = self.session_id.clone();
+        self.store
+            .call(move |s| s.audit(&id))
+            .await
+            .expect("audit")
+            .iter()
+            .map(|r| serde_json::from_str(r).expect("an audit record is JSON"))
+            .collect()
+    }
+
     pub fn handle(&self) -> &SessionHandle {
         self.handle.as_ref().expect("session still running")
     }
@@ -208,9 +231,7 @@ impl TestSession {
 
     /// Sends a prompt and collects events until its turn completes or fails.
     pub async fn turn(&mut self, prompt: &str) -> Vec<Event> {
-        self.submit(Op::UserInput {
-            text: prompt.into(),
-        });
+        self.submit(Op::user(prompt));
         self.events_until(is_turn_end).await
     }
 

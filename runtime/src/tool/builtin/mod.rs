@@ -7,6 +7,8 @@
 //!   process group on timeout or cancel.
 //! - `todo`: `todo_write`, the agent's task list in the session directory.
 //! - `agent`: `agent`, delegation to sub-agents through the host.
+//! - `plan`: `exit_plan_mode` (Plan only) and `enter_plan_mode` (Work only,
+//!   when the host allows it), the plan lifecycle through the host.
 //!
 //! Argument names are part of the contract: `path` for every file tool,
 //! `content` for `write_file`, `old_string`/`new_string` for `edit_file`,
@@ -15,6 +17,7 @@
 mod agent;
 mod bash;
 mod files;
+mod plan;
 mod search;
 mod todo;
 
@@ -24,6 +27,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use agent::AGENT_TOOL;
+pub use plan::ENTER_PLAN_TOOL;
 pub use todo::TodoItem;
 
 use super::definition::{Tool, ToolError};
@@ -40,6 +44,8 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(bash::Bash::new()),
         Arc::new(todo::TodoWrite::new()),
         Arc::new(agent::Agent::new()),
+        Arc::new(plan::ExitPlanMode::new()),
+        Arc::new(plan::EnterPlanMode::new()),
     ]
 }
 
