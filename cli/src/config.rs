@@ -117,6 +117,8 @@ pub struct UserDefaults {
     pub posture: Option<Posture>,
     /// `model`.
     pub model: Option<String>,
+    /// `plan.agent_entry`.
+    pub plan_agent_entry: Option<bool>,
 }
 
 impl RunConfig {
@@ -243,7 +245,11 @@ impl RunConfig {
             rules,
             guardian,
             roles: files.roles,
-            plan_agent_entry: settings.plan.agent_entry.unwrap_or(false),
+            plan_agent_entry: settings
+                .plan
+                .agent_entry
+                .or(defaults.plan_agent_entry)
+                .unwrap_or(false),
             max_subagents: args
                 .max_subagents
                 .or(settings.max_subagents)

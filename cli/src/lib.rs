@@ -132,6 +132,10 @@ fn load_defaults(config_dir: Option<&Path>) -> Result<UserDefaults, exit::CliErr
         mode: settings.default_mode().map_err(error)?,
         posture: settings.default_posture().map_err(error)?,
         model: settings.model().map_err(error)?,
+        plan_agent_entry: settings
+            .get("plan.agent_entry")
+            .map_err(error)?
+            .and_then(|v| v.as_bool()),
     })
 }
 

@@ -102,7 +102,7 @@ fn registry_of(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> ToolRegistry {
     registry
 }
 
-const BUILTINS: [&str; 9] = [
+const BUILTINS: [&str; 11] = [
     "read_file",
     "list_dir",
     "glob",
@@ -112,6 +112,8 @@ const BUILTINS: [&str; 9] = [
     "bash",
     "todo_write",
     "agent",
+    "exit_plan_mode",
+    "enter_plan_mode",
 ];
 
 /// A temporary root holding `ws/` (the workspace), `outside/` (a sibling the

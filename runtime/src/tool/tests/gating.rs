@@ -44,6 +44,8 @@ fn definition_gate_offers_plan_only_readers_plan_file_writers_and_read_only_bash
             ("bash", false),
             // Delegating changes nothing itself; a sub-agent inherits Plan.
             ("agent", false),
+            // The plan lifecycle: submit the plan for approval.
+            ("exit_plan_mode", false),
         ],
     );
     let registry = ToolRegistry::with_builtins();
@@ -58,9 +60,19 @@ fn definition_gate_offers_plan_only_readers_plan_file_writers_and_read_only_bash
         "{}",
         bash.description
     );
-    let all: Vec<(&str, bool)> = BUILTINS.iter().map(|n| (*n, false)).collect();
-    check_offered(Mode::Work, &all);
-    check_offered(Mode::Operate, &all);
+    // exit_plan_mode exists only in Plan, enter_plan_mode only in Work.
+    let work: Vec<(&str, bool)> = BUILTINS
+        .iter()
+        .filter(|n| **n != "exit_plan_mode")
+        .map(|n| (*n, false))
+        .collect();
+    check_offered(Mode::Work, &work);
+    let operate: Vec<(&str, bool)> = work
+        .iter()
+        .copied()
+        .filter(|(n, _)| *n != "enter_plan_mode")
+        .collect();
+    check_offered(Mode::Operate, &operate);
 }
 
 /// A fresh Plan-mode session whose workspace holds `seed.txt`.
