@@ -30,6 +30,75 @@ pub enum Command {
     /// Read or change user defaults in settings.toml.
     #[command(after_help = config_help())]
     Config(ConfigArgs),
+    /// List, inspect and fork stored sessions.
+    Sessions(SessionsArgs),
+    /// Answer a session's plan questionnaire without running it.
+    Plan(PlanArgs),
+}
+
+/// `cadre sessions`.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: SessionsAction,
+
+    /// Where sessions are stored (default: $CADRE_HOME, else the platform data dir + cadre).
+    #[arg(long, env = "CADRE_HOME", global = true)]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// `cadre sessions list|show|fork`.
+#[derive(Debug, Subcommand)]
+pub enum SessionsAction {
+    /// The most recently active sessions.
+    List {
+        /// How many.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// One session: its state, admitted messages and waiting questionnaire.
+    Show {
+        /// An id, a unique id prefix, or `latest`.
+        session: String,
+    },
+    /// Copy a session's conversation into a new session (its parent recorded).
+    Fork {
+        /// An id, a unique id prefix, or `latest`.
+        session: String,
+    },
+}
+
+/// `cadre plan approve|revise|withdraw|defer SESSION`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The answer.
+    #[arg(value_enum)]
+    pub verdict: PlanVerdict,
+
+    /// The session: an id, a unique id prefix, or `latest`.
+    pub session: String,
+
+    /// What to change (required with revise).
+    #[arg(long)]
+    pub feedback: Option<String>,
+
+    /// Where sessions are stored (default: $CADRE_HOME, else the platform data dir + cadre).
+    #[arg(long, env = "CADRE_HOME")]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// An answer to a plan questionnaire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanVerdict {
+    /// Implement the plan: `exec --resume` runs it.
+    Approve,
+    /// Send it back with --feedback; a follow-up turn revises it in Plan mode.
+    Revise,
+    /// Drop it: back to Work, nothing implemented.
+    Withdraw,
+    /// Not now: nothing changes.
+    Defer,
 }
 
 /// `cadre config`.

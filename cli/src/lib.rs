@@ -9,6 +9,8 @@
 //! - [`config`]: validation into `RunConfig`; building the model client.
 //! - [`exec`]: `cadre exec`.
 //! - [`config_cmd`]: `cadre config get|set|list` over `settings.toml`.
+//! - [`sessions_cmd`]: `cadre sessions list|show|fork` and `cadre plan …`,
+//!   offline against the store.
 //! - [`render`]: text, json and stream-json renderings of the event stream.
 //! - [`exit`]: exit codes.
 //!
@@ -21,6 +23,7 @@ pub mod config_cmd;
 pub mod exec;
 pub mod exit;
 pub mod render;
+pub mod sessions_cmd;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -54,6 +57,14 @@ pub fn main() -> ExitCode {
     finish(match cli.command {
         Command::Exec(args) => run_exec(*args, env, config_dir),
         // Settings need no async runtime; not starting one keeps `config` fast.
+        Command::Sessions(args) => match args.data_dir.clone().or_else(|| default_data_dir(&env)) {
+            Some(dir) => sessions_cmd::sessions(args, dir),
+            None => Err(exit::CliError::usage("no data directory: pass --data-dir or set CADRE_HOME")),
+        },
+        Command::Plan(args) => match args.data_dir.clone().or_else(|| default_data_dir(&env)) {
+            Some(dir) => sessions_cmd::plan(args, dir),
+            None => Err(exit::CliError::usage("no data directory: pass --data-dir or set CADRE_HOME")),
+        },
         Command::Config(args) => match config_dir {
             Some(dir) => config_cmd::run(args, &Settings::in_dir(&dir)),
             None => Err(exit::CliError::usage(
@@ -95,6 +106,11 @@ fn finish(result: Result<u8, exit::CliError>) -> ExitCode {
             err.exit_code()
         }
     }
+}
+
+/// The platform data directory + cadre.
+fn default_data_dir(env: &Environment) -> Option<PathBuf> {
+    env.platform_data_dir.as_ref().map(|d| d.join("cadre"))
 }
 
 fn environment() -> Environment {

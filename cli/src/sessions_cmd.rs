@@ -1,0 +1,177 @@
+//! `cadre sessions list|show|fork` and `cadre plan approve|revise|withdraw|defer`:
+//! the store, offline (no session runs).
+
+use std::path::PathBuf;
+
+use cadre_runtime::store::{QuestionnaireAnswer, QuestionnaireKind, Store, store_path};
+
+use crate::args::{PlanArgs, PlanVerdict, SessionsAction, SessionsArgs};
+use crate::exit::{self, CliError};
+
+/// Opens the store in `data_dir`; any failure is a configuration error.
+fn open(data_dir: &PathBuf) -> Result<Store, CliError> {
+    Store::open(&store_path(data_dir)).map_err(|e| CliError::config(e.to_string()))
+}
+
+fn not_found(e: cadre_runtime::store::StoreError) -> CliError {
+    CliError::usage(e.to_string())
+}
+
+/// When, as `YYYY-MM-DD HH:MM` UTC.
+fn when(seconds: f64) -> String {
+    let secs = seconds as i64;
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}", rest / 3600, rest % 3600 / 60)
+}
+
+/// `cadre sessions …`.
+pub fn sessions(args: SessionsArgs, data_dir: PathBuf) -> Result<u8, CliError> {
+    let mut store = open(&data_dir)?;
+    match args.action {
+        SessionsAction::List { limit } => {
+            let sessions = store.list(limit).map_err(|e| CliError::internal(e.to_string()))?;
+            if sessions.is_empty() {
+                eprintln!("no sessions in {}", data_dir.display());
+            }
+            for s in sessions {
+                println!(
+                    "{}  {}  {:<7}  {}  {}",
+                    s.id,
+                    when(s.updated_at),
+                    s.mode.as_str(),
+                    s.workspace,
+                    s.title.lines().next().unwrap_or_default()
+                );
+            }
+        }
+        SessionsAction::Show { session } => {
+            let s = store.resolve(&session, None).map_err(not_found)?;
+            println!("session    {}", s.id);
+            if let Some(parent) = &s.parent_id {
+                println!("forked from {parent}");
+            }
+            println!("workspace  {}", s.workspace);
+            println!("mode       {}", s.mode);
+            println!("posture    {}", s.posture);
+            println!("created    {}", when(s.created_at));
+            println!("updated    {}", when(s.updated_at));
+            let conversation = store.conversation(&s.id).map_err(|e| CliError::internal(e.to_string()))?;
+            println!("messages   {} in the conversation", conversation.len());
+            println!("\nadmitted:");
+            for (source, state, content) in store.admitted(&s.id).map_err(|e| CliError::internal(e.to_string()))? {
+                let first = content.lines().next().unwrap_or_default();
+                let shown: String = first.chars().take(100).collect();
+                println!("  [{state:<7}] {source:<13} {shown}");
+            }
+            if let Some(q) = store
+                .pending_questionnaire(&s.id)
+                .map_err(|e| CliError::internal(e.to_string()))?
+            {
+                println!(
+                    "\nwaiting: {} ({}) · {} · sha256 {}",
+                    q.id,
+                    match q.kind {
+                        QuestionnaireKind::PlanApproval => "plan approval",
+                        QuestionnaireKind::PlanEntry => "plan entry",
+                    },
+                    q.plan_path,
+                    q.sha256
+                );
+                println!("answer with: cadre plan approve|revise|withdraw {}", s.id);
+            }
+        }
+        SessionsAction::Fork { session } => {
+            let id = uuid::Uuid::new_v4().to_string();
+            let forked = store.fork(&session, &id).map_err(not_found)?;
+            println!("{}", forked.id);
+            eprintln!(
+                "forked {} into {}; continue it with: cadre exec --resume {} PROMPT",
+                forked.parent_id.unwrap_or_default(),
+                forked.id,
+                forked.id
+            );
+        }
+    }
+    Ok(exit::SUCCESS)
+}
+
+/// `cadre plan approve|revise|withdraw|defer SESSION`: answers the session's
+/// waiting questionnaire, as the interactive answer would.
+pub fn plan(args: PlanArgs, data_dir: PathBuf) -> Result<u8, CliError> {
+    let mut store = open(&data_dir)?;
+    let session = store.resolve(&args.session, None).map_err(not_found)?;
+    let Some(q) = store
+        .pending_questionnaire(&session.id)
+        .map_err(|e| CliError::internal(e.to_string()))?
+    else {
+        return Err(CliError::usage(format!(
+            "session {} has no questionnaire waiting for an answer",
+            session.id
+        )));
+    };
+    let answer = match (args.verdict, args.feedback) {
+        (PlanVerdict::Approve, _) => QuestionnaireAnswer::Approve,
+        (PlanVerdict::Defer, _) => QuestionnaireAnswer::Defer,
+        (PlanVerdict::Withdraw, _) => QuestionnaireAnswer::Withdraw,
+        (PlanVerdict::Revise, Some(feedback)) if !feedback.trim().is_empty() => {
+            QuestionnaireAnswer::Revise { feedback }
+        }
+        (PlanVerdict::Revise, _) => {
+            return Err(CliError::usage("revise needs --feedback TEXT saying what to change"));
+        }
+    };
+    if q.kind == QuestionnaireKind::PlanEntry && answer == QuestionnaireAnswer::Approve {
+        // Entering Plan backs up the old plan around the answer.
+        let plan_file = cadre_runtime::paths::DataDir::new(&data_dir)
+            .session(&session.id)
+            .plan_file();
+        let mut outcome = None;
+        cadre_runtime::plan::enter(&plan_file, || {
+            outcome = Some(store.answer(&session.id, &q.id, &answer)?);
+            Ok::<(), cadre_runtime::store::StoreError>(())
+        })
+        .map_err(|e| CliError::internal(format!("{e:?}")))?;
+    } else {
+        store
+            .answer(&session.id, &q.id, &answer)
+            .map_err(|e| CliError::usage(e.to_string()))?;
+    }
+    let next = match &answer {
+        QuestionnaireAnswer::Approve | QuestionnaireAnswer::Revise { .. } => format!(
+            "; run it with: cadre exec --resume {}",
+            session.id
+        ),
+        QuestionnaireAnswer::Defer | QuestionnaireAnswer::Withdraw => String::new(),
+    };
+    println!("{} {}{next}", q.id, answer_word(&answer));
+    Ok(exit::SUCCESS)
+}
+
+fn answer_word(answer: &QuestionnaireAnswer) -> &'static str {
+    match answer {
+        QuestionnaireAnswer::Approve => "approved",
+        QuestionnaireAnswer::Defer => "deferred",
+        QuestionnaireAnswer::Revise { .. } => "sent back for revision",
+        QuestionnaireAnswer::Withdraw => "withdrawn",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn times_print_as_utc_dates() {
+        assert_eq!(super::when(0.0), "1970-01-01 00:00");
+        assert_eq!(super::when(1_700_000_000.0), "2023-11-14 22:13");
+        assert_eq!(super::when(951_782_400.0), "2000-02-29 00:00");
+    }
+}
