@@ -9,6 +9,7 @@ mod cancel;
 mod cli;
 mod crash;
 mod permissions;
+mod plan_lifecycle;
 mod plan_mode;
 mod retries;
 mod samples;

@@ -305,7 +305,13 @@ impl SessionState {
             })
             .await;
         let outcome = match answered {
-            Ok(outcome) => outcome,
+            Ok(outcome) if outcome.new => outcome,
+            Ok(_) => {
+                return self.reject(
+                    "answer",
+                    format!("questionnaire {id} was already answered that way"),
+                );
+            }
             Err(err) => return self.reject("answer", err.to_string()),
         };
         if self.questionnaire.as_deref() == Some(id.as_str()) {
@@ -327,9 +333,7 @@ impl SessionState {
             }
             self.emit(Event::ModeChanged { mode: outcome.mode });
         }
-        if outcome.new {
-            self.reload_queue().await;
-        }
+        self.reload_queue().await;
         self.start_next(myself).await;
         if self.running.is_none() {
             self.emit(Event::SessionIdle { turns: self.turns });

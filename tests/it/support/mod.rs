@@ -50,6 +50,7 @@ pub struct SessionBuilder {
     max_iterations: u32,
     permissions: PermissionConfig,
     subagents: Option<(BTreeMap<String, RoleConfig>, u32)>,
+    plan_agent_entry: bool,
 }
 
 impl SessionBuilder {
@@ -79,7 +80,14 @@ impl SessionBuilder {
                 ..PermissionConfig::default()
             },
             subagents: None,
+            plan_agent_entry: false,
         }
+    }
+
+    /// Offers `enter_plan_mode` in Work (config `plan.agent_entry`).
+    pub fn plan_agent_entry(mut self) -> Self {
+        self.plan_agent_entry = true;
+        self
     }
 
     pub fn posture(mut self, posture: Posture) -> Self {
@@ -143,6 +151,7 @@ impl SessionBuilder {
         config.mode = self.mode;
         config.max_iterations = self.max_iterations;
         config.permissions = self.permissions;
+        config.plan_agent_entry = self.plan_agent_entry;
         config.subagents = self.subagents.map(|(roles, max)| {
             Arc::new(Subagents::new(
                 roles,
