@@ -33,11 +33,14 @@ use async_openai::types::chat::{
 use cadre::actors::store::StoreHandle;
 use cadre::actors::{PermissionConfig, SessionConfig, SessionServices, spawn_session};
 use cadre::runtime::Mode;
-use cadre::runtime::model::{OpenAiClient, OpenAiConfig, RetryPolicy, Retrying};
+use cadre::runtime::model::{
+    OpenAiClient, OpenAiConfig, RetryPolicy, Retrying, Script, ScriptedModel,
+};
 use cadre::runtime::paths::DataDir;
 use cadre::runtime::permission::Posture;
 use cadre::runtime::prompt::system_prompt;
 use cadre::runtime::protocol::{Event, Op};
+use cadre::runtime::store::{Admission, NewSession, Source, Store, store_path};
 use cadre::runtime::tool::{ToolRegistry, ToolRunner, Workspace, definition_gate};
 use futures::StreamExt;
 use mock::{MockServer, Reply, text_chunks, tool_call_chunks};
@@ -127,6 +130,12 @@ fn main() {
         }
         println!("  of which: session start + stop median {:>6.1} µs; list_dir through the runner median {:>6.1} µs",
             us(percentile(&mut spawn, 50)), us(percentile(&mut tool, 50)));
+
+        let messages = 500;
+        let (store_median, session_median) = admission_latency(messages, workspace.path()).await;
+        println!("admission ({messages} messages, file store in WAL mode):");
+        println!("  one admission transaction   median {:>8.1} µs", us(store_median));
+        println!("  submit → input.admitted     median {:>8.1} µs   (through the session and store actors)", us(session_median));
 
         let agents = 1000;
         let per_agent = live_agent_memory(agents, workspace.path(), data.path()).await;
@@ -339,6 +348,88 @@ fn tool_context(
         agents: None,
         plans: None,
     }
+}
+
+/// Admission latency: the store transaction alone, and end to end through a
+/// session whose turn is busy (so each message is admitted and queued).
+async fn admission_latency(n: usize, workspace: &std::path::Path) -> (Duration, Duration) {
+    let dir = tempfile::TempDir::new().expect("dir");
+    let mut store = Store::open(&store_path(dir.path())).expect("store");
+    store
+        .create_session(&NewSession {
+            id: "bench",
+            workspace,
+            mode: Mode::Work,
+            posture: Posture::Bypass,
+        })
+        .expect("session");
+    let mut direct = Vec::with_capacity(n);
+    for i in 0..n {
+        let key = format!("k{i}");
+        let start = Instant::now();
+        store
+            .admit(&Admission {
+                session_id: "bench",
+                content: "a message of ordinary length, as a user would type it",
+                source: Source::User,
+                intent: None,
+                idempotency_key: &key,
+                front: false,
+                plan_sha256: None,
+            })
+            .expect("admit");
+        direct.push(start.elapsed());
+    }
+    drop(store);
+
+    // A session whose first turn never ends: every later message is
+    // admitted and queued behind it.
+    let script = Script::from_toml(
+        "[[response]]\nrepeat = true\ndelay_ms = 3600000\ntext = \"never\"\n",
+        "bench",
+    )
+    .expect("script");
+    let dir = tempfile::TempDir::new().expect("dir");
+    let (store, store_task) =
+        StoreHandle::start(Store::open(&store_path(dir.path())).expect("store"))
+            .await
+            .expect("store actor");
+    let services = SessionServices {
+        model: Arc::new(ScriptedModel::new(script, "busy")),
+        tools: ToolRunner::new(
+            Arc::new(ToolRegistry::with_builtins()),
+            Duration::from_secs(30),
+        ),
+        store: Some(store.clone()),
+    };
+    let (session, mut events) = spawn_session(config(workspace, dir.path()), services)
+        .await
+        .expect("session");
+    session
+        .submit(Op::user("the turn that keeps the session busy"))
+        .expect("submit");
+    while let Some(event) = events.recv().await {
+        if matches!(event, Event::TurnStarted { .. }) {
+            break;
+        }
+    }
+    let mut through = Vec::with_capacity(n);
+    for i in 0..n {
+        let start = Instant::now();
+        session
+            .submit(Op::user(format!("message {i}")))
+            .expect("submit");
+        while let Some(event) = events.recv().await {
+            if matches!(event, Event::InputAdmitted { .. }) {
+                break;
+            }
+        }
+        through.push(start.elapsed());
+    }
+    session.submit(Op::Shutdown).expect("shutdown");
+    session.stopped().await;
+    store.close(store_task).await;
+    (percentile(&mut direct, 50), percentile(&mut through, 50))
 }
 
 fn resident_bytes() -> f64 {

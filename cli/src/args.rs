@@ -17,9 +17,14 @@ pub struct Cli {
     #[arg(long, global = true, env = "CADRE_CONFIG_DIR", value_name = "DIR")]
     pub config_dir: Option<PathBuf>,
 
-    /// What to do.
+    /// What to do (none: the interactive shell).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+
+    /// The shell's session flags (`cadre` with no subcommand); refused
+    /// before a subcommand, which would ignore them.
+    #[command(flatten)]
+    pub session: SessionArgs,
 }
 
 /// The subcommands.
@@ -161,14 +166,6 @@ pub struct ExecArgs {
     /// session had queued).
     pub prompt: Option<String>,
 
-    /// Resume a stored session: its id, a unique id prefix, or `latest`.
-    #[arg(long, value_name = "ID", conflicts_with = "continue_latest")]
-    pub resume: Option<String>,
-
-    /// Resume the most recent session in this workspace.
-    #[arg(long = "continue")]
-    pub continue_latest: bool,
-
     /// Approve a plan submitted for approval as soon as the turn ends, and
     /// run its implementation.
     #[arg(long, conflicts_with = "plan_only")]
@@ -177,6 +174,26 @@ pub struct ExecArgs {
     /// Stop once a plan waits for approval; print its path and approval id.
     #[arg(long)]
     pub plan_only: bool,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub output_format: OutputFormat,
+
+    /// The session: model, mode, permissions, directories.
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+/// The flags that set up a session, shared by `cadre exec` and the shell.
+#[derive(Debug, Args)]
+pub struct SessionArgs {
+    /// Resume a stored session: its id, a unique id prefix, or `latest`.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_latest")]
+    pub resume: Option<String>,
+
+    /// Resume the most recent session in this workspace.
+    #[arg(long = "continue")]
+    pub continue_latest: bool,
 
     /// Interaction mode: plan, work (agent, act, normal) or operate
     /// (default: the config's `mode`, else the settings' `default_mode`, else
@@ -188,7 +205,7 @@ pub struct ExecArgs {
     /// (full-access) or never (default: the config's `posture`, else the
     /// settings' `default_posture`, else suggest).
     /// exec cannot ask a person, so under suggest anything the floor cannot
-    /// prove safe is denied.
+    /// prove safe is denied; the shell asks.
     #[arg(long, env = "CADRE_POSTURE")]
     pub posture: Option<String>,
 
@@ -196,7 +213,7 @@ pub struct ExecArgs {
     #[arg(long = "allow", value_name = "RULE")]
     pub allow: Vec<String>,
 
-    /// A rule that asks a person (denied in exec), e.g. 'write_file(Cargo.toml)'. Repeatable.
+    /// A rule that asks a person (exec denies instead), e.g. 'write_file(Cargo.toml)'. Repeatable.
     #[arg(long = "ask", value_name = "RULE")]
     pub ask: Vec<String>,
 
@@ -232,10 +249,6 @@ pub struct ExecArgs {
     /// A model script file (TOML, or JSON by extension) instead of a server.
     #[arg(long, conflicts_with = "base_url")]
     pub script: Option<PathBuf>,
-
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
-    pub output_format: OutputFormat,
 
     /// Model requests one turn may make before it fails.
     #[arg(long, default_value_t = 50)]

@@ -18,7 +18,7 @@ use cadre_runtime::permission::Posture;
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::permission::rules::{PermissionRules, RuleSet, Scope};
 
-use crate::args::{ExecArgs, OutputFormat};
+use crate::args::{ExecArgs, OutputFormat, SessionArgs};
 use crate::exit::CliError;
 
 /// Which model the run talks to.
@@ -41,7 +41,7 @@ pub enum ModelChoice {
     Demo,
 }
 
-/// A validated `exec` run.
+/// A validated run: `exec`'s, or the shell's (no prompt, text output).
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     /// The prompt, if any.
@@ -130,6 +130,35 @@ impl RunConfig {
         files: Config,
         defaults: UserDefaults,
     ) -> Result<Self, CliError> {
+        let resuming = args.session.resume.is_some() || args.session.continue_latest;
+        match &args.prompt {
+            Some(p) if p.trim().is_empty() => {
+                return Err(CliError::usage("the prompt is empty"));
+            }
+            None if !resuming => {
+                return Err(CliError::usage(
+                    "a PROMPT is required (or --resume ID / --continue to carry on a stored session)",
+                ));
+            }
+            _ => {}
+        }
+        let mut config = Self::from_session(args.session, env, files, defaults)?;
+        config.prompt = args.prompt;
+        config.approve_plan = args.approve_plan;
+        config.plan_only = args.plan_only;
+        config.output = args.output_format;
+        Ok(config)
+    }
+
+    /// Validates the session flags (the shell's, and `exec`'s but for the
+    /// prompt and the output) against the merged configuration files and the
+    /// user's defaults. Does no I/O.
+    pub fn from_session(
+        args: SessionArgs,
+        env: Environment,
+        files: Config,
+        defaults: UserDefaults,
+    ) -> Result<Self, CliError> {
         let settings = &files.settings;
         let mode: Mode = match &args.mode {
             Some(mode) => mode
@@ -165,17 +194,6 @@ impl RunConfig {
             (None, true) => Resume::LatestHere,
             (None, false) => Resume::New,
         };
-        match (&args.prompt, &resume) {
-            (Some(p), _) if p.trim().is_empty() => {
-                return Err(CliError::usage("the prompt is empty"));
-            }
-            (None, Resume::New) => {
-                return Err(CliError::usage(
-                    "a PROMPT is required (or --resume ID / --continue to carry on a stored session)",
-                ));
-            }
-            _ => {}
-        }
         if args.max_iterations == 0 {
             return Err(CliError::usage("--max-iterations must be at least 1"));
         }
@@ -226,15 +244,15 @@ impl RunConfig {
             (None, None) => ModelChoice::Demo,
         };
         Ok(Self {
-            prompt: args.prompt,
+            prompt: None,
             resume,
-            approve_plan: args.approve_plan,
-            plan_only: args.plan_only,
+            approve_plan: false,
+            plan_only: false,
             mode,
             workspace,
             data_dir,
             model,
-            output: args.output_format,
+            output: OutputFormat::Text,
             max_iterations: args.max_iterations,
             retry: RetryPolicy {
                 max_attempts: args.max_retries.saturating_add(1),

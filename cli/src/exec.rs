@@ -1,18 +1,12 @@
 //! `cadre exec`: one prompt, one session, no terminal UI.
 
-use std::sync::Arc;
-
-use std::path::PathBuf;
-
-use cadre_actors::store::StoreHandle;
-use cadre_actors::{PermissionConfig, SessionConfig, SessionServices, Subagents, spawn_session};
-use cadre_runtime::paths::DataDir;
 use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op};
-use cadre_runtime::store::{QuestionnaireAnswer, Store, store_path};
-use cadre_runtime::tool::{ToolRegistry, ToolRunner, Workspace};
+use cadre_runtime::store::QuestionnaireAnswer;
 
-use crate::config::{Resume, RunConfig};
+use crate::args::OutputFormat;
+use crate::config::RunConfig;
 use crate::exit::{self, CliError};
+use crate::launch::{Launched, launch};
 use crate::render::Renderer;
 
 /// How the run ended.
@@ -40,63 +34,14 @@ impl Ending {
 
 /// Runs the prompt (or carries on a stored session) and returns the exit code.
 pub async fn run(config: RunConfig) -> Result<u8, CliError> {
-    let model = config.model_client()?;
-    let store =
-        Store::open(&store_path(&config.data_dir)).map_err(|e| CliError::config(e.to_string()))?;
-    let (session_id, workspace) = match &config.resume {
-        Resume::New => (uuid::Uuid::new_v4().to_string(), config.workspace.clone()),
-        Resume::Spec(spec) => {
-            let found = store
-                .resolve(spec, None)
-                .map_err(|e| CliError::usage(format!("--resume: {e}")))?;
-            (found.id, PathBuf::from(found.workspace))
-        }
-        Resume::LatestHere => {
-            let here = config
-                .workspace
-                .canonicalize()
-                .unwrap_or_else(|_| config.workspace.clone());
-            let found = store
-                .resolve("latest", Some(&here))
-                .map_err(|e| CliError::usage(format!("--continue: {e}")))?;
-            (found.id, PathBuf::from(found.workspace))
-        }
-    };
-    let workspace = Workspace::new(&workspace)
-        .map_err(|e| CliError::usage(format!("--workspace {}: {e}", workspace.display())))?;
-    let paths = DataDir::new(&config.data_dir).session(&session_id);
-    paths.create().map_err(|e| {
-        CliError::config(format!("data directory {}: {e}", config.data_dir.display()))
-    })?;
-    let (store, store_task) = StoreHandle::start(store)
-        .await
-        .map_err(|e| CliError::internal(format!("the store could not start: {e}")))?;
-    let registry = Arc::new(ToolRegistry::with_builtins());
-    let services = SessionServices {
-        model,
-        tools: ToolRunner::new(registry, config.tool_timeout),
-        store: Some(store.clone()),
-    };
-    let subagents = Subagents::new(
-        config.roles.clone(),
-        config.model_source(services.model.clone()),
-        config.max_subagents,
-    );
-    let mut session = SessionConfig::new(session_id, workspace, paths);
-    session.mode = config.mode;
-    session.max_iterations = config.max_iterations;
-    session.permissions = PermissionConfig {
-        posture: config.posture,
-        rules: Arc::new(config.rules.clone()),
-        // exec has no one to ask: Ask becomes a denial that says why (P7).
-        interactive: false,
-        guardian: config.guardian.clone(),
-    };
-    session.subagents = Some(Arc::new(subagents));
-    session.plan_agent_entry = config.plan_agent_entry;
-    let (handle, mut events) = spawn_session(session, services)
-        .await
-        .map_err(|e| CliError::internal(format!("the session could not start: {e}")))?;
+    // exec has no one to ask: Ask becomes a denial that says why (P7).
+    let Launched {
+        handle,
+        mut events,
+        store,
+        store_task,
+        ..
+    } = launch(&config, false).await?;
     let mut driver = Driver::new(&config);
     match &config.prompt {
         Some(prompt) => {
@@ -150,9 +95,16 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
 struct Driver {
     approve_plan: bool,
     plan_only: bool,
+    /// Plain lines go to stdout only in text output; the JSON outputs carry
+    /// the same facts as events.
+    text: bool,
     ending: Option<Ending>,
     /// A plan questionnaire waiting for an answer: (id, plan path).
     pending: Option<(String, String)>,
+    /// exec's own prompt was sent but not yet admitted: the session may go
+    /// idle (finishing resumed work) before it arrives, and that idle does
+    /// not mean exec is done.
+    awaiting_prompt: bool,
     session_id: String,
     stopping: bool,
 }
@@ -162,8 +114,10 @@ impl Driver {
         Self {
             approve_plan: config.approve_plan,
             plan_only: config.plan_only,
+            text: config.output == OutputFormat::Text,
             ending: None,
             pending: None,
+            awaiting_prompt: config.prompt.is_some(),
             session_id: String::new(),
             stopping: false,
         }
@@ -208,11 +162,12 @@ impl Driver {
             {
                 self.pending = None;
             }
+            Event::InputAdmitted { .. } => self.awaiting_prompt = false,
             Event::SessionIdle { .. }
             | Event::SessionStatus {
                 activity: Activity::Idle,
                 ..
-            } => match self.pending.clone() {
+            } if !self.awaiting_prompt => match self.pending.clone() {
                 Some((id, _)) if self.approve_plan => {
                     return vec![Op::Answer {
                         id,
@@ -221,7 +176,9 @@ impl Driver {
                 }
                 Some((id, plan_path)) => {
                     if self.plan_only {
-                        println!("plan: {plan_path}\napproval: {id}");
+                        if self.text {
+                            println!("plan: {plan_path}\napproval: {id}");
+                        }
                     } else {
                         eprintln!(
                             "cadre: the plan at {plan_path} waits for approval ({id}); answer with\n  \

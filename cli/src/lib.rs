@@ -2,12 +2,16 @@
 //!
 //! Arguments are parsed into plain data ([`args`]), validated into a run
 //! configuration without I/O ([`config`]), and only then are actors started
-//! ([`exec`]). Errors map to the documented exit codes ([`exit`]).
+//! ([`launch`], for [`exec`] and the [`shell`]). Errors map to the
+//! documented exit codes ([`exit`]).
 //!
 //! # Layout
 //! - [`args`]: clap definitions.
 //! - [`config`]: validation into `RunConfig`; building the model client.
+//! - [`launch`]: starting a session from a `RunConfig` (store, model,
+//!   tools, sub-agents).
 //! - [`exec`]: `cadre exec`.
+//! - [`shell`]: `cadre` with no subcommand, the interactive shell.
 //! - [`config_cmd`]: `cadre config get|set|list` over `settings.toml`.
 //! - [`sessions_cmd`]: `cadre sessions list|show|fork` and `cadre plan …`,
 //!   offline against the store.
@@ -22,13 +26,16 @@ pub mod config;
 pub mod config_cmd;
 pub mod exec;
 pub mod exit;
+pub mod launch;
 pub mod render;
 pub mod sessions_cmd;
+pub mod shell;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches};
 
 use cadre_runtime::config::{Config, ConfigPaths};
 use cadre_runtime::settings::Settings;
@@ -38,8 +45,20 @@ use crate::config::{Environment, RunConfig, UserDefaults};
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches).map(|cli| (cli, matches)));
+    let cli = match parsed {
+        Ok((cli, matches)) => {
+            if cli.command.is_some()
+                && let Some(flag) = shell_flag(&matches)
+            {
+                return finish(Err(exit::CliError::usage(format!(
+                    "{flag} is a flag of the shell; put it after the subcommand"
+                ))));
+            }
+            cli
+        }
         Err(err) => {
             let _ = err.print();
             return ExitCode::from(if err.use_stderr() {
@@ -55,17 +74,25 @@ pub fn main() -> ExitCode {
         .config_dir
         .or_else(|| env.platform_config_dir.as_ref().map(|d| d.join("cadre")));
     finish(match cli.command {
-        Command::Exec(args) => run_exec(*args, env, config_dir),
+        None => run_shell(cli.session, env, config_dir),
+        Some(Command::Exec(args)) => run_exec(*args, env, config_dir),
         // Settings need no async runtime; not starting one keeps `config` fast.
-        Command::Sessions(args) => match args.data_dir.clone().or_else(|| default_data_dir(&env)) {
-            Some(dir) => sessions_cmd::sessions(args, dir),
-            None => Err(exit::CliError::usage("no data directory: pass --data-dir or set CADRE_HOME")),
-        },
-        Command::Plan(args) => match args.data_dir.clone().or_else(|| default_data_dir(&env)) {
+        Some(Command::Sessions(args)) => {
+            match args.data_dir.clone().or_else(|| default_data_dir(&env)) {
+                Some(dir) => sessions_cmd::sessions(args, dir),
+                None => Err(exit::CliError::usage(
+                    "no data directory: pass --data-dir or set CADRE_HOME",
+                )),
+            }
+        }
+        Some(Command::Plan(args)) => match args.data_dir.clone().or_else(|| default_data_dir(&env))
+        {
             Some(dir) => sessions_cmd::plan(args, dir),
-            None => Err(exit::CliError::usage("no data directory: pass --data-dir or set CADRE_HOME")),
+            None => Err(exit::CliError::usage(
+                "no data directory: pass --data-dir or set CADRE_HOME",
+            )),
         },
-        Command::Config(args) => match config_dir {
+        Some(Command::Config(args)) => match config_dir {
             Some(dir) => config_cmd::run(args, &Settings::in_dir(&dir)),
             None => Err(exit::CliError::usage(
                 "no configuration directory: pass --config-dir or set CADRE_CONFIG_DIR",
@@ -79,22 +106,55 @@ fn run_exec(
     env: Environment,
     config_dir: Option<PathBuf>,
 ) -> Result<u8, exit::CliError> {
+    block_on(async {
+        let files = load_config(&args.session, &env, config_dir.as_deref())?;
+        let defaults = load_defaults(config_dir.as_deref())?;
+        let config = RunConfig::from_args(args, env, files, defaults)?;
+        exec::run(config).await
+    })
+}
+
+fn run_shell(
+    args: args::SessionArgs,
+    env: Environment,
+    config_dir: Option<PathBuf>,
+) -> Result<u8, exit::CliError> {
+    block_on(async {
+        let files = load_config(&args, &env, config_dir.as_deref())?;
+        let defaults = load_defaults(config_dir.as_deref())?;
+        let config = RunConfig::from_session(args, env, files, defaults)?;
+        shell::run(config).await
+    })
+}
+
+/// Runs a session host on a fresh async runtime.
+fn block_on(host: impl Future<Output = Result<u8, exit::CliError>>) -> Result<u8, exit::CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|err| {
             exit::CliError::internal(format!("cannot start the async runtime: {err}"))
         })?;
-    let result = runtime.block_on(async {
-        let files = load_config(&args, &env, config_dir.as_deref())?;
-        let defaults = load_defaults(config_dir.as_deref())?;
-        let config = RunConfig::from_args(args, env, files, defaults)?;
-        exec::run(config).await
-    });
+    let result = runtime.block_on(host);
     // Tool tasks still running (a killed turn's bash, say) must not hold the
     // process open.
     runtime.shutdown_background();
     result
+}
+
+/// A shell flag typed before a subcommand (`cadre --mode plan exec …`),
+/// which the subcommand would silently ignore. Global flags belong anywhere.
+fn shell_flag(matches: &clap::ArgMatches) -> Option<String> {
+    let command = Cli::command();
+    matches
+        .ids()
+        .filter(|id| matches.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+        .filter_map(|id| command.get_arguments().find(|arg| arg.get_id() == id))
+        .find(|arg| !arg.is_global_set())
+        .map(|arg| match arg.get_long() {
+            Some(long) => format!("--{long}"),
+            None => arg.get_id().to_string(),
+        })
 }
 
 /// Prints an error and maps the result to the exit code.
@@ -125,7 +185,7 @@ fn environment() -> Environment {
 /// Reads the user, project, local and `--config` files; the user's is in
 /// cadre's configuration directory.
 fn load_config(
-    args: &args::ExecArgs,
+    args: &args::SessionArgs,
     env: &Environment,
     config_dir: Option<&Path>,
 ) -> Result<Config, exit::CliError> {

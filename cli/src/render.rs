@@ -16,9 +16,8 @@ use crate::args::OutputFormat;
 /// Renders events in one of the output formats.
 pub struct Renderer {
     format: OutputFormat,
-    /// Whether assistant text was streamed since the last full message, so
-    /// the full message is not printed twice.
-    streamed: bool,
+    /// For `text`: the event's text.
+    view: TextView,
     /// For `json`: what the summary reports.
     summary: Summary,
 }
@@ -38,7 +37,7 @@ impl Renderer {
     pub fn new(format: OutputFormat) -> Self {
         Self {
             format,
-            streamed: false,
+            view: TextView::default(),
             summary: Summary::default(),
         }
     }
@@ -101,6 +100,51 @@ impl Renderer {
     }
 
     fn text(&mut self, event: &Event) {
+        let Some(piece) = self.view.event(event) else {
+            return;
+        };
+        let _ = match piece.stream {
+            Stream::Out => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(piece.text.as_bytes())
+                    .and_then(|()| out.flush())
+            }
+            Stream::Err => std::io::stderr().lock().write_all(piece.text.as_bytes()),
+        };
+    }
+}
+
+/// Where a piece of text belongs: `exec` keeps the answer alone on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// The assistant's words and the plan: what a person asked for.
+    Out,
+    /// Progress: turns, tool calls, decisions.
+    Err,
+}
+
+/// Rendered text: whole lines, or a piece of streamed assistant text that
+/// a later piece finishes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    /// Where it goes.
+    pub stream: Stream,
+    /// The text, ending in a newline unless it is streamed text.
+    pub text: String,
+}
+
+/// The text form of events, with no I/O: `exec` writes the pieces to stdout
+/// and stderr, the shell hands them to its terminal.
+#[derive(Debug, Default)]
+pub struct TextView {
+    /// Whether assistant text was streamed since the last full message, so
+    /// the full message is not shown twice.
+    streamed: bool,
+}
+
+impl TextView {
+    /// The text for one event, if it shows.
+    pub fn event(&mut self, event: &Event) -> Option<Piece> {
         match event {
             Event::SessionStarted {
                 session_id,
@@ -108,85 +152,97 @@ impl Renderer {
                 workspace,
                 model,
                 ..
-            } => eprintln!(
+            } => err(format!(
                 "cadre · session {session_id} · {mode} mode · {model}\n  workspace {workspace}"
-            ),
-            Event::InputQueued { queue_length } => eprintln!("(queued; {queue_length} waiting)"),
-            Event::TurnStarted { turn_id, mode } => eprintln!("── turn {turn_id} ({mode}) ──"),
+            )),
+            Event::InputAdmitted { queue_length } => {
+                if *queue_length > 0 {
+                    err(format!("(queued; {queue_length} waiting)"))
+                } else {
+                    None
+                }
+            }
+            Event::TurnStarted { turn_id, mode } => err(format!("── turn {turn_id} ({mode}) ──")),
             Event::AssistantDelta { text, .. } => {
                 self.streamed = true;
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes());
-                let _ = out.flush();
+                Some(Piece {
+                    stream: Stream::Out,
+                    text: text.clone(),
+                })
             }
             Event::AssistantMessage { text, .. } => {
-                if self.streamed {
-                    println!();
+                // Streamed text only needs its line ended.
+                let text = if std::mem::take(&mut self.streamed) {
+                    String::new()
                 } else {
-                    println!("{text}");
-                }
-                self.streamed = false;
+                    text.clone()
+                };
+                out(text)
             }
-            Event::AssistantReasoning { .. } => {}
+            Event::AssistantReasoning { .. } => None,
             Event::ToolCall {
                 name, arguments, ..
-            } => eprintln!("  → {name} {}", brief_arguments(arguments)),
+            } => err(format!("  → {name} {}", brief_arguments(arguments))),
             Event::ToolResult {
                 status,
                 error_code,
                 output,
                 ..
             } => match (status, error_code) {
-                (ToolStatus::Ok, _) => eprintln!("    ✓ {}", first_line(output)),
-                (ToolStatus::Error, code) => eprintln!(
+                (ToolStatus::Ok, _) => err(format!("    ✓ {}", first_line(output))),
+                (ToolStatus::Error, code) => err(format!(
                     "    ✗ {}: {}",
                     code.map_or("error", |c| c.as_str()),
                     first_line(output)
-                ),
+                )),
             },
             Event::ModelRetry {
                 attempt,
                 delay_ms,
                 reason,
                 ..
-            } => {
-                eprintln!("  model request {attempt} failed ({reason}); retrying in {delay_ms} ms")
-            }
+            } => err(format!(
+                "  model request {attempt} failed ({reason}); retrying in {delay_ms} ms"
+            )),
             Event::TurnCompleted {
                 turn_id,
                 usage,
                 iterations,
-            } => eprintln!(
+            } => err(format!(
                 "── turn {turn_id} completed · {iterations} model requests · {} prompt / {} completion tokens",
                 usage.prompt_tokens, usage.completion_tokens
-            ),
+            )),
             Event::TurnFailed {
                 turn_id,
                 category,
                 message,
                 ..
-            } => eprintln!(
+            } => err(format!(
                 "── turn {turn_id} failed ({}): {message}",
                 category_name(*category)
-            ),
+            )),
             Event::PermissionDecision { decision, line, .. } => {
                 // Read-only calls the floor proved safe are in the event
                 // stream and the audit log; the terminal shows the rest.
                 let routine = decision.layer == Layer::Floor && decision.verdict == Verdict::Allow;
-                if !routine {
-                    eprintln!("    · {line}");
+                if routine {
+                    None
+                } else {
+                    err(format!("    · {line}"))
                 }
             }
             Event::ApprovalRequested {
                 id, tool, reason, ..
-            } => eprintln!("    ? approval {id} for '{tool}': {reason}"),
+            } => err(format!("    ? approval {id} for '{tool}': {reason}")),
             Event::ApprovalResolved { id, outcome } => {
-                eprintln!("    ? approval {id}: {outcome:?}")
+                err(format!("    ? approval {id}: {outcome:?}"))
             }
-            Event::PostureChanged { posture } => eprintln!("posture: {posture}"),
+            Event::PostureChanged { posture } => err(format!("posture: {posture}")),
             Event::AutonomyPaused { reason, fallback } => match fallback {
-                Some(posture) => eprintln!("autonomy paused ({reason}); falling back to {posture}"),
-                None => eprintln!("autonomy paused ({reason})"),
+                Some(posture) => err(format!(
+                    "autonomy paused ({reason}); falling back to {posture}"
+                )),
+                None => err(format!("autonomy paused ({reason})")),
             },
             Event::AgentSpawned {
                 agent_id,
@@ -194,36 +250,38 @@ impl Renderer {
                 model,
                 posture,
                 depth,
-            } => eprintln!("  ⇢ agent {agent_id} ({role}, {model}, {posture}, depth {depth})"),
+            } => err(format!(
+                "  ⇢ agent {agent_id} ({role}, {model}, {posture}, depth {depth})"
+            )),
             Event::AgentStatusChanged { agent_id, status } => {
-                eprintln!("  ⇢ agent {agent_id}: {status:?}")
+                err(format!("  ⇢ agent {agent_id}: {status:?}"))
             }
             Event::AgentCompleted {
                 agent_id,
                 status,
                 verified,
                 ..
-            } => eprintln!(
+            } => err(format!(
                 "  ⇢ agent {agent_id} {status}{}",
                 if *verified { "" } else { " (unverified)" }
-            ),
-            Event::ModeChanged { mode } => eprintln!("mode: {mode}"),
-            Event::OpRejected { message, .. } => eprintln!("refused: {message}"),
+            )),
+            Event::ModeChanged { mode } => err(format!("mode: {mode}")),
+            Event::OpRejected { message, .. } => err(format!("refused: {message}")),
             Event::SessionStatus {
                 activity,
                 mode,
                 posture,
                 queue_length,
                 turns,
-            } => eprintln!(
+            } => err(format!(
                 "{activity:?} · {mode} · {posture} · {queue_length} queued · {turns} turns"
-            ),
-            Event::SessionStopped { .. } | Event::SessionIdle { .. } => {}
+            )),
+            Event::SessionStopped { .. } | Event::SessionIdle { .. } => None,
             Event::PlanEntered { plan_path, backup } => match backup {
-                Some(backup) => eprintln!(
+                Some(backup) => err(format!(
                     "plan mode: the plan goes to {plan_path} (the earlier one is in {backup})"
-                ),
-                None => eprintln!("plan mode: the plan goes to {plan_path}"),
+                )),
+                None => err(format!("plan mode: the plan goes to {plan_path}")),
             },
             Event::QuestionnaireOpened {
                 id,
@@ -233,7 +291,7 @@ impl Renderer {
                 truncated,
                 ..
             } => match kind {
-                QuestionnaireKind::PlanApproval => eprintln!(
+                QuestionnaireKind::PlanApproval => err(format!(
                     "plan submitted for approval: {id} · {plan_path} · sha256 {}{}",
                     &sha256[..sha256.len().min(12)],
                     if *truncated {
@@ -241,38 +299,56 @@ impl Renderer {
                     } else {
                         ""
                     }
-                ),
+                )),
                 QuestionnaireKind::PlanEntry => {
-                    eprintln!("the model asks to enter Plan mode: {id}")
+                    err(format!("the model asks to enter Plan mode: {id}"))
                 }
             },
             Event::QuestionnaireAnswered { id, answer, mode } => {
-                eprintln!("{id} answered: {answer:?} · now in {mode} mode")
+                err(format!("{id} answered: {answer:?} · now in {mode} mode"))
             }
             Event::PlanStatus {
                 mode,
                 plan_path,
                 exists,
                 pending,
-            } => eprintln!(
+            } => err(format!(
                 "{mode} mode · plan {plan_path}{} · {}",
                 if *exists { "" } else { " (not written yet)" },
                 pending.as_deref().map_or_else(
                     || "no questionnaire waiting".to_string(),
                     |p| format!("{p} waits for an answer")
                 )
-            ),
+            )),
             Event::PlanView { plan_path, text } => match text {
-                Some(text) => println!("{text}"),
-                None => eprintln!("there is no plan at {plan_path} yet"),
+                Some(text) => out(text.clone()),
+                None => err(format!("there is no plan at {plan_path} yet")),
             },
             Event::SessionCompleted { status, exit_code } => {
-                if *exit_code != 0 {
-                    eprintln!("cadre: {status} (exit {exit_code})");
+                if *exit_code == 0 {
+                    None
+                } else {
+                    err(format!("cadre: {status} (exit {exit_code})"))
                 }
             }
         }
     }
+}
+
+/// A progress line.
+fn err(text: String) -> Option<Piece> {
+    Some(Piece {
+        stream: Stream::Err,
+        text: text + "\n",
+    })
+}
+
+/// A line of what a person asked for.
+fn out(text: String) -> Option<Piece> {
+    Some(Piece {
+        stream: Stream::Out,
+        text: text + "\n",
+    })
 }
 
 fn category_name(category: cadre_runtime::protocol::FailureCategory) -> &'static str {
@@ -296,7 +372,7 @@ fn first_line(text: &str) -> String {
 }
 
 /// Arguments on one line, long strings shortened.
-fn brief_arguments(arguments: &Value) -> String {
+pub(crate) fn brief_arguments(arguments: &Value) -> String {
     fn shorten(value: &Value) -> Value {
         match value {
             Value::String(s) if s.chars().count() > 60 => {

@@ -9,7 +9,7 @@ use crate::args::{PlanArgs, PlanVerdict, SessionsAction, SessionsArgs};
 use crate::exit::{self, CliError};
 
 /// Opens the store in `data_dir`; any failure is a configuration error.
-fn open(data_dir: &PathBuf) -> Result<Store, CliError> {
+fn open(data_dir: &std::path::Path) -> Result<Store, CliError> {
     Store::open(&store_path(data_dir)).map_err(|e| CliError::config(e.to_string()))
 }
 
@@ -31,7 +31,11 @@ fn when(seconds: f64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}", rest / 3600, rest % 3600 / 60)
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
+        rest / 3600,
+        rest % 3600 / 60
+    )
 }
 
 /// `cadre sessions …`.
@@ -39,7 +43,9 @@ pub fn sessions(args: SessionsArgs, data_dir: PathBuf) -> Result<u8, CliError> {
     let mut store = open(&data_dir)?;
     match args.action {
         SessionsAction::List { limit } => {
-            let sessions = store.list(limit).map_err(|e| CliError::internal(e.to_string()))?;
+            let sessions = store
+                .list(limit)
+                .map_err(|e| CliError::internal(e.to_string()))?;
             if sessions.is_empty() {
                 eprintln!("no sessions in {}", data_dir.display());
             }
@@ -65,10 +71,15 @@ pub fn sessions(args: SessionsArgs, data_dir: PathBuf) -> Result<u8, CliError> {
             println!("posture    {}", s.posture);
             println!("created    {}", when(s.created_at));
             println!("updated    {}", when(s.updated_at));
-            let conversation = store.conversation(&s.id).map_err(|e| CliError::internal(e.to_string()))?;
+            let conversation = store
+                .conversation(&s.id)
+                .map_err(|e| CliError::internal(e.to_string()))?;
             println!("messages   {} in the conversation", conversation.len());
             println!("\nadmitted:");
-            for (source, state, content) in store.admitted(&s.id).map_err(|e| CliError::internal(e.to_string()))? {
+            for (source, state, content) in store
+                .admitted(&s.id)
+                .map_err(|e| CliError::internal(e.to_string()))?
+            {
                 let first = content.lines().next().unwrap_or_default();
                 let shown: String = first.chars().take(100).collect();
                 println!("  [{state:<7}] {source:<13} {shown}");
@@ -127,7 +138,9 @@ pub fn plan(args: PlanArgs, data_dir: PathBuf) -> Result<u8, CliError> {
             QuestionnaireAnswer::Revise { feedback }
         }
         (PlanVerdict::Revise, _) => {
-            return Err(CliError::usage("revise needs --feedback TEXT saying what to change"));
+            return Err(CliError::usage(
+                "revise needs --feedback TEXT saying what to change",
+            ));
         }
     };
     if q.kind == QuestionnaireKind::PlanEntry && answer == QuestionnaireAnswer::Approve {
@@ -147,10 +160,9 @@ pub fn plan(args: PlanArgs, data_dir: PathBuf) -> Result<u8, CliError> {
             .map_err(|e| CliError::usage(e.to_string()))?;
     }
     let next = match &answer {
-        QuestionnaireAnswer::Approve | QuestionnaireAnswer::Revise { .. } => format!(
-            "; run it with: cadre exec --resume {}",
-            session.id
-        ),
+        QuestionnaireAnswer::Approve | QuestionnaireAnswer::Revise { .. } => {
+            format!("; run it with: cadre exec --resume {}", session.id)
+        }
         QuestionnaireAnswer::Defer | QuestionnaireAnswer::Withdraw => String::new(),
     };
     println!("{} {}{next}", q.id, answer_word(&answer));

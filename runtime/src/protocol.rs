@@ -20,9 +20,9 @@ pub const STREAM_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Op {
-    /// A user message. Answered by `turn.started` and, at the end of the
-    /// turn, `turn.completed` or `turn.failed`; queued (answered by
-    /// `input.queued`) while another turn runs.
+    /// A user message. Answered by `input.admitted` once it is stored, then
+    /// (at once, or after the turns queued before it) `turn.started` and
+    /// `turn.completed` or `turn.failed`; by `op.rejected` when refused.
     UserInput {
         /// The message.
         text: String,
@@ -211,10 +211,11 @@ pub enum Event {
         /// The model the session talks to.
         model: String,
     },
-    /// A user message was queued behind a running turn.
-    #[serde(rename = "input.queued")]
-    InputQueued {
-        /// Messages waiting, this one included.
+    /// A user message was admitted (stored, in a session with a store).
+    #[serde(rename = "input.admitted")]
+    InputAdmitted {
+        /// Messages waiting for a turn, this one included; 0 when its turn
+        /// starts at once.
         queue_length: usize,
     },
     /// A turn began.

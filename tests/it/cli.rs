@@ -466,3 +466,234 @@ text = "done"
         out.stderr
     );
 }
+
+/// The user messages of a request, in order, without the Plan reminder.
+fn user_texts(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .filter(|t| !t.starts_with("<plan-mode-reminder>"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_killed_exec_resumes_with_every_admitted_message_once_and_in_order() {
+    use tokio::io::AsyncBufReadExt;
+
+    let mock = MockServer::start().await;
+    // The first model request never gets its answer: the process dies mid-turn.
+    mock.push([Reply::HangAfter {
+        body: String::new(),
+    }]);
+    let (ws, data) = dirs();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_cadre"))
+        .args([
+            "exec",
+            "--base-url",
+            &mock.url,
+            "--model",
+            "m",
+            "--workspace",
+            s(ws.path()),
+            "--data-dir",
+            s(data.path()),
+            "--output-format",
+            "stream-json",
+            "first message",
+        ])
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_MODEL")
+        .env_remove("CADRE_HOME")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn cadre");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let started: Value =
+        serde_json::from_str(&lines.next_line().await.expect("read").expect("a line"))
+            .expect("json");
+    let session_id = started["session_id"]
+        .as_str()
+        .expect("session id")
+        .to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while mock.requests().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first request never arrived"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    child.start_kill().expect("SIGKILL");
+    let status = child.wait().await.expect("wait");
+    assert_eq!(status.code(), None, "killed by a signal");
+
+    mock.respond_with(|request| {
+        let n = user_texts(request).len();
+        Some(Reply::sse(&text_chunks(&format!("answer to message {n}"))))
+    });
+    let out = cadre(&[
+        "exec",
+        "--resume",
+        &session_id[..8],
+        "--base-url",
+        &mock.url,
+        "--model",
+        "m",
+        "--data-dir",
+        s(data.path()),
+        "--output-format",
+        "stream-json",
+        "second message",
+    ])
+    .await;
+    assert_eq!(
+        out.code, 0,
+        "stderr: {}\nstdout: {}",
+        out.stderr, out.stdout
+    );
+    let events = events(&out);
+    assert_eq!(
+        events[0]["session_id"],
+        session_id.as_str(),
+        "the same session"
+    );
+    assert_eq!(of_type(&events, "turn.completed").len(), 2);
+
+    let requests = mock.requests();
+    let seen: Vec<Vec<String>> = requests.iter().map(user_texts).collect();
+    assert_eq!(
+        seen,
+        [
+            vec!["first message".to_string()],
+            vec!["first message".to_string()],
+            vec!["first message".to_string(), "second message".to_string()],
+        ],
+        "the interrupted message continues once, then the new one; nothing twice"
+    );
+    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+    let store = Store::open(&store_path(data.path())).expect("store");
+    let admitted: Vec<String> = store
+        .admitted(&session_id)
+        .expect("admitted")
+        .into_iter()
+        .map(|(_, state, content)| format!("{state}: {content}"))
+        .collect();
+    assert_eq!(admitted, ["done: first message", "done: second message"]);
+}
+
+#[tokio::test]
+async fn headless_plan_only_then_plan_approve_then_resume_implements_the_approved_snapshot() {
+    const PLAN: &str = "## Summary\n\nAdd greet().\n";
+    let mock = MockServer::start().await;
+    mock.respond_with(|request| {
+        let text = request.to_string();
+        let assistants = request["messages"]
+            .as_array()?
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .count();
+        if text.contains("<plan-mode-reminder>") {
+            // The plan file's path is in the write_file description.
+            let tools = request["tools"].as_array()?;
+            let description = tools
+                .iter()
+                .find(|t| t["function"]["name"] == "write_file")?["function"]["description"]
+                .as_str()?;
+            let path = description
+                .split("exactly ")
+                .nth(1)?
+                .split(';')
+                .next()?
+                .to_string();
+            return Some(match assistants {
+                0 => Reply::sse(&tool_call_chunks(
+                    "w",
+                    "write_file",
+                    &serde_json::json!({"path": path, "content": PLAN}),
+                )),
+                _ => Reply::sse(&tool_call_chunks(
+                    "x",
+                    "exit_plan_mode",
+                    &serde_json::json!({}),
+                )),
+            });
+        }
+        let last = user_texts(request).pop()?;
+        Some(Reply::sse(&text_chunks(
+            if last.starts_with("Implement the approved plan below.") {
+                "implemented the approved plan"
+            } else {
+                "unexpected"
+            },
+        )))
+    });
+    let (ws, data) = dirs();
+    let common = [
+        "--base-url",
+        &mock.url,
+        "--model",
+        "m",
+        "--workspace",
+        s(ws.path()),
+        "--data-dir",
+        s(data.path()),
+    ];
+
+    let planned = cadre(
+        &[
+            &["exec", "--mode", "plan", "--plan-only"][..],
+            &common,
+            &["plan a greeting"],
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(planned.code, 0, "stderr: {}", planned.stderr);
+    let mut lines = planned
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("plan: ") || l.starts_with("approval: "));
+    let plan_path = lines.next().expect("plan line")["plan: ".len()..].to_string();
+    let approval = lines.next().expect("approval line")["approval: ".len()..].to_string();
+    assert_eq!(std::fs::read_to_string(&plan_path).expect("the plan"), PLAN);
+    // An edit after the plan was frozen never reaches the implementation.
+    std::fs::write(&plan_path, "## Summary\n\nEDITED LATER\n").expect("edit");
+
+    let approved = cadre(&["plan", "approve", "latest", "--data-dir", s(data.path())]).await;
+    assert_eq!(approved.code, 0, "stderr: {}", approved.stderr);
+    assert!(
+        approved.stdout.starts_with(&format!("{approval} approved")),
+        "{}",
+        approved.stdout
+    );
+    let again = cadre(&["plan", "approve", "latest", "--data-dir", s(data.path())]).await;
+    assert_eq!(again.code, 2, "nothing waits any more: {}", again.stderr);
+
+    let implemented = cadre(
+        &[
+            &["exec", "--resume", "latest"][..],
+            &common[..4],
+            &common[6..],
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(implemented.code, 0, "stderr: {}", implemented.stderr);
+    assert_eq!(implemented.stdout, "implemented the approved plan\n");
+    let requests = mock.requests();
+    let implementation = requests.last().expect("the implementation request");
+    let last = user_texts(implementation).pop().expect("a user message");
+    assert!(last.ends_with(&format!("Approved plan:\n{PLAN}")), "{last}");
+    assert!(!implementation.to_string().contains("EDITED LATER"));
+    assert!(
+        !implementation.to_string().contains("<plan-mode-reminder>"),
+        "it runs in Work mode"
+    );
+}

@@ -14,6 +14,7 @@ mod plan_mode;
 mod retries;
 mod samples;
 mod settings;
+mod shell;
 mod streaming;
 mod support;
 mod tools;

@@ -216,11 +216,15 @@ impl SessionState {
             text,
             interrupted: false,
         });
-        if self.running.is_some() {
-            self.emit(Event::InputQueued {
-                queue_length: self.queue.len(),
-            });
+        let waiting = if self.running.is_some() {
+            self.queue.len()
         } else {
+            0
+        };
+        self.emit(Event::InputAdmitted {
+            queue_length: waiting,
+        });
+        if self.running.is_none() {
             self.start_next(myself).await;
         }
     }

@@ -1,0 +1,171 @@
+//! What a line typed at the shell's prompt means: a slash command, a
+//! message for the model, or an answer to a waiting prompt. Pure parsing:
+//! nothing here knows whether a session runs.
+
+use cadre_runtime::Mode;
+use cadre_runtime::protocol::{ApprovalDecision, PlanAction};
+use cadre_runtime::store::QuestionnaireAnswer;
+
+const MODE_USAGE: &str = "/mode [plan|work|operate]";
+const PLAN_USAGE: &str = "/plan on|off|status|view";
+
+/// The slash commands and what they do, for `/help`.
+pub const COMMANDS: &[(&str, &str)] = &[
+    (
+        MODE_USAGE,
+        "show the mode, or switch (refused while a turn runs)",
+    ),
+    (
+        PLAN_USAGE,
+        "enter or leave Plan mode, report the plan, show it",
+    ),
+    ("/config", "the session's effective settings"),
+    ("/queue", "how many messages wait for a turn"),
+    ("/help", "this list"),
+    ("/quit", "stop the session and leave (also Ctrl-D)"),
+];
+
+/// A line typed at the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// Nothing but blanks.
+    Blank,
+    /// Text for the model; `//text` sends `/text`.
+    Message(String),
+    /// A slash command.
+    Command(Command),
+    /// A slash command that cannot run.
+    Invalid(Invalid),
+}
+
+/// A slash command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    /// `/mode` shows the mode (`None`); `/mode plan|work|operate` switches.
+    Mode(Option<Mode>),
+    /// `/plan on|off|status|view`; `/plan` alone is `status`.
+    Plan(PlanAction),
+    /// `/config`.
+    Config,
+    /// `/queue`.
+    Queue,
+    /// `/help` (or `/?`).
+    Help,
+    /// `/quit` (or `/exit`).
+    Quit,
+}
+
+/// Why a slash command cannot run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invalid {
+    /// No command has this name (as typed, with its slash).
+    Unknown(String),
+    /// The command exists; its arguments do not fit this usage.
+    Usage(&'static str),
+}
+
+/// Parses one line.
+pub fn parse(line: &str) -> Line {
+    let trimmed = line.trim();
+    if trimmed.is_empty() {
+        return Line::Blank;
+    }
+    if let Some(escaped) = trimmed.strip_prefix("//") {
+        return Line::Message(format!("/{escaped}"));
+    }
+    if !trimmed.starts_with('/') {
+        return Line::Message(trimmed.to_string());
+    }
+    let mut words = trimmed.split_whitespace();
+    let name = words.next().unwrap_or_default().to_ascii_lowercase();
+    let args: Vec<&str> = words.collect();
+    let parsed = match name.as_str() {
+        "/mode" => match args.as_slice() {
+            [] => Ok(Command::Mode(None)),
+            [mode] => mode
+                .parse()
+                .map(|m| Command::Mode(Some(m)))
+                .map_err(|_| MODE_USAGE),
+            _ => Err(MODE_USAGE),
+        },
+        "/plan" => match args.as_slice() {
+            [] => Ok(Command::Plan(PlanAction::Status)),
+            [action] => plan_action(action).map(Command::Plan).ok_or(PLAN_USAGE),
+            _ => Err(PLAN_USAGE),
+        },
+        "/config" => no_arguments(&args, Command::Config, "/config"),
+        "/queue" => no_arguments(&args, Command::Queue, "/queue"),
+        "/help" | "/?" => no_arguments(&args, Command::Help, "/help"),
+        "/quit" | "/exit" => no_arguments(&args, Command::Quit, "/quit"),
+        _ => return Line::Invalid(Invalid::Unknown(name)),
+    };
+    match parsed {
+        Ok(command) => Line::Command(command),
+        Err(usage) => Line::Invalid(Invalid::Usage(usage)),
+    }
+}
+
+/// `command` when there are no arguments; else its usage.
+fn no_arguments(
+    args: &[&str],
+    command: Command,
+    usage: &'static str,
+) -> Result<Command, &'static str> {
+    if args.is_empty() {
+        Ok(command)
+    } else {
+        Err(usage)
+    }
+}
+
+fn plan_action(word: &str) -> Option<PlanAction> {
+    match word.to_ascii_lowercase().as_str() {
+        "on" => Some(PlanAction::On),
+        "off" => Some(PlanAction::Off),
+        "status" => Some(PlanAction::Status),
+        "view" | "show" => Some(PlanAction::View),
+        _ => None,
+    }
+}
+
+/// An answer to an approval prompt: `y` allow once, `s` allow for the
+/// session, `n` deny (the words spelled out work too).
+pub fn approval(text: &str) -> Option<ApprovalDecision> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" | "once" => Some(ApprovalDecision::AllowOnce),
+        "s" | "session" | "always" => Some(ApprovalDecision::AllowSession),
+        "n" | "no" | "deny" => Some(ApprovalDecision::Deny),
+        _ => None,
+    }
+}
+
+/// An answer to a plan questionnaire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanReply {
+    /// A complete answer.
+    Answer(QuestionnaireAnswer),
+    /// `r` alone: the feedback follows on the next line.
+    ReviseAsk,
+}
+
+/// Parses `a` approve, `d` defer, `w` withdraw, `r [feedback]` revise (the
+/// words spelled out work too).
+pub fn plan_reply(text: &str) -> Option<PlanReply> {
+    let text = text.trim();
+    let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+    let rest = rest.trim();
+    let answer = match (word.to_ascii_lowercase().as_str(), rest.is_empty()) {
+        ("a" | "approve", true) => QuestionnaireAnswer::Approve,
+        ("d" | "defer", true) => QuestionnaireAnswer::Defer,
+        ("w" | "withdraw", true) => QuestionnaireAnswer::Withdraw,
+        ("r" | "revise", true) => return Some(PlanReply::ReviseAsk),
+        ("r" | "revise", false) => QuestionnaireAnswer::Revise {
+            feedback: rest.to_string(),
+        },
+        _ => return None,
+    };
+    Some(PlanReply::Answer(answer))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,148 @@
+//! `cadre` with no subcommand: a line-based shell on one session.
+//!
+//! It shows the same event stream as `exec` (streamed assistant text, tool
+//! calls and results, permission decisions) as it comes, asks approval
+//! prompts and plan questionnaires inline, and maps slash commands to `Op`s.
+//! Ctrl-C cancels the running turn; twice at an idle prompt it leaves.
+//!
+//! # Layout
+//! - [`commands`]: what a typed line means (slash commands, answers); pure.
+//! - [`controller`]: the session logic: inputs and events in, `Op`s and
+//!   notices out; no I/O.
+//! - [`view`]: the text of events and notices; no I/O.
+//! - [`terminal`]: rustyline's reader thread and the printer.
+//!
+//! This module only wires them: the terminal and the view could be
+//! replaced by a full-screen UI without touching the controller.
+
+pub mod commands;
+pub mod controller;
+pub mod terminal;
+pub mod view;
+
+use cadre_runtime::protocol::Event;
+
+use crate::config::RunConfig;
+use crate::exit::{self, CliError};
+use crate::launch::{Launched, launch};
+
+use self::controller::{Controller, Facts, Input, Notice};
+use self::terminal::{Next, Terminal};
+use self::view::View;
+
+/// Runs the shell until the person leaves; exits 0.
+pub async fn run(config: RunConfig) -> Result<u8, CliError> {
+    // A person is here: Ask becomes an approval prompt.
+    let Launched {
+        handle,
+        mut events,
+        store,
+        store_task,
+        session_id,
+    } = launch(&config, true).await?;
+    let mut terminal = Terminal::start(config.data_dir.join("shell_history")).await;
+    let mut view = View::default();
+    let mut shell = Controller::new(Facts {
+        session_id,
+        mode: config.mode,
+        posture: config.posture,
+        model: String::new(),
+        workspace: config.workspace.display().to_string(),
+        data_dir: config.data_dir.clone(),
+    });
+    let mut interrupts = interrupts();
+
+    loop {
+        tokio::select! {
+            event = events.recv() => {
+                let Some(event) = event else { break };
+                if let Some(piece) = view.event(&event) {
+                    terminal.show(piece);
+                }
+                for op in shell.event(&event) {
+                    let _ = handle.submit(op);
+                }
+                if matches!(event, Event::SessionStopped { .. }) {
+                    break;
+                }
+            }
+            input = terminal.next() => {
+                let Some((input, reply)) = input else { continue };
+                let next = react(&mut shell, &handle, &view, &mut terminal, input);
+                terminal.answer(reply, next);
+            }
+            // Ctrl-C while the reader is between two lines arrives as SIGINT.
+            Some(()) = interrupts.recv() => {
+                react(&mut shell, &handle, &view, &mut terminal, Input::Interrupt);
+            }
+        }
+    }
+    if terminal.reading() {
+        // The session stopped on its own while the reader waits in raw mode:
+        // it must be let go by a line, not abandoned.
+        terminal.show(view.notice(&Notice::SessionGone));
+        if let Some((_, reply)) = terminal.next().await {
+            terminal.answer(reply, Next::Stop);
+        }
+    }
+    handle.stopped().await;
+    store.close(store_task).await;
+    terminal.finish();
+    Ok(exit::SUCCESS)
+}
+
+/// Applies an input: submits its ops, shows its notices, says whether to
+/// read on.
+fn react(
+    shell: &mut Controller,
+    handle: &cadre_actors::SessionHandle,
+    view: &View,
+    terminal: &mut Terminal,
+    input: Input,
+) -> Next {
+    if shell.quitting() {
+        // Shutdown is on its way; nothing else is worth sending.
+        return Next::Stop;
+    }
+    let reaction = shell.input(input);
+    for notice in &reaction.notices {
+        terminal.show(view.notice(notice));
+    }
+    for op in reaction.ops {
+        // A session that is gone says so with `session.stopped`.
+        let _ = handle.submit(op);
+    }
+    if reaction.quit {
+        Next::Stop
+    } else {
+        Next::Read
+    }
+}
+
+/// SIGINTs, for a Ctrl-C typed while the terminal is not in raw mode.
+/// Listening also keeps SIGINT from killing the shell.
+fn interrupts() -> tokio::sync::mpsc::UnboundedReceiver<()> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            // The stream keeps a signal that arrives between two polls.
+            let Ok(mut sigint) = signal(SignalKind::interrupt()) else {
+                return;
+            };
+            while sigint.recv().await.is_some() {
+                if tx.send(()).is_err() {
+                    return;
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        while tokio::signal::ctrl_c().await.is_ok() {
+            if tx.send(()).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}

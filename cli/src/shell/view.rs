@@ -1,0 +1,173 @@
+//! The shell's text: events as `exec` shows them ([`TextView`]), except for
+//! what the shell asks inline (approval prompts, plan questionnaires) and
+//! what answers its commands; plus the [`Notice`]s. No I/O: the terminal
+//! prints the pieces. A full-screen UI would replace this module and the
+//! terminal, and keep the controller.
+
+use std::fmt::Write as _;
+
+use cadre_runtime::protocol::{Activity, ApprovalOutcome, Event};
+use cadre_runtime::store::QuestionnaireKind;
+
+use super::commands::{COMMANDS, Invalid};
+use super::controller::Notice;
+use crate::render::{Piece, Stream, TextView};
+
+/// The approval prompt's choices.
+const APPROVAL_CHOICES: &str = "[y] allow once  [s] allow for session  [n] deny";
+/// A plan questionnaire's choices.
+const PLAN_CHOICES: &str = "[a] approve  [d] defer  [r] revise (then type feedback)  [w] withdraw";
+/// A plan entry questionnaire's choices.
+const ENTRY_CHOICES: &str = "[a] enter Plan mode  [w] stay";
+
+/// Renders events and notices as text.
+#[derive(Debug, Default)]
+pub struct View {
+    text: TextView,
+}
+
+impl View {
+    /// The text for an event, if it shows.
+    pub fn event(&mut self, event: &Event) -> Option<Piece> {
+        let text = match event {
+            Event::SessionStarted { .. } => {
+                let mut text = self.text.event(event)?.text;
+                text.push_str("  /help lists the commands; Ctrl-C cancels a turn; /quit leaves\n");
+                text
+            }
+            Event::ApprovalRequested {
+                id,
+                agent_id,
+                tool,
+                arguments,
+                reason,
+                ..
+            } => {
+                let who = if agent_id == "main" {
+                    String::new()
+                } else {
+                    format!(" (agent {agent_id})")
+                };
+                format!(
+                    "? {tool}{who} {}\n  {reason}\n  {APPROVAL_CHOICES}   ({id})\n",
+                    crate::render::brief_arguments(arguments)
+                )
+            }
+            Event::ApprovalResolved { id, outcome } => {
+                let outcome = match outcome {
+                    ApprovalOutcome::AllowOnce => "allowed once",
+                    ApprovalOutcome::AllowSession => "allowed for the session",
+                    ApprovalOutcome::Deny => "denied",
+                    ApprovalOutcome::Withdrawn => "withdrawn (the turn ended)",
+                };
+                format!("  {id}: {outcome}\n")
+            }
+            Event::QuestionnaireOpened { kind, .. } => {
+                let mut text = self.text.event(event)?.text;
+                let choices = match kind {
+                    QuestionnaireKind::PlanApproval => PLAN_CHOICES,
+                    QuestionnaireKind::PlanEntry => ENTRY_CHOICES,
+                };
+                let _ = writeln!(text, "  {choices}");
+                text
+            }
+            Event::PlanStatus { pending, .. } => {
+                let mut text = self.text.event(event)?.text;
+                if pending.is_some() {
+                    let _ = writeln!(text, "  {PLAN_CHOICES}");
+                }
+                text
+            }
+            Event::SessionStatus {
+                activity,
+                mode,
+                posture,
+                queue_length,
+                turns,
+            } => {
+                let activity = match activity {
+                    Activity::Idle => "idle",
+                    Activity::Running => "a turn runs",
+                };
+                format!(
+                    "queue: {queue_length} waiting · {activity} · {mode} mode · {posture} · {turns} turns\n"
+                )
+            }
+            Event::SessionStopped { turns } => format!(
+                "session stopped after {turns} turn{}\n",
+                if *turns == 1 { "" } else { "s" }
+            ),
+            // The plan as written, without the blank line `exec` leaves.
+            Event::PlanView {
+                text: Some(text), ..
+            } => {
+                return Some(Piece {
+                    stream: Stream::Out,
+                    text: format!("{}\n", text.trim_end()),
+                });
+            }
+            _ => return self.text.event(event),
+        };
+        Some(line(text))
+    }
+
+    /// The text for a notice.
+    pub fn notice(&self, notice: &Notice) -> Piece {
+        line(match notice {
+            Notice::Help => help(),
+            Notice::Config(facts) => format!(
+                "session    {}\nmode       {}\nposture    {}\nmodel      {}\nworkspace  {}\ndata dir   {}\n",
+                facts.session_id,
+                facts.mode,
+                facts.posture,
+                facts.model,
+                facts.workspace,
+                facts.data_dir.display()
+            ),
+            Notice::Mode(mode) => {
+                format!("{mode} mode (/mode plan|work|operate switches)\n")
+            }
+            Notice::Cancelling => "cancelling the turn…\n".into(),
+            Notice::StillCancelling => {
+                "still cancelling; once it has ended, Ctrl-C twice leaves\n".into()
+            }
+            Notice::InterruptAgainToQuit => "(Ctrl-C again, Ctrl-D or /quit leaves)\n".into(),
+            Notice::Leaving => "stopping the session…\n".into(),
+            Notice::Invalid(Invalid::Unknown(name)) => {
+                format!("unknown command {name}; /help lists the commands\n")
+            }
+            Notice::Invalid(Invalid::Usage(usage)) => format!("usage: {usage}\n"),
+            Notice::AnswerApproval { id } => {
+                format!("{id} waits for an answer first: {APPROVAL_CHOICES}\n")
+            }
+            Notice::AnswerPlan { id } => {
+                format!("{id} waits for an answer first: {PLAN_CHOICES}\n")
+            }
+            Notice::TypeFeedback => "type what to change, then Enter\n".into(),
+            Notice::AnswerHeld => "(the answer goes as soon as the turn has ended)\n".into(),
+            Notice::SessionGone => "the session stopped; press Enter to leave\n".into(),
+        })
+    }
+}
+
+fn line(text: String) -> Piece {
+    Piece {
+        stream: Stream::Err,
+        text,
+    }
+}
+
+fn help() -> String {
+    let mut text = String::from("commands:\n");
+    for (usage, about) in COMMANDS {
+        let _ = writeln!(text, "  {usage:<27} {about}");
+    }
+    let _ = writeln!(
+        text,
+        "  //text                      send a message that starts with /\n\
+         approval prompts: {APPROVAL_CHOICES}\n\
+         plan questionnaires: {PLAN_CHOICES}\n\
+         Ctrl-C cancels the running turn; at an idle prompt, twice leaves. Ctrl-D leaves."
+    );
+    text
+}

@@ -1,0 +1,155 @@
+//! The interactive shell (`cadre` with no subcommand) driven through a
+//! pseudo-terminal, as a person would: slash commands, turns, a plan
+//! questionnaire and an approval answered inline, a mode change refused
+//! while a turn runs, Ctrl-C.
+//!
+//! Every step waits for the shell's own output, never for time to pass;
+//! each wait gives up after [`PATIENCE_MS`] so a broken shell fails the test
+//! instead of hanging it.
+
+use std::path::Path;
+use std::process::Command;
+
+use rexpect::process::WaitStatus;
+use rexpect::session::{PtySession, spawn_command};
+use tempfile::TempDir;
+
+/// How long one expectation waits for its output.
+const PATIENCE_MS: u64 = 20_000;
+
+/// Turn 1 (Plan) writes the plan and submits it; turn 2 (Work) writes a
+/// file the person must approve; turn 3 answers only after a minute, so it is still running
+/// when the test changes the mode and presses Ctrl-C.
+const SCRIPT: &str = r###"
+[[response]]
+turn = 1
+iteration = 1
+mode = "plan"
+text = "I'll write the plan."
+[[response.tool_calls]]
+name = "write_file"
+arguments = { path = "${plan_file}", content = "## Summary\n\nAdd notes.txt with one line; the shell test looks for PLAN-7f3a.\n" }
+
+[[response]]
+turn = 1
+iteration = 2
+text = "The plan is written; it waits for your approval."
+[[response.tool_calls]]
+name = "exit_plan_mode"
+arguments = {}
+
+[[response]]
+turn = 2
+iteration = 1
+mode = "work"
+[[response.tool_calls]]
+name = "write_file"
+arguments = { path = "notes.txt", content = "approved inline\n" }
+
+[[response]]
+turn = 2
+iteration = 2
+text = "notes.txt is written."
+
+[[response]]
+turn = 3
+delay_ms = 60000
+text = "This answer comes too late."
+"###;
+
+fn s(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+/// Waits for `needle` in the shell's output, failing with what it printed;
+/// returns what came before it. rexpect reads bytes as Latin-1, so needles
+/// stay ASCII.
+#[track_caller]
+fn expect(shell: &mut PtySession, needle: &str) -> String {
+    match shell.exp_string(needle) {
+        Ok(before) => before,
+        Err(err) => panic!("the shell never printed {needle:?}: {err}"),
+    }
+}
+
+#[test]
+fn the_shell_plans_asks_inline_refuses_a_mode_change_mid_turn_and_cancels_on_ctrl_c() {
+    let (ws, data, config) = (
+        TempDir::new().expect("workspace"),
+        TempDir::new().expect("data"),
+        TempDir::new().expect("config"),
+    );
+    let script = data.path().join("shell.toml");
+    std::fs::write(&script, SCRIPT).expect("script");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cadre"));
+    command
+        .args(["--script", s(&script)])
+        .args(["--workspace", s(ws.path())])
+        .args(["--data-dir", s(data.path())])
+        .args(["--config-dir", s(config.path())])
+        .args(["--posture", "suggest"])
+        .env("TERM", "xterm")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_MODEL")
+        .env_remove("CADRE_HOME")
+        .env_remove("CADRE_POSTURE")
+        .env_remove("CADRE_CONFIG_DIR")
+        .env_remove("RUST_LOG");
+    let mut shell = spawn_command(command, Some(PATIENCE_MS)).expect("spawn the shell");
+    expect(&mut shell, "/help lists the commands");
+
+    // Plan mode, a turn in it that writes the plan and submits it, and the
+    // questionnaire answered inline.
+    shell.send_line("/mode plan").expect("send");
+    expect(&mut shell, "mode: plan");
+    shell.send_line("Plan the notes file").expect("send");
+    expect(&mut shell, "[a] approve  [d] defer  [r] revise");
+    expect(&mut shell, "turn 1 completed");
+    shell.send_line("d").expect("send");
+    expect(&mut shell, "answered: Defer");
+    shell.send_line("/plan view").expect("send");
+    // The tool call line shortens the content before the marker.
+    expect(&mut shell, "the shell test looks for PLAN-7f3a.");
+
+    // Work mode: the write asks, and the inline answer lets it run.
+    shell.send_line("/mode work").expect("send");
+    expect(&mut shell, "mode: work");
+    shell.send_line("Write the notes file").expect("send");
+    expect(
+        &mut shell,
+        "[y] allow once  [s] allow for session  [n] deny",
+    );
+    shell.send_line("y").expect("send");
+    // The session resolves the prompt as the call goes on; on a busy machine
+    // the turn's own events can come first.
+    if !expect(&mut shell, "turn 2 completed").contains("approval:1: allowed once") {
+        expect(&mut shell, "approval:1: allowed once");
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("notes.txt")).expect("notes.txt was written"),
+        "approved inline\n"
+    );
+
+    // A slow turn: the mode stays, Ctrl-C cancels it.
+    shell.send_line("Take your time").expect("send");
+    expect(&mut shell, "turn 3 (work)");
+    shell.send_line("/mode plan").expect("send");
+    expect(&mut shell, "refused: a turn is running");
+    shell.send_control('c').expect("send Ctrl-C");
+    expect(&mut shell, "cancelling the turn");
+    expect(&mut shell, "turn 3 failed (cancelled)");
+
+    shell.send_line("/quit").expect("send");
+    expect(&mut shell, "session stopped after 3 turns");
+    shell.exp_eof().expect("the shell exits");
+    let status = shell.process().wait().expect("wait");
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "exit status {status:?}"
+    );
+    assert!(
+        data.path().join("shell_history").exists(),
+        "the history is kept in the data directory"
+    );
+}
