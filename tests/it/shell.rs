@@ -72,18 +72,25 @@ fn expect(shell: &mut PtySession, needle: &str) -> String {
     }
 }
 
-#[test]
-fn the_shell_plans_asks_inline_refuses_a_mode_change_mid_turn_and_cancels_on_ctrl_c() {
+/// A shell in fresh directories, on `script`, its session started.
+struct Shell {
+    pty: PtySession,
+    ws: TempDir,
+    data: TempDir,
+    _config: TempDir,
+}
+
+fn start(script: &str) -> Shell {
     let (ws, data, config) = (
         TempDir::new().expect("workspace"),
         TempDir::new().expect("data"),
         TempDir::new().expect("config"),
     );
-    let script = data.path().join("shell.toml");
-    std::fs::write(&script, SCRIPT).expect("script");
+    let script_file = data.path().join("shell.toml");
+    std::fs::write(&script_file, script).expect("script");
     let mut command = Command::new(env!("CARGO_BIN_EXE_cadre"));
     command
-        .args(["--script", s(&script)])
+        .args(["--script", s(&script_file)])
         .args(["--workspace", s(ws.path())])
         .args(["--data-dir", s(data.path())])
         .args(["--config-dir", s(config.path())])
@@ -96,8 +103,35 @@ fn the_shell_plans_asks_inline_refuses_a_mode_change_mid_turn_and_cancels_on_ctr
         .env_remove("CADRE_POSTURE")
         .env_remove("CADRE_CONFIG_DIR")
         .env_remove("RUST_LOG");
-    let mut shell = spawn_command(command, Some(PATIENCE_MS)).expect("spawn the shell");
-    expect(&mut shell, "/help lists the commands");
+    let mut pty = spawn_command(command, Some(PATIENCE_MS)).expect("spawn the shell");
+    expect(&mut pty, "/help lists the commands");
+    Shell {
+        pty,
+        ws,
+        data,
+        _config: config,
+    }
+}
+
+/// Waits for the shell to exit and checks it exited 0.
+#[track_caller]
+fn exits_0(shell: &mut PtySession) {
+    shell.exp_eof().expect("the shell exits");
+    let status = shell.process().wait().expect("wait");
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "exit status {status:?}"
+    );
+}
+
+#[test]
+fn the_shell_plans_asks_inline_refuses_a_mode_change_mid_turn_and_cancels_on_ctrl_c() {
+    let Shell {
+        pty: mut shell,
+        ws,
+        data,
+        ..
+    } = start(SCRIPT);
 
     // Plan mode, a turn in it that writes the plan and submits it, and the
     // questionnaire answered inline.
@@ -142,14 +176,20 @@ fn the_shell_plans_asks_inline_refuses_a_mode_change_mid_turn_and_cancels_on_ctr
 
     shell.send_line("/quit").expect("send");
     expect(&mut shell, "session stopped after 3 turns");
-    shell.exp_eof().expect("the shell exits");
-    let status = shell.process().wait().expect("wait");
-    assert!(
-        matches!(status, WaitStatus::Exited(_, 0)),
-        "exit status {status:?}"
-    );
+    exits_0(&mut shell);
     assert!(
         data.path().join("shell_history").exists(),
         "the history is kept in the data directory"
     );
+}
+
+#[test]
+fn ctrl_c_at_an_idle_prompt_asks_again_and_a_second_one_in_a_row_leaves() {
+    let mut shell = start(SCRIPT).pty;
+    shell.send_control('c').expect("send Ctrl-C");
+    expect(&mut shell, "(Ctrl-C again, Ctrl-D or /quit leaves)");
+    shell.send_control('c').expect("send Ctrl-C");
+    expect(&mut shell, "stopping the session");
+    expect(&mut shell, "session stopped after 0 turns");
+    exits_0(&mut shell);
 }

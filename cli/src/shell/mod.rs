@@ -40,6 +40,9 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
         store_task,
         session_id,
     } = launch(&config, true).await?;
+    // Before the terminal: rustyline saves the SIGINT handler around each
+    // line and puts it back after, so the shell's must be in place first.
+    let mut interrupts = interrupts();
     let mut terminal = Terminal::start(config.data_dir.join("shell_history")).await;
     let mut view = View::default();
     let mut shell = Controller::new(Facts {
@@ -50,7 +53,6 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
         workspace: config.workspace.display().to_string(),
         data_dir: config.data_dir.clone(),
     });
-    let mut interrupts = interrupts();
 
     loop {
         tokio::select! {
@@ -66,11 +68,16 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
                     break;
                 }
             }
-            input = terminal.next() => {
-                let Some((input, reply)) = input else { continue };
-                let next = react(&mut shell, &handle, &view, &mut terminal, input);
-                terminal.answer(reply, next);
-            }
+            input = terminal.next() => match input {
+                Some((input, reply)) => {
+                    let next = react(&mut shell, &handle, &view, &mut terminal, input);
+                    terminal.answer(reply, next);
+                }
+                // The reader is gone (it could not start, say): as Ctrl-D.
+                None => {
+                    react(&mut shell, &handle, &view, &mut terminal, Input::Eof);
+                }
+            },
             // Ctrl-C while the reader is between two lines arrives as SIGINT.
             Some(()) = interrupts.recv() => {
                 react(&mut shell, &handle, &view, &mut terminal, Input::Interrupt);
@@ -119,25 +126,30 @@ fn react(
     }
 }
 
-/// SIGINTs, for a Ctrl-C typed while the terminal is not in raw mode.
-/// Listening also keeps SIGINT from killing the shell.
+/// SIGINTs, for a Ctrl-C typed while the terminal is not in raw mode. The
+/// handler is installed before this returns; it also keeps SIGINT from
+/// killing the shell.
 fn interrupts() -> tokio::sync::mpsc::UnboundedReceiver<()> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::interrupt()) {
             // The stream keeps a signal that arrives between two polls.
-            let Ok(mut sigint) = signal(SignalKind::interrupt()) else {
-                return;
-            };
-            while sigint.recv().await.is_some() {
-                if tx.send(()).is_err() {
-                    return;
-                }
+            Ok(mut sigint) => {
+                tokio::spawn(async move {
+                    while sigint.recv().await.is_some() {
+                        if tx.send(()).is_err() {
+                            return;
+                        }
+                    }
+                });
             }
+            Err(err) => tracing::warn!(%err, "Ctrl-C between two lines cannot be caught"),
         }
-        #[cfg(not(unix))]
+    }
+    #[cfg(not(unix))]
+    tokio::spawn(async move {
         while tokio::signal::ctrl_c().await.is_ok() {
             if tx.send(()).is_err() {
                 return;

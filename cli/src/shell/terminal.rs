@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc as std_mpsc;
 use std::thread::JoinHandle;
 
-use rustyline::error::ReadlineError;
+use rustyline::error::{ReadlineError, Signal};
 use rustyline::{Config, DefaultEditor, ExternalPrinter};
 use tokio::sync::{mpsc, oneshot};
 
@@ -80,7 +80,8 @@ impl Terminal {
         }
     }
 
-    /// The next input; `None` once the reader has stopped. Cancel-safe.
+    /// The next input; `None` if the reader ended on its own, then never
+    /// again (nor after it was told to stop). Cancel-safe.
     pub async fn next(&mut self) -> Option<(Input, Reply)> {
         if !self.reading {
             return std::future::pending().await;
@@ -215,6 +216,10 @@ fn read_lines(
         let input = match editor.readline(PROMPT) {
             Ok(line) => Input::Line(line),
             Err(ReadlineError::Interrupted) => Input::Interrupt,
+            // A SIGINT from outside while rustyline holds the handler.
+            #[cfg(unix)]
+            Err(ReadlineError::Signal(Signal::Interrupt)) => Input::Interrupt,
+            Err(ReadlineError::Signal(Signal::Resize)) => continue,
             Err(ReadlineError::Eof) => Input::Eof,
             Err(err) => {
                 tracing::warn!(%err, "reading the terminal failed");
