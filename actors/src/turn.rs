@@ -79,6 +79,8 @@ pub struct TurnState {
     span: tracing::Span,
     /// The model or tool task in flight, aborted on cancel.
     inflight: Option<AbortHandle>,
+    /// The turn's closing event, handed to the session with its end.
+    ending: Option<Box<Event>>,
 }
 
 impl Actor for TurnActor {
@@ -102,6 +104,7 @@ impl Actor for TurnActor {
             events: args.events,
             span,
             inflight: None,
+            ending: None,
         })
     }
 
@@ -163,6 +166,14 @@ impl TurnState {
         let turn_id = self.machine.turn_id();
         for effect in effects {
             match effect {
+                // The turn's end is announced by the session, once it has
+                // settled the turn: a host that acts on `turn.completed` finds
+                // the session ready.
+                TurnEffect::Emit(
+                    event @ (Event::TurnCompleted { .. } | Event::TurnFailed { .. }),
+                ) => {
+                    self.ending = Some(Box::new(event));
+                }
                 TurnEffect::Emit(event) => {
                     // A consumer that went away cannot be told anything more.
                     let _ = self.events.send(event);
@@ -203,8 +214,11 @@ impl TurnState {
                 }
                 TurnEffect::Finish(outcome) => {
                     self.inflight = None;
-                    self.session
-                        .cast(SessionMsg::TurnFinished { turn_id, outcome })?;
+                    self.session.cast(SessionMsg::TurnFinished {
+                        turn_id,
+                        outcome,
+                        ending: self.ending.take(),
+                    })?;
                 }
             }
         }

@@ -337,11 +337,12 @@ impl SessionState {
             ApprovalDecision::AllowSession => ApprovalOutcome::AllowSession,
             ApprovalDecision::Deny => ApprovalOutcome::Deny,
         };
-        let _ = pending.call.reply.send(decision);
         self.emit(Event::ApprovalResolved {
             id: id.to_string(),
             outcome,
         });
+        // The answer is announced before the call runs on it.
+        let _ = pending.call.reply.send(decision);
     }
 
     /// A turn ended: its open prompts are withdrawn and its reviews cancelled

@@ -175,6 +175,9 @@ pub enum SessionMsg {
         turn_id: u64,
         /// How.
         outcome: TurnOutcome,
+        /// Its closing event (`turn.completed` or `turn.failed`), emitted by
+        /// the session once the turn is settled.
+        ending: Option<Box<Event>>,
     },
     /// A tool task asks whether its call may run (from the turn's authorizer).
     Authorize {
@@ -399,13 +402,20 @@ impl Actor for SessionActor {
                     state.record(message);
                 }
             }
-            SessionMsg::TurnFinished { turn_id, outcome } => {
+            SessionMsg::TurnFinished {
+                turn_id,
+                outcome,
+                ending,
+            } => {
                 if let Some(running) = state.running.take_if(|r| r.turn_id == turn_id) {
                     running.actor.stop(None);
                     tracing::info!(parent: &state.span, turn_id, ?outcome, "turn finished");
                     state.withdraw(turn_id);
                     state.close_unanswered("the turn ended before this call was answered");
                     state.finish_turn(running.queue_id).await;
+                    if let Some(ending) = ending {
+                        state.emit(*ending);
+                    }
                     state.after_turn(&myself).await;
                 }
             }

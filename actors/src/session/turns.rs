@@ -83,7 +83,9 @@ impl SessionState {
                         posture,
                     })?,
                 };
-                s.set_posture(&id, posture)?;
+                if record.posture != posture {
+                    s.set_posture(&id, posture)?;
+                }
                 Ok((
                     record,
                     s.conversation(&id)?,
@@ -149,40 +151,24 @@ impl SessionState {
                 return self.reject("user_input", "the session is already in Plan mode");
             }
         }
-        let queue_id = match &self.store {
+        // When the message runs at once, its admission and its turn's start
+        // share one trip to the store (two transactions, in that order).
+        let starts_now = self.running.is_none() && self.queue.is_empty();
+        let (queue_id, backup) = match &self.store {
             None => (None, None),
             Some(store) => {
                 let id = self.config.session_id.clone();
                 let key = uuid::Uuid::new_v4().to_string();
                 let content = text.clone();
                 let plan_file = self.config.paths.plan_file();
+                let seq = self.conversation.len() as i64;
                 let admitted = store
                     .call(move |s| {
-                        let admission = Admission {
-                            session_id: &id,
-                            content: &content,
-                            source: Source::User,
-                            intent,
-                            idempotency_key: &key,
-                            front: false,
-                            plan_sha256: None,
-                        };
-                        match intent {
-                            // The old plan is backed up around the admission,
-                            // and restored if the admission fails (PL2).
-                            Some(ModeIntent::PlanEntry) => {
-                                plan::enter(&plan_file, || s.admit(&admission)).map_err(|e| match e
-                                {
-                                    plan::EntryError::Backup(why) => StoreError::Conflict(format!(
-                                        "the earlier plan could not be backed up: {why}"
-                                    )),
-                                    plan::EntryError::Commit(err) => err,
-                                })
-                            }
-                            Some(ModeIntent::PlanExit) | None => {
-                                s.admit(&admission).map(|a| (None, a))
-                            }
+                        let (backup, admitted) = admit(s, &id, &content, intent, &key, &plan_file)?;
+                        if starts_now {
+                            s.start_turn(&id, admitted.id, Some((seq, &Message::user(content))))?;
                         }
+                        Ok((backup, admitted))
                     })
                     .await;
                 match admitted {
@@ -194,7 +180,6 @@ impl SessionState {
                 }
             }
         };
-        let (queue_id, backup) = queue_id;
         match intent {
             Some(ModeIntent::PlanEntry) => {
                 self.mode = Mode::Plan;
@@ -211,21 +196,19 @@ impl SessionState {
             }
             None => {}
         }
-        self.queue.push_back(Queued {
+        let queued = Queued {
             id: queue_id,
             text,
             interrupted: false,
-        });
-        let waiting = if self.running.is_some() {
-            self.queue.len()
-        } else {
-            0
         };
-        self.emit(Event::InputAdmitted {
-            queue_length: waiting,
-        });
-        if self.running.is_none() {
-            self.start_next(myself).await;
+        if starts_now {
+            self.emit(Event::InputAdmitted { queue_length: 0 });
+            self.launch(myself, queued).await;
+        } else {
+            self.queue.push_back(queued);
+            self.emit(Event::InputAdmitted {
+                queue_length: self.queue.len(),
+            });
         }
     }
 
@@ -256,19 +239,24 @@ impl SessionState {
             return;
         };
         let seq = self.conversation.len() as i64;
-        let user = (!next.interrupted).then(|| Arc::new(Message::user(next.text.clone())));
         if let (Some(store), Some(queue_id)) = (&self.store, next.id) {
             let id = self.config.session_id.clone();
-            let stored = user.clone();
+            let user = (!next.interrupted).then(|| Message::user(next.text.clone()));
             let started = store
-                .call(move |s| s.start_turn(&id, queue_id, stored.as_deref().map(|m| (seq, m))))
+                .call(move |s| s.start_turn(&id, queue_id, user.as_ref().map(|m| (seq, m))))
                 .await;
             if let Err(err) = started {
                 tracing::error!(parent: &self.span, %err, "the turn could not be recorded as started");
             }
         }
-        if let Some(user) = user {
-            self.conversation.push(user);
+        self.launch(myself, next).await;
+    }
+
+    /// Runs a message's turn, its start already recorded.
+    async fn launch(&mut self, myself: &ActorRef<SessionMsg>, next: Queued) {
+        if !next.interrupted {
+            self.conversation
+                .push(Arc::new(Message::user(next.text.clone())));
         }
         self.turns += 1;
         let turn_id = self.turns;
@@ -365,5 +353,37 @@ impl SessionState {
                 });
             }
         }
+    }
+}
+
+/// Admits one user message; a Plan entry backs up the old plan around the
+/// admission, and restores it if the admission fails (PL2).
+fn admit(
+    s: &mut Store,
+    session_id: &str,
+    content: &str,
+    intent: Option<ModeIntent>,
+    key: &str,
+    plan_file: &std::path::Path,
+) -> Result<(Option<std::path::PathBuf>, cadre_runtime::store::Admitted), StoreError> {
+    let admission = Admission {
+        session_id,
+        content,
+        source: Source::User,
+        intent,
+        idempotency_key: key,
+        front: false,
+        plan_sha256: None,
+    };
+    match intent {
+        Some(ModeIntent::PlanEntry) => {
+            plan::enter(plan_file, || s.admit(&admission)).map_err(|e| match e {
+                plan::EntryError::Backup(why) => {
+                    StoreError::Conflict(format!("the earlier plan could not be backed up: {why}"))
+                }
+                plan::EntryError::Commit(err) => err,
+            })
+        }
+        Some(ModeIntent::PlanExit) | None => s.admit(&admission).map(|a| (None, a)),
     }
 }
