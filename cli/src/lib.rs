@@ -123,7 +123,8 @@ fn run_shell(
         let files = load_config(&args, &env, config_dir.as_deref())?;
         let defaults = load_defaults(config_dir.as_deref())?;
         let config = RunConfig::from_session(args, env, files, defaults)?;
-        shell::run(config).await
+        let settings = config_dir.as_deref().map(Settings::in_dir);
+        shell::run(config, settings).await
     })
 }
 

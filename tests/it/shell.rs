@@ -77,7 +77,7 @@ struct Shell {
     pty: PtySession,
     ws: TempDir,
     data: TempDir,
-    _config: TempDir,
+    config: TempDir,
 }
 
 fn start(script: &str) -> Shell {
@@ -109,7 +109,7 @@ fn start(script: &str) -> Shell {
         pty,
         ws,
         data,
-        _config: config,
+        config,
     }
 }
 
@@ -130,7 +130,7 @@ fn the_shell_plans_asks_inline_refuses_a_mode_change_mid_turn_and_cancels_on_ctr
         pty: mut shell,
         ws,
         data,
-        ..
+        config,
     } = start(SCRIPT);
 
     // Plan mode, a turn in it that writes the plan and submits it, and the
@@ -181,6 +181,11 @@ fn the_shell_plans_asks_inline_refuses_a_mode_change_mid_turn_and_cancels_on_ctr
         data.path().join("shell_history").exists(),
         "the history is kept in the data directory"
     );
+    // The mode chosen last (and accepted) is the startup default; the
+    // refused `/mode plan` did not overwrite it (M6).
+    let settings =
+        std::fs::read_to_string(config.path().join("settings.toml")).expect("settings.toml");
+    assert!(settings.contains("default_mode = \"work\""), "{settings}");
 }
 
 #[test]

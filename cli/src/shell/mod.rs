@@ -20,7 +20,9 @@ pub mod controller;
 pub mod terminal;
 pub mod view;
 
+use cadre_runtime::Mode;
 use cadre_runtime::protocol::Event;
+use cadre_runtime::settings::Settings;
 
 use crate::config::RunConfig;
 use crate::exit::{self, CliError};
@@ -30,8 +32,10 @@ use self::controller::{Controller, Facts, Input, Notice};
 use self::terminal::{Next, Terminal};
 use self::view::View;
 
-/// Runs the shell until the person leaves; exits 0.
-pub async fn run(config: RunConfig) -> Result<u8, CliError> {
+/// Runs the shell until the person leaves; exits 0. A mode the person
+/// chooses (and the session accepts) becomes the startup default in
+/// `settings` (M6), even when it is the mode already active.
+pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, CliError> {
     // A person is here: Ask becomes an approval prompt.
     let Launched {
         handle,
@@ -45,6 +49,9 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
     let mut interrupts = interrupts();
     let mut terminal = Terminal::start(config.data_dir.join("shell_history")).await;
     let mut view = View::default();
+    // The mode last asked for with `/mode`: persisted when the session
+    // accepts it, forgotten when it refuses.
+    let mut chosen: Option<Mode> = None;
     let mut shell = Controller::new(Facts {
         session_id,
         mode: config.mode,
@@ -61,6 +68,14 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
                 if let Some(piece) = view.event(&event) {
                     terminal.show(piece);
                 }
+                match &event {
+                    Event::ModeChanged { mode } if chosen == Some(*mode) => {
+                        chosen = None;
+                        persist_default_mode(settings.clone(), *mode);
+                    }
+                    Event::OpRejected { op, .. } if op == "set_mode" || op == "plan" => chosen = None,
+                    _ => {}
+                }
                 for op in shell.event(&event) {
                     let _ = handle.submit(op);
                 }
@@ -70,6 +85,12 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
             }
             input = terminal.next() => match input {
                 Some((input, reply)) => {
+                    if let Input::Line(line) = &input
+                        && let commands::Line::Command(commands::Command::Mode(Some(mode))) =
+                            commands::parse(line)
+                    {
+                        chosen = Some(mode);
+                    }
                     let next = react(&mut shell, &handle, &view, &mut terminal, input);
                     terminal.answer(reply, next);
                 }
@@ -124,6 +145,19 @@ fn react(
     } else {
         Next::Read
     }
+}
+
+/// Writes `default_mode` off the async threads; a failure is a warning, the
+/// session goes on.
+fn persist_default_mode(settings: Option<Settings>, mode: Mode) {
+    let Some(settings) = settings else {
+        return;
+    };
+    tokio::task::spawn_blocking(move || {
+        if let Err(err) = settings.set("default_mode", mode.as_str()) {
+            tracing::warn!(%err, "the default mode could not be saved");
+        }
+    });
 }
 
 /// SIGINTs, for a Ctrl-C typed while the terminal is not in raw mode. The
