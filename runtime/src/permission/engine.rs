@@ -130,7 +130,9 @@ impl Decision {
     /// The one-line transcript form (P6), e.g.
     /// `Auto-Review allowed 'bash' (low risk, model guardian): …`.
     pub fn line(&self, posture: Posture, tool: &str) -> String {
+        // The mode gate decides before any posture is consulted.
         let actor = match (posture, self.layer) {
+            (_, Layer::Mode) => "The mode",
             (Posture::Auto, _) => "Auto-Review",
             (Posture::Suggest, _) => "Ask",
             (Posture::Bypass, _) => "Full Access",
