@@ -697,3 +697,55 @@ async fn headless_plan_only_then_plan_approve_then_resume_implements_the_approve
         "it runs in Work mode"
     );
 }
+
+#[tokio::test]
+async fn approve_plan_runs_the_example_script_from_plan_to_implementation_in_one_go() {
+    let (ws, data) = dirs();
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scripts/plan-and-implement.toml");
+    let out = cadre(&[
+        "exec",
+        "--mode",
+        "plan",
+        "--approve-plan",
+        "--posture",
+        "bypass",
+        "--script",
+        s(&script),
+        "--workspace",
+        s(ws.path()),
+        "--data-dir",
+        s(data.path()),
+        "--output-format",
+        "stream-json",
+        "Add a greeting module",
+    ])
+    .await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let events = events(&out);
+
+    let opened = of_type(&events, "questionnaire.opened");
+    assert_eq!(opened.len(), 1, "{events:?}");
+    assert_eq!(opened[0]["kind"], "plan_approval");
+    let answered = of_type(&events, "questionnaire.answered");
+    assert_eq!(answered.len(), 1, "{events:?}");
+    assert_eq!(answered[0]["id"], opened[0]["id"]);
+    assert_eq!(answered[0]["answer"]["answer"], "approve");
+    assert_eq!(answered[0]["mode"], "work");
+
+    // Planning wrote nothing in the workspace; the implementation did.
+    let turns = of_type(&events, "turn.started");
+    assert_eq!(turns.len(), 2, "{events:?}");
+    assert_eq!(turns[0]["mode"], "plan");
+    assert_eq!(turns[1]["mode"], "work");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("greeting.txt")).expect("implemented"),
+        "hello\n"
+    );
+    let checked = of_type(&events, "tool.result")
+        .into_iter()
+        .find(|e| e["name"] == "bash")
+        .expect("the check ran");
+    assert_eq!(checked["status"], "ok", "{checked}");
+    assert_eq!(of_type(&events, "turn.completed").len(), 2);
+}
