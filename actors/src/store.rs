@@ -97,8 +97,15 @@ impl Actor for StoreActor {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             StoreMsg::Run(job) => {
-                state.flush().await;
-                state.with_store(job).await;
+                // The buffered appends and the request share one trip to
+                // the blocking pool, appends first.
+                let batches = state.take_buffered();
+                state
+                    .with_store(Box::new(move |store: &mut Store| {
+                        write(store, batches);
+                        job(store);
+                    }))
+                    .await;
             }
             StoreMsg::Append {
                 session_id,
@@ -147,22 +154,27 @@ impl StoreState {
         }
     }
 
-    async fn flush(&mut self) {
+    fn take_buffered(&mut self) -> BTreeMap<String, Batch> {
         self.flush_scheduled = false;
-        if self.buffered.is_empty() {
+        std::mem::take(&mut self.buffered)
+    }
+
+    async fn flush(&mut self) {
+        let batches = self.take_buffered();
+        if batches.is_empty() {
             return;
         }
-        let batches = std::mem::take(&mut self.buffered);
-        self.with_store(Box::new(move |store: &mut Store| {
-            for (session_id, batch) in batches {
-                if let Err(err) =
-                    store.append(&session_id, &batch.messages, &batch.events, &batch.audit)
-                {
-                    tracing::error!(%err, session_id, "buffered appends could not be written");
-                }
-            }
-        }))
-        .await;
+        self.with_store(Box::new(move |store: &mut Store| write(store, batches)))
+            .await;
+    }
+}
+
+/// Writes buffered appends, one transaction per session.
+fn write(store: &mut Store, batches: BTreeMap<String, Batch>) {
+    for (session_id, batch) in batches {
+        if let Err(err) = store.append(&session_id, &batch.messages, &batch.events, &batch.audit) {
+            tracing::error!(%err, session_id, "buffered appends could not be written");
+        }
     }
 }
 
