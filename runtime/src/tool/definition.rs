@@ -353,6 +353,13 @@ pub trait Tool: Send + Sync + 'static {
         self.definition().safety
     }
 
+    /// Why [`Tool::classify`] found this call not read-only, when the tool
+    /// can tell ("`rm` is not a known read-only program"). Asked only when
+    /// a gate refuses the call, so it may redo the classification's work.
+    fn unproven_because(&self, _args: &Value) -> Option<String> {
+        None
+    }
+
     /// Runs one call whose arguments already passed the schema and the gates.
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a>;
 }

@@ -8,7 +8,7 @@ use futures::FutureExt;
 use serde_json::Value;
 use tracing::Instrument;
 
-use super::definition::{Authorization, ErrorCode, ToolContext, ToolError};
+use super::definition::{Authorization, ErrorCode, Safety, ToolContext, ToolError};
 use super::gate::{execution_gate, scope_gate};
 use super::registry::ToolRegistry;
 use crate::message::ToolCall;
@@ -64,7 +64,12 @@ impl ToolRunner {
         let safety = entry.tool.classify(&args);
         let gated = execution_gate(def, safety, &args, ctx)
             .and_then(|()| scope_gate(def, safety, &args, ctx));
-        if let Err(refused) = gated {
+        if let Err(mut refused) = gated {
+            if safety == Safety::SideEffect
+                && let Some(why) = entry.tool.unproven_because(&args)
+            {
+                refused.message = format!("{} (why: {why})", refused.message);
+            }
             if let Some(authorizer) = &ctx.authorizer {
                 // Recorded like every automatic decision; the refusal stands.
                 let _ = authorizer

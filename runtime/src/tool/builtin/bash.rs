@@ -62,6 +62,12 @@ impl Tool for Bash {
             })
     }
 
+    fn unproven_because(&self, args: &Value) -> Option<String> {
+        let command = args.get("command").and_then(Value::as_str)?;
+        let classified = classify_command(command);
+        (classified.safety == Safety::SideEffect).then_some(classified.reason)
+    }
+
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let command = required_str(&args, "command")?;

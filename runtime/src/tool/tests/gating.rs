@@ -162,7 +162,12 @@ async fn plan_mode_runs_readers_and_read_only_bash_and_writes_only_the_plan_file
         plan_env(),
         "bash",
         json!({"command": "touch forged"}),
-        err(ToolNotAllowed, "this 'bash' call is not proven read-only"),
+        err(
+            ToolNotAllowed,
+            "this 'bash' call is not proven read-only and is not allowed; run only known \
+             read-only commands (no redirection to files, no substitution, no `&`) or use \
+             the read-only tools (why: `touch` is not a known read-only program)",
+        ),
         &[],
     )
     .await;
@@ -170,7 +175,7 @@ async fn plan_mode_runs_readers_and_read_only_bash_and_writes_only_the_plan_file
         plan_env(),
         "bash",
         json!({"command": "cat seed.txt > copy.txt"}),
-        err(ToolNotAllowed, "not proven read-only"),
+        err(ToolNotAllowed, "(why: output redirection to 'copy.txt')"),
         &[],
     )
     .await;
