@@ -238,6 +238,7 @@ impl TextView {
                 err(format!("    ? approval {id}: {outcome:?}"))
             }
             Event::PostureChanged { posture } => err(format!("posture: {posture}")),
+            Event::ModelChanged { model } => err(format!("model: {model}")),
             Event::AutonomyPaused { reason, fallback } => match fallback {
                 Some(posture) => err(format!(
                     "autonomy paused ({reason}); falling back to {posture}"

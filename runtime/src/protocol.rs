@@ -48,6 +48,13 @@ pub enum Op {
         /// The new posture.
         posture: Posture,
     },
+    /// Switch the model the next turns ask (a name the session's model
+    /// client sends, such as `gpt-4.1-mini`). Answered by `model.changed`,
+    /// or `op.rejected` while a turn runs (M6) or when the name is empty.
+    SetModel {
+        /// The model's name.
+        model: String,
+    },
     /// Answer an approval prompt. Answered by `approval.resolved`, or
     /// `op.rejected` when no prompt has that id.
     Approve {
@@ -363,6 +370,12 @@ pub enum Event {
     PostureChanged {
         /// The new posture.
         posture: Posture,
+    },
+    /// The model the next turns ask changed.
+    #[serde(rename = "model.changed")]
+    ModelChanged {
+        /// The model's name.
+        model: String,
     },
     /// The denial ledger paused autonomy (P8).
     #[serde(rename = "autonomy.paused")]

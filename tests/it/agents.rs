@@ -461,3 +461,81 @@ async fn a_leaf_role_cannot_delegate_and_never_widens_to_its_parents_posture() {
     assert!(!session.workspace_path().join("leaf.txt").exists());
     session.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_worker_asks_its_roles_model_else_the_model_its_parent_was_switched_to() {
+    let mock = MockServer::start().await;
+    mock.respond_with(|request| {
+        let who = asker(request);
+        Some(match (who.as_str(), iteration(request)) {
+            // Both in the foreground: the turn ends after both reports.
+            ("boss", 1) => reply_calls(&[
+                (
+                    "s1".into(),
+                    "agent",
+                    json!({"action": "spawn", "prompt": "plain work"}),
+                ),
+                (
+                    "s2".into(),
+                    "agent",
+                    json!({"action": "spawn", "prompt": "fast work", "role": "fast"}),
+                ),
+            ]),
+            (_, _) => Reply::sse(&text_chunks("done")),
+        })
+    });
+    let mut roles = BTreeMap::new();
+    roles.insert(
+        "fast".to_string(),
+        RoleConfig {
+            model: Some("fast-model".into()),
+            ..RoleConfig::default()
+        },
+    );
+    let mut session = SessionBuilder::openai(&mock.url)
+        .posture(Posture::Bypass)
+        .subagents(roles, 4)
+        .start()
+        .await;
+    session.submit(Op::SetModel {
+        model: "parent-model".into(),
+    });
+    let events = session.turn("boss").await;
+
+    let mut spawned: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::AgentSpawned { role, model, .. } => Some((role.clone(), model.clone())),
+            _ => None,
+        })
+        .collect();
+    spawned.sort();
+    assert_eq!(
+        spawned,
+        [
+            ("fast".to_string(), "fast-model".to_string()),
+            ("worker".into(), "parent-model".into())
+        ]
+    );
+    let mut asked: Vec<(String, String)> = mock
+        .requests()
+        .iter()
+        .map(|r| {
+            (
+                asker(r),
+                r["model"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    asked.sort();
+    asked.dedup();
+    assert_eq!(
+        asked,
+        [
+            ("boss".to_string(), "parent-model".to_string()),
+            ("fast work".into(), "fast-model".into()),
+            ("plain work".into(), "parent-model".into())
+        ]
+    );
+    session.shutdown().await;
+}

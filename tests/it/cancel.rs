@@ -169,3 +169,55 @@ async fn a_mode_change_while_a_turn_runs_is_refused_and_status_still_answers() {
     cancel_and_expect_cancelled(&mut session).await;
     session.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_model_change_is_refused_while_a_turn_runs_and_the_next_turn_asks_the_new_model() {
+    let mock = MockServer::start().await;
+    let mut session = SessionBuilder::openai(&mock.url).start().await;
+    let first: Vec<Value> = vec![chunk(
+        json!([{"index": 0, "delta": {"content": "Working"}, "finish_reason": null}]),
+    )];
+    mock.push([Reply::HangAfter {
+        body: sse_body(&first).replace("data: [DONE]\n\n", ""),
+    }]);
+    session.submit(Op::user("work"));
+    session
+        .events_until(|e| matches!(e, Event::AssistantDelta { .. }))
+        .await;
+
+    session.submit(Op::SetModel {
+        model: "other-model".into(),
+    });
+    let refused = session.next_event().await;
+    assert!(
+        matches!(&refused, Event::OpRejected { op, message } if op == "set_model" && message.contains("cancel it first")),
+        "{refused:?}"
+    );
+    cancel_and_expect_cancelled(&mut session).await;
+    session
+        .events_until(|e| matches!(e, Event::SessionIdle { .. }))
+        .await;
+
+    session.submit(Op::SetModel { model: "  ".into() });
+    let empty = session.next_event().await;
+    assert!(
+        matches!(&empty, Event::OpRejected { op, message } if op == "set_model" && message.contains("empty")),
+        "{empty:?}"
+    );
+    session.submit(Op::SetModel {
+        model: "other-model".into(),
+    });
+    assert_eq!(
+        session.next_event().await,
+        Event::ModelChanged {
+            model: "other-model".into()
+        }
+    );
+    mock.push([Reply::sse(&text_chunks("done"))]);
+    session.turn("again").await;
+    let models: Vec<Value> = mock.requests().iter().map(|r| r["model"].clone()).collect();
+    let first_model = models[0].as_str().expect("a model name").to_string();
+    assert_ne!(first_model, "other-model");
+    assert_eq!(models, [json!(first_model), json!("other-model")]);
+    session.shutdown().await;
+}

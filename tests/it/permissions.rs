@@ -739,3 +739,34 @@ async fn allow_for_session_answers_the_same_call_again_without_asking() {
     assert!(!session.workspace_path().join("other.txt").exists());
     session.shutdown().await;
 }
+
+#[tokio::test]
+async fn without_a_model_of_its_own_the_guardian_asks_the_model_the_agent_asks() {
+    let mock = MockServer::start().await;
+    let agent = vec![
+        Reply::sse(&tool_call_chunks(
+            "w1",
+            "write_file",
+            &json!({"path": "src/a.rs", "content": "fn a() {}\n"}),
+        )),
+        Reply::sse(&text_chunks("done")),
+    ];
+    mock_with_reviews(&mock, agent, || answer(ALLOW_LOW));
+    let mut session = auto_session(&mock).await;
+    session.submit(Op::SetModel {
+        model: "chosen-model".into(),
+    });
+    session
+        .events_until(|e| matches!(e, Event::ModelChanged { .. }))
+        .await;
+    session.turn("write a.rs").await;
+
+    let requests = mock.requests();
+    let (reviews, turns): (Vec<&Value>, Vec<&Value>) = requests.iter().partition(|r| is_review(r));
+    assert_eq!(reviews.len(), 1);
+    assert_eq!(turns.len(), 2);
+    for request in reviews.iter().chain(&turns) {
+        assert_eq!(request["model"], "chosen-model", "{request}");
+    }
+    session.shutdown().await;
+}

@@ -247,6 +247,10 @@ impl SessionState {
         let child_config = self.child_config(&agent_id, &role_name, &role, authority);
         let posture = child_config.permissions.posture;
         let depth = child_config.depth;
+        let model_name = child_config
+            .model_override
+            .clone()
+            .unwrap_or_else(|| model.model().to_string());
         let (events, stream) = mpsc::unbounded_channel();
         let args = SessionArgs {
             config: child_config,
@@ -272,7 +276,7 @@ impl SessionState {
         self.emit(Event::AgentSpawned {
             agent_id: agent_id.clone(),
             role: role_name.clone(),
-            model: model.model().to_string(),
+            model: model_name,
             posture,
             depth,
         });
@@ -323,10 +327,15 @@ impl SessionState {
             max_depth: authority.max_depth,
             file_scopes: authority.file_scopes,
             role_prompt: role.system_prompt.clone(),
+            // On the parent's client, the role's model, else the parent's.
             model_override: role
                 .base_url
                 .is_none()
-                .then(|| role.model.clone())
+                .then(|| {
+                    role.model
+                        .clone()
+                        .or_else(|| self.config.model_override.clone())
+                })
                 .flatten(),
             subagents: self.config.subagents.clone(),
             plan_agent_entry: false,

@@ -256,7 +256,13 @@ impl SessionState {
         };
         let config: &GuardianConfig = &self.authority.config.guardian;
         let request = match guardian::review_request(&held, &observations, config, context) {
-            Ok(request) => request,
+            // Without a guardian model of its own, it asks the agent's model.
+            Ok(mut request) => {
+                if request.model.is_none() {
+                    request.model = self.config.model_override.as_deref().map(Arc::from);
+                }
+                request
+            }
             Err(too_large) => return self.settle(call, too_large.decision()),
         };
         self.authority.reviews_made += 1;

@@ -369,7 +369,7 @@ impl Actor for SessionActor {
             mode: state.mode,
             posture: state.authority.posture,
             workspace: state.config.workspace.root().display().to_string(),
-            model: state.services.model.model().to_string(),
+            model: state.model_name().to_string(),
         });
         Ok(state)
     }
@@ -503,6 +503,14 @@ impl SessionState {
         }
     }
 
+    /// The model this session's turns ask.
+    fn model_name(&self) -> &str {
+        self.config
+            .model_override
+            .as_deref()
+            .unwrap_or_else(|| self.services.model.model())
+    }
+
     fn activity(&self) -> Activity {
         if self.running.is_some() {
             Activity::Running
@@ -543,6 +551,22 @@ impl SessionState {
                 self.persist(move |store, id| store.set_posture(id, posture))
                     .await;
                 self.emit(Event::PostureChanged { posture });
+            }
+            Op::SetModel { model } => {
+                if self.running.is_some() {
+                    return self.reject(
+                        "set_model",
+                        "a turn is running: cancel it first (Ctrl-C, or the `cancel` op), then change the model",
+                    );
+                }
+                let model = model.trim();
+                if model.is_empty() {
+                    return self.reject("set_model", "the model name is empty");
+                }
+                self.config.model_override = Some(model.to_string());
+                self.emit(Event::ModelChanged {
+                    model: model.to_string(),
+                });
             }
             Op::Approve { id, decision } => {
                 let op = Op::Approve {

@@ -8,6 +8,7 @@ use cadre_runtime::store::QuestionnaireAnswer;
 
 const MODE_USAGE: &str = "/mode [plan|work|operate]";
 const PLAN_USAGE: &str = "/plan on|off|status|view";
+const MODEL_USAGE: &str = "/model [NAME]";
 
 /// The slash commands and what they do, for `/help`.
 pub const COMMANDS: &[(&str, &str)] = &[
@@ -18,6 +19,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     (
         PLAN_USAGE,
         "enter or leave Plan mode, report the plan, show it",
+    ),
+    (
+        MODEL_USAGE,
+        "show the model, or switch for the next turns (refused while a turn runs)",
     ),
     ("/config", "the session's effective settings"),
     ("/queue", "how many messages wait for a turn"),
@@ -39,10 +44,12 @@ pub enum Line {
 }
 
 /// A slash command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     /// `/mode` shows the mode (`None`); `/mode plan|work|operate` switches.
     Mode(Option<Mode>),
+    /// `/model` shows the model (`None`); `/model NAME` switches.
+    Model(Option<String>),
     /// `/plan on|off|status|view`; `/plan` alone is `status`.
     Plan(PlanAction),
     /// `/config`.
@@ -92,6 +99,11 @@ pub fn parse(line: &str) -> Line {
             [] => Ok(Command::Plan(PlanAction::Status)),
             [action] => plan_action(action).map(Command::Plan).ok_or(PLAN_USAGE),
             _ => Err(PLAN_USAGE),
+        },
+        "/model" => match args.as_slice() {
+            [] => Ok(Command::Model(None)),
+            [name] => Ok(Command::Model(Some((*name).to_string()))),
+            _ => Err(MODEL_USAGE),
         },
         "/config" => no_arguments(&args, Command::Config, "/config"),
         "/queue" => no_arguments(&args, Command::Queue, "/queue"),

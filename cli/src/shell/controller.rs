@@ -45,6 +45,8 @@ pub enum Notice {
     Config(Facts),
     /// The mode now (`/mode` alone).
     Mode(Mode),
+    /// The model now (`/model` alone).
+    Model(String),
     /// Ctrl-C sent a cancel.
     Cancelling,
     /// Ctrl-C again while the cancel is on its way.
@@ -202,6 +204,7 @@ impl Controller {
             }
             Event::ModeChanged { mode } => self.facts.mode = *mode,
             Event::PostureChanged { posture } => self.facts.posture = *posture,
+            Event::ModelChanged { model } => self.facts.model.clone_from(model),
             Event::SessionStatus { mode, posture, .. } => {
                 self.idle = false;
                 self.facts.mode = *mode;
@@ -290,6 +293,8 @@ impl Controller {
         match command {
             Command::Mode(Some(mode)) => self.when_settled(Op::SetMode { mode }),
             Command::Mode(None) => notice(Notice::Mode(self.facts.mode)),
+            Command::Model(Some(model)) => self.when_settled(Op::SetModel { model }),
+            Command::Model(None) => notice(Notice::Model(self.facts.model.clone())),
             Command::Plan(action) => self.when_settled(Op::Plan { action }),
             Command::Config => notice(Notice::Config(self.facts.clone())),
             Command::Queue => op(Op::Status),

@@ -127,6 +127,7 @@ impl View {
             Notice::Mode(mode) => {
                 format!("{mode} mode (/mode plan|work|operate switches)\n")
             }
+            Notice::Model(model) => format!("model {model} (/model NAME switches)\n"),
             Notice::Cancelling => "cancelling the turn…\n".into(),
             Notice::StillCancelling => {
                 "still cancelling; once it has ended, Ctrl-C twice leaves\n".into()

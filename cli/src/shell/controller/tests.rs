@@ -126,6 +126,8 @@ fn lines_become_messages_and_commands_become_ops() {
             line("/queue"),
             line("/help"),
             line("/mode nowhere"),
+            line("/model gpt-4.1-mini"),
+            line("/model a b"),
             line("/quit"),
         ],
         vec![
@@ -143,6 +145,10 @@ fn lines_become_messages_and_commands_become_ops() {
             notices(vec![Notice::Invalid(Invalid::Usage(
                 "/mode [plan|work|operate]",
             ))]),
+            ops(vec![Op::SetModel {
+                model: "gpt-4.1-mini".into(),
+            }]),
+            notices(vec![Notice::Invalid(Invalid::Usage("/model [NAME]"))]),
             leaving(),
         ],
     );
@@ -334,7 +340,7 @@ fn config_shows_what_the_events_said() {
         session_id: "s-1".into(),
         mode: Mode::Plan,
         posture: Posture::Auto,
-        model: "m".into(),
+        model: "m2".into(),
         workspace: "/real/ws".into(),
         data_dir: PathBuf::from("/data"),
     };
@@ -352,12 +358,15 @@ fn config_shows_what_the_events_said() {
             Step::Event(Event::PostureChanged {
                 posture: Posture::Auto,
             }),
+            Step::Event(Event::ModelChanged { model: "m2".into() }),
             line("/config"),
             line("/mode"),
+            line("/model"),
         ],
         vec![
             notices(vec![Notice::Config(expected)]),
             notices(vec![Notice::Mode(Mode::Plan)]),
+            notices(vec![Notice::Model("m2".into())]),
         ],
     );
 }
