@@ -130,8 +130,8 @@ async fn cancel_during_a_stalled_stream_ends_the_turn_and_the_session_goes_on() 
     session.shutdown().await;
 }
 
-#[tokio::test]
-async fn a_mode_change_while_a_turn_runs_is_refused_and_status_still_answers() {
+/// A session whose turn has streamed some text and waits on the rest.
+async fn a_turn_mid_stream() -> (MockServer, TestSession) {
     let mock = MockServer::start().await;
     let mut session = SessionBuilder::openai(&mock.url).start().await;
     let first: Vec<Value> = vec![chunk(
@@ -144,6 +144,12 @@ async fn a_mode_change_while_a_turn_runs_is_refused_and_status_still_answers() {
     session
         .events_until(|e| matches!(e, Event::AssistantDelta { .. }))
         .await;
+    (mock, session)
+}
+
+#[tokio::test]
+async fn a_mode_change_while_a_turn_runs_is_refused_and_status_still_answers() {
+    let (_mock, mut session) = a_turn_mid_stream().await;
 
     session.submit(Op::SetMode {
         mode: cadre::runtime::Mode::Plan,
@@ -172,18 +178,7 @@ async fn a_mode_change_while_a_turn_runs_is_refused_and_status_still_answers() {
 
 #[tokio::test]
 async fn a_model_change_is_refused_while_a_turn_runs_and_the_next_turn_asks_the_new_model() {
-    let mock = MockServer::start().await;
-    let mut session = SessionBuilder::openai(&mock.url).start().await;
-    let first: Vec<Value> = vec![chunk(
-        json!([{"index": 0, "delta": {"content": "Working"}, "finish_reason": null}]),
-    )];
-    mock.push([Reply::HangAfter {
-        body: sse_body(&first).replace("data: [DONE]\n\n", ""),
-    }]);
-    session.submit(Op::user("work"));
-    session
-        .events_until(|e| matches!(e, Event::AssistantDelta { .. }))
-        .await;
+    let (mock, mut session) = a_turn_mid_stream().await;
 
     session.submit(Op::SetModel {
         model: "other-model".into(),
