@@ -6,7 +6,11 @@
 //!    runner) versus a bare async-openai loop doing the same requests and the
 //!    same directory listing. Target: cadre within 1.5x. Starting and
 //!    stopping the session is measured apart.
-//! 2. The memory of a live agent: the resident-set growth per idle session
+//! 2. Admission latency: one store transaction, and a message's way through
+//!    the session and store actors to `input.admitted`.
+//! 3. Sub-agent fan-out: 200 sub-agents through the `agent` tool, at most 64
+//!    at once, each taking the same time. Target: within 10% of the ideal.
+//! 4. The memory of a live agent: the resident-set growth per idle session
 //!    actor, over many. Target: under 80 KiB.
 //!
 //! Run with `cargo bench --bench roundtrip`; `ROUNDS=N` changes the sample size.
@@ -32,8 +36,9 @@ use async_openai::types::chat::{
     CreateChatCompletionRequest, FunctionCall, FunctionObject,
 };
 use cadre::actors::store::StoreHandle;
-use cadre::actors::{PermissionConfig, SessionConfig, SessionServices, spawn_session};
+use cadre::actors::{PermissionConfig, SessionConfig, SessionServices, Subagents, spawn_session};
 use cadre::runtime::Mode;
+use cadre::runtime::agent::SameModel;
 use cadre::runtime::model::{
     OpenAiClient, OpenAiConfig, RetryPolicy, Retrying, Script, ScriptedModel,
 };
@@ -137,6 +142,16 @@ fn main() {
         println!("admission ({messages} messages, file store in WAL mode):");
         println!("  one admission transaction   median {:>8.1} µs", us(store_median));
         println!("  submit → input.admitted     median {:>8.1} µs   (through the session and store actors)", us(session_median));
+
+        let (agents, parallel, work) = (200, 64, Duration::from_millis(200));
+        let (took, ideal) = fan_out(agents, parallel, work, workspace.path(), data.path()).await;
+        println!("sub-agent fan-out ({agents} agents, at most {parallel} at once, each answering after {} ms):", work.as_millis());
+        println!(
+            "  wall time {:>7.1} ms   ideal {:>7.1} ms   overhead {:.1}%   (target ≤ 10%)",
+            took.as_secs_f64() * 1e3,
+            ideal.as_secs_f64() * 1e3,
+            (took.as_secs_f64() / ideal.as_secs_f64() - 1.0) * 100.0
+        );
 
         let agents = 1000;
         let per_agent = live_agent_memory(agents, workspace.path(), data.path()).await;
@@ -434,6 +449,92 @@ async fn admission_latency(n: usize, workspace: &std::path::Path) -> (Duration, 
     session.stopped().await;
     store.close(store_task).await;
     (percentile(&mut direct, 50), percentile(&mut through, 50))
+}
+
+/// `agents` sub-agents through the `agent` tool, at most `parallel` at once,
+/// each answering after `work`: the parent (a scripted model that answers
+/// at once) spawns a wave in the background, waits for it, and spawns the
+/// next. With equal work the ideal is one `work` per wave. Returns the wall
+/// time from the parent's message to its turn's end, and the ideal.
+async fn fan_out(
+    agents: usize,
+    parallel: usize,
+    work: Duration,
+    workspace: &std::path::Path,
+    data: &std::path::Path,
+) -> (Duration, Duration) {
+    let mut script = format!(
+        "[[response]]\nrole = \"worker\"\nrepeat = true\ndelay_ms = {}\ntext = \"done\"\n",
+        work.as_millis()
+    );
+    let ids: Vec<usize> = (1..=agents).collect();
+    let waves: Vec<&[usize]> = ids.chunks(parallel).collect();
+    let mut iteration = 0;
+    let mut entry = |calls: Vec<String>| {
+        iteration += 1;
+        script.push_str(&format!(
+            "[[response]]\nrole = \"main\"\niteration = {iteration}\n"
+        ));
+        for call in calls {
+            script.push_str(&format!(
+                "[[response.tool_calls]]\nname = \"agent\"\narguments = {call}\n"
+            ));
+        }
+    };
+    for wave in &waves {
+        entry(
+            wave.iter()
+                .map(|n| {
+                    format!("{{ action = \"spawn\", prompt = \"task {n}\", background = true }}")
+                })
+                .collect(),
+        );
+        entry(
+            wave.iter()
+                .map(|n| format!("{{ action = \"wait\", agent_id = \"{n}\" }}"))
+                .collect(),
+        );
+    }
+    script.push_str(&format!(
+        "[[response]]\nrole = \"main\"\niteration = {}\ntext = \"all {agents} done\"\n",
+        iteration + 1
+    ));
+    let model: Arc<dyn cadre::runtime::model::ModelClient> = Arc::new(ScriptedModel::new(
+        Script::from_toml(&script, "fan-out").expect("script"),
+        "fan-out",
+    ));
+    let services = SessionServices {
+        model: model.clone(),
+        tools: ToolRunner::new(
+            Arc::new(ToolRegistry::with_builtins()),
+            Duration::from_secs(30),
+        ),
+        store: Some(StoreHandle::in_memory().await.expect("store")),
+    };
+    let mut config = config(workspace, data);
+    config.max_iterations = 2 * waves.len() as u32 + 1;
+    config.subagents = Some(Arc::new(Subagents::new(
+        BTreeMap::new(),
+        Arc::new(SameModel(model)),
+        parallel as u32,
+    )));
+    let (session, mut events) = spawn_session(config, services).await.expect("session");
+    let start = Instant::now();
+    session.submit(Op::user("fan out")).expect("submit");
+    let mut completed = 0;
+    while let Some(event) = events.recv().await {
+        match event {
+            Event::AgentCompleted { .. } => completed += 1,
+            Event::TurnCompleted { .. } => break,
+            Event::TurnFailed { message, .. } => panic!("fan-out failed: {message}"),
+            _ => {}
+        }
+    }
+    let took = start.elapsed();
+    assert_eq!(completed, agents, "every sub-agent reported");
+    session.submit(Op::Shutdown).expect("shutdown");
+    session.stopped().await;
+    (took, work * waves.len() as u32)
 }
 
 fn resident_bytes() -> f64 {
