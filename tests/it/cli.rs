@@ -104,21 +104,34 @@ fn s(path: &Path) -> &str {
     path.to_str().expect("utf-8 path")
 }
 
+/// `cadre exec` in fresh `ws`/`data` directories with stream-json output:
+/// `model` is the mock server's URL (else the built-in demo or `--script`
+/// in `flags`), `flags` come before the prompt.
+async fn exec_json(
+    model: Option<&str>,
+    (ws, data): (&TempDir, &TempDir),
+    flags: &[&str],
+    prompt: &str,
+) -> Output {
+    let mut args = vec!["exec"];
+    if let Some(url) = model {
+        args.extend(["--base-url", url, "--model", "m"]);
+    }
+    args.extend(["--workspace", s(ws.path()), "--data-dir", s(data.path())]);
+    args.extend(flags);
+    args.extend(["--output-format", "stream-json", prompt]);
+    cadre(&args).await
+}
+
 #[tokio::test]
 async fn the_built_in_demo_in_plan_mode_refuses_a_write_writes_the_plan_and_exits_0() {
     let (ws, data) = dirs();
-    let out = cadre(&[
-        "exec",
-        "--mode",
-        "plan",
-        "--workspace",
-        s(ws.path()),
-        "--data-dir",
-        s(data.path()),
-        "--output-format",
-        "stream-json",
+    let out = exec_json(
+        None,
+        (&ws, &data),
+        &["--mode", "plan"],
         "Add a greeting module",
-    ])
+    )
     .await;
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     let events = events(&out);
@@ -184,22 +197,12 @@ async fn exec_exits_1_when_the_agent_runs_out_of_iterations() {
         )))
     });
     let (ws, data) = dirs();
-    let out = cadre(&[
-        "exec",
-        "--base-url",
-        &mock.url,
-        "--model",
-        "m",
-        "--workspace",
-        s(ws.path()),
-        "--data-dir",
-        s(data.path()),
-        "--max-iterations",
-        "2",
-        "--output-format",
-        "stream-json",
+    let out = exec_json(
+        Some(&mock.url),
+        (&ws, &data),
+        &["--max-iterations", "2"],
         "loop forever",
-    ])
+    )
     .await;
     assert_eq!(out.code, 1, "stderr: {}", out.stderr);
     let events = events(&out);
@@ -219,22 +222,12 @@ async fn exec_exits_75_when_the_server_keeps_failing_after_retries() {
     let mock = MockServer::start().await;
     mock.respond_with(|_| Some(Reply::error(503, "overloaded")));
     let (ws, data) = dirs();
-    let out = cadre(&[
-        "exec",
-        "--base-url",
-        &mock.url,
-        "--model",
-        "m",
-        "--workspace",
-        s(ws.path()),
-        "--data-dir",
-        s(data.path()),
-        "--max-retries",
-        "2",
-        "--output-format",
-        "stream-json",
+    let out = exec_json(
+        Some(&mock.url),
+        (&ws, &data),
+        &["--max-retries", "2"],
         "hello",
-    ])
+    )
     .await;
     assert_eq!(out.code, 75, "stderr: {}", out.stderr);
     let events = events(&out);
@@ -703,23 +696,20 @@ async fn approve_plan_runs_the_example_script_from_plan_to_implementation_in_one
     let (ws, data) = dirs();
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scripts/plan-and-implement.toml");
-    let out = cadre(&[
-        "exec",
-        "--mode",
-        "plan",
-        "--approve-plan",
-        "--posture",
-        "bypass",
-        "--script",
-        s(&script),
-        "--workspace",
-        s(ws.path()),
-        "--data-dir",
-        s(data.path()),
-        "--output-format",
-        "stream-json",
+    let out = exec_json(
+        None,
+        (&ws, &data),
+        &[
+            "--mode",
+            "plan",
+            "--approve-plan",
+            "--posture",
+            "bypass",
+            "--script",
+            s(&script),
+        ],
         "Add a greeting module",
-    ])
+    )
     .await;
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     let events = events(&out);
