@@ -12,7 +12,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks, tool_calls_chunks};
-use crate::support::{SessionBuilder, TestSession, is_turn_end, turn_end};
+use crate::support::{SessionBuilder, TestSession, contents, is_turn_end, turn_end};
 
 /// The last user message of a request: whose conversation it is.
 fn asker(request: &Value) -> String {
@@ -62,15 +62,7 @@ fn observations_of(mock: &MockServer, who: &str) -> Vec<String> {
     mock.requests()
         .iter()
         .filter(|r| asker(r) == who)
-        .flat_map(|r| {
-            r["messages"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|m| m["role"] == "tool")
-                .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-                .collect::<Vec<_>>()
-        })
+        .flat_map(|r| contents(r, "tool"))
         .collect()
 }
 

@@ -8,6 +8,7 @@ use cadre::runtime::store::{Store, store_path};
 use serde_json::Value;
 use tempfile::TempDir;
 
+use crate::support::contents;
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
 
 struct Output {
@@ -460,19 +461,6 @@ text = "done"
     );
 }
 
-/// The user messages of a request, in order, without the Plan reminder.
-fn user_texts(request: &Value) -> Vec<String> {
-    request["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str())
-        .filter(|t| !t.starts_with("<plan-mode-reminder>"))
-        .map(str::to_string)
-        .collect()
-}
-
 #[tokio::test]
 async fn a_killed_exec_resumes_with_every_admitted_message_once_and_in_order() {
     use tokio::io::AsyncBufReadExt;
@@ -528,7 +516,7 @@ async fn a_killed_exec_resumes_with_every_admitted_message_once_and_in_order() {
     assert_eq!(status.code(), None, "killed by a signal");
 
     mock.respond_with(|request| {
-        let n = user_texts(request).len();
+        let n = contents(request, "user").len();
         Some(Reply::sse(&text_chunks(&format!("answer to message {n}"))))
     });
     let out = cadre(&[
@@ -560,7 +548,7 @@ async fn a_killed_exec_resumes_with_every_admitted_message_once_and_in_order() {
     assert_eq!(of_type(&events, "turn.completed").len(), 2);
 
     let requests = mock.requests();
-    let seen: Vec<Vec<String>> = requests.iter().map(user_texts).collect();
+    let seen: Vec<Vec<String>> = requests.iter().map(|r| contents(r, "user")).collect();
     assert_eq!(
         seen,
         [
@@ -618,7 +606,7 @@ async fn headless_plan_only_then_plan_approve_then_resume_implements_the_approve
                 )),
             });
         }
-        let last = user_texts(request).pop()?;
+        let last = contents(request, "user").pop()?;
         Some(Reply::sse(&text_chunks(
             if last.starts_with("Implement the approved plan below.") {
                 "implemented the approved plan"
@@ -682,7 +670,9 @@ async fn headless_plan_only_then_plan_approve_then_resume_implements_the_approve
     assert_eq!(implemented.stdout, "implemented the approved plan\n");
     let requests = mock.requests();
     let implementation = requests.last().expect("the implementation request");
-    let last = user_texts(implementation).pop().expect("a user message");
+    let last = contents(implementation, "user")
+        .pop()
+        .expect("a user message");
     assert!(last.ends_with(&format!("Approved plan:\n{PLAN}")), "{last}");
     assert!(!implementation.to_string().contains("EDITED LATER"));
     assert!(

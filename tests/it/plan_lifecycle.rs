@@ -14,23 +14,10 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
-use crate::support::{SessionBuilder, TestSession, is_turn_end, tool_results, turn_end};
+use crate::support::{SessionBuilder, TestSession, contents, is_turn_end, tool_results, turn_end};
 
 const PLAN: &str =
     "## Summary\n\nAdd a `greeting` module with `greet()`.\n\n## Approach\n\n1. Write it.\n";
-
-/// The user messages of a request, without the Plan reminder.
-fn user_texts(request: &Value) -> Vec<String> {
-    request["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["content"].as_str())
-        .filter(|t| !t.starts_with("<plan-mode-reminder>"))
-        .map(str::to_string)
-        .collect()
-}
 
 fn has_reminder(request: &Value) -> bool {
     request.to_string().contains("<plan-mode-reminder>")
@@ -167,7 +154,7 @@ async fn an_approved_plan_is_implemented_from_its_frozen_snapshot_in_work_mode()
             tools.contains(&"bash".to_string()) && !tools.contains(&"exit_plan_mode".to_string()),
             "{tools:?}"
         );
-        let users = user_texts(request);
+        let users = contents(request, "user");
         let instruction = users.last().expect("a user message");
         assert_eq!(instruction, &format!("{IMPLEMENT_INSTRUCTION}{PLAN}"));
         assert!(
@@ -258,7 +245,7 @@ async fn defer_changes_nothing_revise_runs_a_plan_turn_with_the_feedback_and_wit
         "the follow-up turn runs in Plan mode"
     );
     assert!(
-        user_texts(&request)
+        contents(&request, "user")
             .last()
             .is_some_and(|t| t.contains("cover the error cases"))
     );
@@ -406,7 +393,7 @@ async fn the_models_request_to_plan_waits_for_the_user_and_blocks_entry_until_an
     let request = mock.requests().pop().expect("the continuation");
     assert!(has_reminder(&request), "the continuation runs in Plan mode");
     assert!(
-        user_texts(&request)
+        contents(&request, "user")
             .last()
             .is_some_and(|t| t.contains("The user confirmed"))
     );
@@ -482,7 +469,7 @@ async fn a_plan_over_512_kib_is_approved_truncated_with_a_note() {
     let seen: Arc<Mutex<Option<String>>> = Arc::default();
     let keep = seen.clone();
     mock.respond_with(move |request| {
-        *keep.lock().ok()? = user_texts(request).last().cloned();
+        *keep.lock().ok()? = contents(request, "user").last().cloned();
         Some(Reply::sse(&text_chunks("done")))
     });
     answer(&mut session, &id, QuestionnaireAnswer::Approve).await;

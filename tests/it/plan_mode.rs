@@ -6,7 +6,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks, tool_calls_chunks};
-use crate::support::{SessionBuilder, tool_results, tree, turn_end};
+use crate::support::{SessionBuilder, contents, tool_results, tree, turn_end};
 
 fn offered_tools(request: &Value) -> Vec<String> {
     request["tools"]
@@ -23,16 +23,6 @@ fn offered_tools(request: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn tool_messages(request: &Value) -> Vec<String> {
-    request["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-        .collect()
 }
 
 #[tokio::test]
@@ -158,7 +148,7 @@ async fn plan_forged_calls_execute_nothing_and_come_back_as_errors() {
         ]
     );
     let second = &mock.requests()[1];
-    let observations = tool_messages(second);
+    let observations = contents(second, "tool");
     assert_eq!(observations.len(), 7);
     assert!(
         observations[6].contains("exit code: 0\n6\na.txt\n"),

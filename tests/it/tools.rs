@@ -12,18 +12,7 @@ use serde_json::{Value, json};
 use crate::support::mock::{
     MockServer, Reply, raw_tool_call_chunks, text_chunks, tool_call_chunks,
 };
-use crate::support::{SessionBuilder, tool_results, turn_end};
-
-/// The `tool` message contents of a request, in order.
-fn observations(request: &Value) -> Vec<String> {
-    request["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
+use crate::support::{SessionBuilder, contents, tool_results, turn_end};
 
 #[tokio::test]
 async fn bad_arguments_come_back_naming_the_problem_and_the_turn_goes_on() {
@@ -65,7 +54,7 @@ async fn bad_arguments_come_back_naming_the_problem_and_the_turn_goes_on() {
             "ok"
         ]
     );
-    let seen = observations(&mock.requests()[4]);
+    let seen = contents(&mock.requests()[4], "tool");
     assert!(
         seen[0].contains("at '/content'") && seen[0].contains("not of type \"string\""),
         "{}",
@@ -107,7 +96,7 @@ async fn a_tool_that_outlives_its_timeout_is_stopped_and_reported() {
         tool_results(&events),
         [("bash".to_string(), "timeout".to_string())]
     );
-    let seen = observations(&mock.requests()[1]);
+    let seen = contents(&mock.requests()[1], "tool");
     assert!(
         seen[0].starts_with("error (timeout): 'bash' did not finish within 300 ms"),
         "{}",
@@ -154,7 +143,7 @@ async fn a_panicking_tool_fails_its_call_only_and_the_session_keeps_working() {
         tool_results(&first),
         [("reindex".to_string(), "failed".to_string())]
     );
-    let seen = observations(&mock.requests()[1]);
+    let seen = contents(&mock.requests()[1], "tool");
     assert!(
         seen[0].contains("'reindex' crashed: the index is corrupt"),
         "{}",

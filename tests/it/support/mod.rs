@@ -23,6 +23,7 @@ use cadre::runtime::permission::rules::RuleSet;
 use cadre::runtime::protocol::{Event, Op};
 use cadre::runtime::store::{Store, store_path};
 use cadre::runtime::tool::{Tool, ToolRegistry, ToolRunner, Workspace};
+use serde_json::Value;
 use tempfile::TempDir;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -257,6 +258,21 @@ impl TestSession {
                 .expect("session did not stop");
         }
     }
+}
+
+/// The text of a recorded request's messages with `role` (`user`, `tool`,
+/// …), in order; the Plan reminder, which rides as a user message, is left
+/// out.
+pub fn contents(request: &Value, role: &str) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == role)
+        .filter_map(|m| m["content"].as_str())
+        .filter(|t| !t.starts_with("<plan-mode-reminder>"))
+        .map(str::to_string)
+        .collect()
 }
 
 pub fn is_turn_end(event: &Event) -> bool {
