@@ -4,10 +4,17 @@
 //! its parent's *current* authority and its role by [`Authority::narrow`]:
 //! the narrower posture, the intersection of tool allow-lists, every file
 //! scope of every ancestor, the parent's rules plus the role's deny and ask
-//! rules (never its allow rules), the same mode, one level deeper. It is
+//! rules (never its allow rules), the narrower mode (Plan < Work <
+//! Operate), one level deeper. It is
 //! recomputed at spawn, at every follow-up and on resume; nothing a role or
 //! a model says can widen it. [`Authority::within`] states the order that
 //! the property tests check.
+
+pub mod children;
+pub mod path;
+
+pub use children::{Child, ChildRefusal, ChildState, ChildTable, Route, Wait};
+pub use path::{AgentPath, ApprovalId, Hop};
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -45,7 +52,8 @@ pub const DEFAULT_MAX_DEPTH: u32 = 3;
 /// What one agent may do.
 #[derive(Debug, Clone)]
 pub struct Authority {
-    /// The mode; a sub-agent keeps its parent's.
+    /// The mode; a sub-agent's is its parent's or narrower (Plan < Work <
+    /// Operate).
     pub mode: Mode,
     /// The posture.
     pub posture: Posture,
@@ -143,7 +151,7 @@ impl Authority {
             None => self.max_depth,
         };
         Ok(Authority {
-            mode: self.mode,
+            mode: self.mode.narrower(role.mode.unwrap_or(self.mode)),
             posture: self.posture.narrower(role.posture.unwrap_or(self.posture)),
             allowed_tools,
             file_scopes,
@@ -155,14 +163,14 @@ impl Authority {
 
     /// Whether this authority is within `parent`'s: no wider posture, no
     /// tool the parent lacks, every parent file scope kept, every parent
-    /// rule kept, the same mode, deeper, and no deeper limit.
+    /// rule kept, no wider mode, deeper, and no deeper limit.
     pub fn within(&self, parent: &Authority) -> bool {
         let tools = match (&parent.allowed_tools, &self.allowed_tools) {
             (None, _) => true,
             (Some(_), None) => false,
             (Some(p), Some(c)) => c.is_subset(p),
         };
-        self.mode == parent.mode
+        self.mode.within(parent.mode)
             && self.posture <= parent.posture
             && tools
             && parent

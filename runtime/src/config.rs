@@ -92,6 +92,9 @@ pub struct RoleConfig {
     pub allowed_tools: Option<Vec<String>>,
     /// The widest posture the role runs with; a parent's narrower posture wins.
     pub posture: Option<Posture>,
+    /// The widest mode the role runs in (`plan` makes a read-only role); a
+    /// parent's narrower mode wins.
+    pub mode: Option<Mode>,
     /// How many levels of sub-agents below it (default: its parent's remaining depth).
     pub max_depth: Option<u32>,
     /// Path globs the role may write (default: everything its parent may).

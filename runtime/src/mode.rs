@@ -35,6 +35,33 @@ impl Mode {
     }
 }
 
+impl Mode {
+    /// Authority order: Plan < Work < Operate. Plan may change nothing but
+    /// its plan file; Operate has Work's tools and delegates. A sub-agent's
+    /// mode is never above its parent's.
+    pub fn rank(self) -> u8 {
+        match self {
+            Mode::Plan => 0,
+            Mode::Work => 1,
+            Mode::Operate => 2,
+        }
+    }
+
+    /// The narrower of two modes (the lower [`Mode::rank`]).
+    pub fn narrower(self, other: Mode) -> Mode {
+        if other.rank() < self.rank() {
+            other
+        } else {
+            self
+        }
+    }
+
+    /// Whether this mode allows no more than `other`.
+    pub fn within(self, other: Mode) -> bool {
+        self.rank() <= other.rank()
+    }
+}
+
 impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -75,5 +102,20 @@ mod tests {
         let parsed: Mode = serde_json::from_str("\"agent\"").unwrap_or(Mode::Plan);
         assert_eq!(parsed, Mode::Work);
         assert!("drive".parse::<Mode>().is_err());
+    }
+
+    #[test]
+    fn modes_narrow_plan_below_work_below_operate() {
+        let all = [Mode::Plan, Mode::Work, Mode::Operate];
+        for a in all {
+            for b in all {
+                let n = a.narrower(b);
+                assert!(n.within(a) && n.within(b), "{a} ∧ {b} = {n}");
+                assert!(n == a || n == b);
+            }
+        }
+        assert_eq!(Mode::Operate.narrower(Mode::Plan), Mode::Plan);
+        assert_eq!(Mode::Work.narrower(Mode::Operate), Mode::Work);
+        assert!(!Mode::Operate.within(Mode::Work));
     }
 }

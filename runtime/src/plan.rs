@@ -1,5 +1,7 @@
 //! The plan document (PL2–PL4): entering Plan with a backup of the old plan,
-//! and freezing the plan for approval.
+//! and freezing the plan for approval; [`lifecycle`] decides what answers do.
+
+pub mod lifecycle;
 
 use std::path::{Path, PathBuf};
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::mode::Mode;
 use crate::permission::{Decision, Posture};
-use crate::store::{ModeIntent, QuestionnaireAnswer, QuestionnaireKind};
+use crate::plan::lifecycle::{ModeIntent, QuestionnaireAnswer, QuestionnaireKind};
 use crate::tool::ErrorCode;
 
 /// The stream-json version carried by `session.started`.

@@ -83,10 +83,21 @@ fn posture(n: u8) -> Posture {
     ][usize::from(n % 4)]
 }
 
+fn mode(n: u8) -> Mode {
+    [Mode::Plan, Mode::Work, Mode::Operate][usize::from(n % 3)]
+}
+
+/// Whether a mode lets a call run at all (the execution gate, M3): Plan
+/// runs only what is read-only.
+fn mode_admits(mode: Mode, safety: crate::tool::Safety) -> bool {
+    mode != Mode::Plan || safety == crate::tool::Safety::ReadOnly
+}
+
 /// A random role, from bits.
 #[derive(Debug, Clone)]
 struct RoleSeed {
     posture: Option<u8>,
+    mode: Option<u8>,
     tools: Option<u32>,
     scope: Option<u32>,
     deny: u32,
@@ -99,6 +110,7 @@ impl RoleSeed {
     fn role(&self) -> RoleConfig {
         RoleConfig {
             posture: self.posture.map(posture),
+            mode: self.mode.map(mode),
             allowed_tools: self.tools.map(|m| pick(TOOLS, m)),
             file_scope: self
                 .scope
@@ -117,7 +129,7 @@ impl RoleSeed {
 
 fn role_seed() -> impl Strategy<Value = RoleSeed> {
     (
-        proptest::option::of(0u8..4),
+        (proptest::option::of(0u8..4), proptest::option::of(0u8..3)),
         proptest::option::of(0u32..128),
         proptest::option::of(0u32..16),
         0u32..64,
@@ -126,8 +138,9 @@ fn role_seed() -> impl Strategy<Value = RoleSeed> {
         proptest::option::of(0u32..4),
     )
         .prop_map(
-            |(posture, tools, scope, deny, ask, allow, max_depth)| RoleSeed {
+            |((posture, mode), tools, scope, deny, ask, allow, max_depth)| RoleSeed {
                 posture,
+                mode,
                 tools,
                 scope,
                 deny,
@@ -206,6 +219,13 @@ fn check_hop(
         .enumerate()
         .filter(|(i, _)| mask & (1 << i) != 0);
     for (_, (tool, args)) in picked {
+        let safety = registry.get(tool).expect("tool").classify(&args);
+        prop_assert!(
+            !mode_admits(child.mode, safety) || mode_admits(parent.mode, safety),
+            "{tool} {args}: the child's mode {} runs what the parent's {} refuses",
+            child.mode,
+            parent.mode
+        );
         let p = evaluation(parent, registry, tool, &args);
         let c = evaluation(child, registry, tool, &args);
         if let Some(m) = parent.rules.decide(tool, &args, Path::new("/ws"))
@@ -236,7 +256,13 @@ fn registry() -> &'static ToolRegistry {
     REGISTRY.get_or_init(ToolRegistry::with_builtins)
 }
 
-fn root(posture_n: u8, deny: u32, ask: u32, allow: u32, tools: Option<u32>) -> Authority {
+fn root(
+    (posture_n, mode_n): (u8, u8),
+    deny: u32,
+    ask: u32,
+    allow: u32,
+    tools: Option<u32>,
+) -> Authority {
     let mut rules = RuleSet::new();
     let table = PermissionRules {
         deny: pick(DENY, deny),
@@ -245,7 +271,7 @@ fn root(posture_n: u8, deny: u32, ask: u32, allow: u32, tools: Option<u32>) -> A
     };
     rules.extend_from(Scope::Project, &table).expect("rules");
     let mut authority = Authority::root(
-        Mode::Work,
+        mode(mode_n),
         posture(posture_n),
         Arc::new(rules),
         DEFAULT_MAX_DEPTH,
@@ -260,6 +286,7 @@ proptest! {
     #[test]
     fn authority_only_narrows_at_every_hop(
         posture_n in 0u8..4,
+        mode_n in 0u8..3,
         deny in 0u32..64,
         ask in 0u32..8,
         allow in 0u32..16,
@@ -272,7 +299,7 @@ proptest! {
         let registry = registry();
         // The chain from the session down to the current agent, with the
         // role each one was spawned with.
-        let mut chain: Vec<(Authority, RoleConfig)> = vec![(root(posture_n, deny, ask, allow, tools), RoleConfig::default())];
+        let mut chain: Vec<(Authority, RoleConfig)> = vec![(root((posture_n, mode_n), deny, ask, allow, tools), RoleConfig::default())];
         for hop in hops {
             match hop {
                 Hop::Spawn(seed) => {
@@ -318,6 +345,7 @@ proptest! {
         for (i, (ancestor, _)) in chain.iter().enumerate() {
             for (descendant, _) in &chain[i + 1..] {
                 prop_assert!(descendant.posture <= ancestor.posture);
+                prop_assert!(descendant.mode.within(ancestor.mode));
                 prop_assert!(descendant.rules.contains_all(&ancestor.rules));
                 prop_assert!(ancestor.file_scopes.iter().all(|s| descendant.file_scopes.contains(s)));
             }
@@ -327,7 +355,7 @@ proptest! {
 
 #[test]
 fn a_role_cannot_widen_posture_tools_or_rules() {
-    let parent = root(1, 0b1, 0, 0, Some(0b1001)); // suggest; deny git push; read_file + write_file
+    let parent = root((1, 1), 0b1, 0, 0, Some(0b1001)); // suggest; deny git push; read_file + write_file
     let greedy = RoleConfig {
         posture: Some(Posture::Bypass),
         allowed_tools: Some(vec!["bash".into(), "read_file".into()]),
@@ -351,8 +379,30 @@ fn a_role_cannot_widen_posture_tools_or_rules() {
 }
 
 #[test]
+fn a_work_session_can_start_a_plan_child_but_a_plan_parent_never_a_work_one() {
+    let work = root((1, 1), 0, 0, 0, None);
+    let reader = RoleConfig {
+        mode: Some(Mode::Plan),
+        ..RoleConfig::default()
+    };
+    let child = work.narrow("verifier", &reader).expect("spawns");
+    assert_eq!(child.mode, Mode::Plan);
+    assert!(child.within(&work));
+    let plan = root((1, 0), 0, 0, 0, None);
+    let widening = RoleConfig {
+        mode: Some(Mode::Operate),
+        ..RoleConfig::default()
+    };
+    let child = plan.narrow("worker", &widening).expect("spawns");
+    assert_eq!(child.mode, Mode::Plan, "a role cannot widen the mode");
+    let mut forged = child.clone();
+    forged.mode = Mode::Work;
+    assert!(!forged.within(&plan));
+}
+
+#[test]
 fn the_depth_limit_refuses_with_the_numbers() {
-    let mut agent = root(3, 0, 0, 0, None);
+    let mut agent = root((3, 1), 0, 0, 0, None);
     for expected in 1..=DEFAULT_MAX_DEPTH {
         agent = agent
             .narrow("w", &RoleConfig::default())

@@ -12,7 +12,9 @@
 //! - `engine`: the order of the layers, as a pure function (P3).
 //! - `guardian`: the Auto-Review guardian's request and answer (P5).
 //! - `ledger`: the denial ledger (P8).
+//! - `approvals`: calls waiting for a person or the guardian, and their answers.
 
+pub mod approvals;
 pub mod classify;
 pub mod engine;
 pub mod floor;

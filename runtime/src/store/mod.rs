@@ -23,12 +23,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::Connection;
-use serde::{Deserialize, Serialize};
 
-pub use plans::{
-    AnswerOutcome, IMPLEMENT_INSTRUCTION, NewQuestionnaire, Questionnaire, QuestionnaireAnswer,
-    QuestionnaireKind,
+pub use crate::plan::lifecycle::{
+    IMPLEMENT_INSTRUCTION, ModeIntent, QuestionnaireAnswer, QuestionnaireKind,
 };
+pub use plans::{AnswerOutcome, NewQuestionnaire, Questionnaire};
 pub use queue::{Admission, Admitted, QueuedMessage, Source};
 pub use schema::SCHEMA_VERSION;
 pub use sessions::{NewSession, SessionRecord};
@@ -185,26 +184,6 @@ fn now() -> f64 {
 /// A mode as stored.
 fn mode_text(mode: Mode) -> &'static str {
     mode.as_str()
-}
-
-/// A mode intent attached to a message (PL1): it takes effect in the
-/// message's admission transaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ModeIntent {
-    /// Enter Plan with this message.
-    PlanEntry,
-    /// Leave Plan (back to Work) with this message.
-    PlanExit,
-}
-
-impl ModeIntent {
-    fn as_str(self) -> &'static str {
-        match self {
-            ModeIntent::PlanEntry => "plan_entry",
-            ModeIntent::PlanExit => "plan_exit",
-        }
-    }
 }
 
 #[cfg(test)]

@@ -2,69 +2,14 @@
 //! `enter_plan_mode`), answered once, each answer one transaction.
 
 use rusqlite::{OptionalExtension, params};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::queue::{Admission, Source, admit_in};
+use super::queue::{Admission, admit_in};
 use super::{Store, StoreError, mode_text, now};
 use crate::mode::Mode;
-
-/// The fixed instruction before an approved plan's frozen snapshot (PL6).
-pub const IMPLEMENT_INSTRUCTION: &str = "Implement the approved plan below.\n\
-Treat the Markdown after the \"Approved plan:\" line as the immutable plan snapshot for this \
-implementation turn; it is authoritative.\n\
-Do not read the canonical plan file and do not re-derive the plan from anywhere else.\n\n\
-If implementation reveals the plan is infeasible or materially wrong (a premise fails, a \
-referenced component does not exist, or the work is fundamentally riskier than planned), stop \
-and report the mismatch to the user instead of redesigning on your own.\n\
-Mechanical adjustments that keep the plan's decisions intact do not require stopping.\n\n\
-Approved plan:\n";
-
-/// What a questionnaire asks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum QuestionnaireKind {
-    /// Approve the frozen plan for implementation.
-    PlanApproval,
-    /// Confirm the model's request to enter Plan mode.
-    PlanEntry,
-}
-
-impl QuestionnaireKind {
-    fn as_str(self) -> &'static str {
-        match self {
-            QuestionnaireKind::PlanApproval => "plan_approval",
-            QuestionnaireKind::PlanEntry => "plan_entry",
-        }
-    }
-}
-
-/// A person's answer (PL5).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "answer", rename_all = "snake_case")]
-pub enum QuestionnaireAnswer {
-    /// Implement the plan (or: enter Plan).
-    Approve,
-    /// Not now: nothing changes.
-    Defer,
-    /// Revise the plan with this feedback; a follow-up turn runs in Plan.
-    Revise {
-        /// What to change.
-        feedback: String,
-    },
-    /// Drop it: back to Work, nothing implemented (or: do not enter Plan).
-    Withdraw,
-}
-
-impl QuestionnaireAnswer {
-    fn state(&self) -> &'static str {
-        match self {
-            QuestionnaireAnswer::Approve => "approved",
-            QuestionnaireAnswer::Defer => "deferred",
-            QuestionnaireAnswer::Revise { .. } => "revised",
-            QuestionnaireAnswer::Withdraw => "withdrawn",
-        }
-    }
-}
+use crate::plan::lifecycle::{
+    Asked, QuestionnaireAnswer, QuestionnaireKind, Transition, transition,
+};
 
 /// A questionnaire to open.
 #[derive(Debug, Clone)]
@@ -226,68 +171,23 @@ impl Store {
                 .map(|s| s.mode)
                 .unwrap_or_default())
         };
-        if q.state != "pending" {
-            if q.state == answer.state() {
+        let asked = Asked {
+            id,
+            kind: q.kind,
+            snapshot: &q.snapshot,
+            sha256: &q.sha256,
+            state: &q.state,
+        };
+        let (mode, carry) = match transition(asked, answer) {
+            Transition::Apply { mode, carry } => (mode, carry),
+            Transition::Repeated => {
                 return Ok(AnswerOutcome {
                     mode: current_mode(self)?,
                     admitted: None,
                     new: false,
                 });
             }
-            return Err(StoreError::Conflict(format!(
-                "questionnaire {id} was already answered ({})",
-                q.state
-            )));
-        }
-        let (mode, carry): (Option<Mode>, Option<(String, Source, String)>) = match (q.kind, answer) {
-            (QuestionnaireKind::PlanApproval, QuestionnaireAnswer::Approve) => (
-                Some(Mode::Work),
-                Some((
-                    format!("{IMPLEMENT_INSTRUCTION}{}", q.snapshot),
-                    Source::Questionnaire,
-                    format!("plan-approval:{id}"),
-                )),
-            ),
-            (QuestionnaireKind::PlanApproval, QuestionnaireAnswer::Defer) => (None, None),
-            (QuestionnaireKind::PlanApproval, QuestionnaireAnswer::Revise { feedback }) => (
-                None,
-                Some((
-                    format!("Revise the plan (still in Plan mode), then call exit_plan_mode again. Feedback on the plan:\n{feedback}"),
-                    Source::Questionnaire,
-                    format!("plan-revision:{id}"),
-                )),
-            ),
-            (QuestionnaireKind::PlanApproval, QuestionnaireAnswer::Withdraw) => (Some(Mode::Work), None),
-            (QuestionnaireKind::PlanEntry, QuestionnaireAnswer::Approve) => (
-                Some(Mode::Plan),
-                Some((
-                    "The user confirmed: Plan mode is on. Investigate, write the plan file, then call exit_plan_mode.".into(),
-                    Source::Continuation,
-                    format!("plan-entry:{id}"),
-                )),
-            ),
-            (QuestionnaireKind::PlanEntry, QuestionnaireAnswer::Revise { feedback }) => (
-                None,
-                Some((
-                    format!("The user declined Plan mode for now and said:\n{feedback}"),
-                    Source::Continuation,
-                    format!("plan-entry:{id}"),
-                )),
-            ),
-            (QuestionnaireKind::PlanEntry, QuestionnaireAnswer::Defer | QuestionnaireAnswer::Withdraw) => (
-                None,
-                Some((
-                    "The user declined Plan mode; continue in Work mode.".into(),
-                    Source::Continuation,
-                    format!("plan-entry:{id}"),
-                )),
-            ),
-        };
-        let feedback = match answer {
-            QuestionnaireAnswer::Revise { feedback } => Some(feedback.clone()),
-            QuestionnaireAnswer::Approve
-            | QuestionnaireAnswer::Defer
-            | QuestionnaireAnswer::Withdraw => None,
+            Transition::Conflict(why) => return Err(StoreError::Conflict(why)),
         };
         // The answer, the mode and the message it admits: one transaction.
         let tx = self
@@ -295,7 +195,7 @@ impl Store {
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         tx.execute(
             "UPDATE questionnaires SET state = ?2, feedback = ?3, answered_at = ?4 WHERE id = ?1",
-            params![id, answer.state(), feedback, now()],
+            params![id, answer.state(), answer.feedback(), now()],
         )?;
         if let Some(mode) = mode {
             tx.execute(
@@ -304,19 +204,17 @@ impl Store {
             )?;
         }
         let admitted = match carry {
-            Some((content, source, key)) => Some(
+            Some(carry) => Some(
                 admit_in(
                     &tx,
                     &Admission {
                         session_id,
-                        content: &content,
-                        source,
+                        content: &carry.content,
+                        source: carry.source,
                         intent: None,
-                        idempotency_key: &key,
+                        idempotency_key: &carry.key,
                         front: true,
-                        plan_sha256: (q.kind == QuestionnaireKind::PlanApproval
-                            && *answer == QuestionnaireAnswer::Approve)
-                            .then_some(q.sha256.as_str()),
+                        plan_sha256: carry.plan_sha256.as_deref(),
                     },
                 )?
                 .id,
