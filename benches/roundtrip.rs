@@ -179,7 +179,7 @@ fn tool_spec() -> Vec<ChatCompletionTools> {
         &registry,
         Mode::Work,
         None,
-        std::path::Path::new("/plan.md"),
+        Some(std::path::Path::new("/plan.md")),
     )
     .into_iter()
     .map(|spec| {
@@ -358,9 +358,12 @@ fn tool_context(
     let paths = DataDir::new(data).session("bench");
     cadre::runtime::tool::ToolContext {
         workspace: Workspace::new(workspace).expect("workspace"),
-        mode: Mode::Work,
+        authority: cadre::runtime::agent::LiveAuthority::root(
+            Mode::Work,
+            cadre::runtime::permission::Posture::Bypass,
+        ),
         session_dir: paths.dir.clone(),
-        plan_file: paths.plan_file(),
+        plan_file: Some(paths.plan_file()),
         allowed_tools: None,
         authorizer: None,
         file_scopes: Vec::new(),

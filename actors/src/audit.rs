@@ -1,19 +1,11 @@
 //! The permission audit log (P6): one record per decision not made by a
-//! person.
-//!
-//! A session with a store writes the records to its `audit` table (batched
-//! with its other appends by the store actor); a sub-agent, which has no
-//! store of its own, appends JSON lines to `<its session dir>/audit.jsonl`
-//! through a writer task, which writes whatever has queued up in one append.
-//! Either way no I/O happens on the session's mailbox.
-
-use std::io::Write;
-use std::path::PathBuf;
+//! person, in the `audit` table of the agent's store (a sub-agent's under
+//! its own row), batched by the store actor, so no I/O happens on the
+//! agent's mailbox.
 
 use cadre_runtime::permission::{Decision, Posture};
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 use crate::store::StoreHandle;
 
@@ -41,71 +33,32 @@ pub struct AuditRecord {
     pub line: String,
 }
 
-/// A handle to a session's audit log.
+/// A handle to an agent's audit log: the `audit` table of its store, under
+/// its own row, batched with its other appends.
 #[derive(Debug, Clone)]
-pub enum AuditLog {
-    /// The session's store.
-    Store(StoreHandle),
-    /// A JSON-lines file, through a writer task.
-    File(mpsc::UnboundedSender<AuditRecord>),
+pub struct AuditLog {
+    store: StoreHandle,
+    row: std::sync::Arc<str>,
 }
 
 impl AuditLog {
-    /// Starts a writer appending to `path` (created, with its directory, on
-    /// the first record).
-    pub fn file(path: PathBuf) -> Self {
-        let (records, mut queue) = mpsc::unbounded_channel::<AuditRecord>();
-        tokio::spawn(async move {
-            while let Some(first) = queue.recv().await {
-                let mut batch = vec![first];
-                while let Ok(next) = queue.try_recv() {
-                    batch.push(next);
-                }
-                let path = path.clone();
-                let written = tokio::task::spawn_blocking(move || append(&path, &batch)).await;
-                if let Ok(Err(err)) = written {
-                    tracing::error!(%err, "the audit log could not be written");
-                }
-            }
-        });
-        AuditLog::File(records)
+    /// The audit log of the agent whose store row is `row`.
+    pub fn new(store: StoreHandle, row: std::sync::Arc<str>) -> Self {
+        Self { store, row }
     }
 
     /// Records one decision.
     pub fn record(&self, record: AuditRecord) {
-        match self {
-            AuditLog::Store(store) => match serde_json::to_string(&record) {
-                Ok(json) => store.append(
-                    &record.session_id,
-                    Vec::new(),
-                    Vec::new(),
-                    vec![(record.agent_id.clone(), record.call_id.clone(), json)],
-                ),
-                Err(err) => tracing::error!(%err, "an audit record could not be encoded"),
-            },
-            // The writer only stops when every handle is gone.
-            AuditLog::File(records) => {
-                let _ = records.send(record);
-            }
+        match serde_json::to_string(&record) {
+            Ok(json) => self.store.append(
+                &self.row,
+                Vec::new(),
+                Vec::new(),
+                vec![(record.agent_id.clone(), record.call_id.clone(), json)],
+            ),
+            Err(err) => tracing::error!(%err, "an audit record could not be encoded"),
         }
     }
-}
-
-fn append(path: &std::path::Path, batch: &[AuditRecord]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut text = String::new();
-    for record in batch {
-        text.push_str(&serde_json::to_string(record).map_err(std::io::Error::other)?);
-        text.push('\n');
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    file.write_all(text.as_bytes())?;
-    file.flush()
 }
 
 /// Seconds since the Unix epoch, now.

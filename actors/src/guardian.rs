@@ -1,8 +1,8 @@
 //! The Auto-Review guardian actor (P5): one per held call.
 //!
 //! It sends exactly one review request (no retries), with no tools, using
-//! the requesting agent's own model client, and reports one decision to the
-//! session that asked. A malformed answer, a provider failure or the
+//! the requesting agent's own model client, and reports one decision to
+//! whoever asked, as a [`GuardianVerdict`] on a derived actor ref. A malformed answer, a provider failure or the
 //! deadline deny. If the session stops it (the turn was cancelled), the
 //! request is dropped and the session records the denial.
 
@@ -12,10 +12,17 @@ use std::time::Duration;
 use cadre_runtime::model::{ModelClient, ModelRequest, complete};
 use cadre_runtime::permission::Decision;
 use cadre_runtime::permission::guardian::{failed, read_answer};
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use ractor::{Actor, ActorProcessingErr, ActorRef, DerivedActorRef};
 use tokio::task::AbortHandle;
 
-use crate::session::SessionMsg;
+/// A guardian's one decision, for the agent that asked.
+#[derive(Debug)]
+pub struct GuardianVerdict {
+    /// The asker's id for this review.
+    pub review_id: u64,
+    /// The decision.
+    pub decision: Decision,
+}
 
 /// Messages to a guardian.
 #[derive(Debug)]
@@ -35,8 +42,8 @@ pub struct GuardianArgs {
     /// The deadline.
     pub timeout: Duration,
     /// Who to tell.
-    pub session: ActorRef<SessionMsg>,
-    /// The session's id for this review.
+    pub asker: DerivedActorRef<GuardianVerdict>,
+    /// The asker's id for this review.
     pub review_id: u64,
 }
 
@@ -45,7 +52,7 @@ pub struct GuardianActor;
 
 /// A guardian's state.
 pub struct GuardianState {
-    session: ActorRef<SessionMsg>,
+    asker: DerivedActorRef<GuardianVerdict>,
     review_id: u64,
     task: AbortHandle,
 }
@@ -64,7 +71,7 @@ impl Actor for GuardianActor {
             model,
             request,
             timeout,
-            session,
+            asker,
             review_id,
         } = args;
         let stream = model.stream(request);
@@ -83,7 +90,7 @@ impl Actor for GuardianActor {
             let _ = myself.cast(GuardianMsg::Done(decision));
         });
         Ok(GuardianState {
-            session,
+            asker,
             review_id,
             task: task.abort_handle(),
         })
@@ -96,7 +103,7 @@ impl Actor for GuardianActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         let GuardianMsg::Done(decision) = message;
-        let _ = state.session.cast(SessionMsg::GuardianDone {
+        let _ = state.asker.send_message(GuardianVerdict {
             review_id: state.review_id,
             decision,
         });

@@ -2,27 +2,38 @@
 //! `cadre-runtime`, talking only through mailboxes.
 //!
 //! # Layout
-//! - [`session`]: [`SessionActor`] owns the conversation, the mode and the
-//!   queue, runs one turn at a time, and supervises it; [`spawn_session`]
-//!   starts one and hands back its event stream.
+//! - [`kernel`]: [`AgentSpec`] and [`spawn_agent`], the one way every
+//!   supervisor (a session for its sub-agents, goal and workflow
+//!   supervisors) starts an agent.
+//! - [`session`]: [`SessionActor`], the agent actor: it owns the
+//!   conversation, the mode and the queue, runs one turn at a time, and
+//!   supervises it and its sub-agents; [`spawn_session`] starts a user's
+//!   session and hands back its event stream.
 //! - [`turn`]: [`TurnActor`] steps a `TurnMachine`, running model streams and
-//!   tool calls in tasks whose results come back as messages, so it (and the
-//!   session above it) always answers cancel and status.
-//! - [`guardian`]: [`guardian::GuardianActor`], one Auto-Review per held call.
-//! - [`audit`]: the audit log, in the store or (for sub-agents) a file.
-//! - [`store`]: [`store::StoreActor`], the one owner of the SQLite store.
+//!   tool calls in tasks whose results come back as messages, and reports
+//!   to its supervisor as [`turn::TurnReport`]s.
+//! - [`guardian`]: [`guardian::GuardianActor`], one Auto-Review per held
+//!   call, answering with a [`guardian::GuardianVerdict`].
+//! - [`events`]: [`EventSink`], an agent's event output and stored transcript.
+//! - [`audit`]: the audit log, in the store.
+//! - [`store`]: [`store::StoreActor`], the one owner of the SQLite store,
+//!   answering typed requests.
 //!
 //! The guarantees (message priority, what cancel does, what a supervisor
 //! does on a child's failure) are in `docs/runtime-semantics.md`.
 
 pub mod audit;
+pub mod events;
 pub mod guardian;
+pub mod kernel;
 pub mod session;
 pub mod store;
 pub mod turn;
 
+pub use events::EventSink;
+pub use kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
 pub use session::{
-    EventSink, PermissionConfig, SessionActor, SessionConfig, SessionHandle, SessionMsg,
-    SessionServices, SessionSnapshot, Subagents, spawn_session,
+    PermissionConfig, SessionActor, SessionConfig, SessionHandle, SessionMsg, SessionServices,
+    SessionSnapshot, Subagents, spawn_session,
 };
 pub use turn::{TurnActor, TurnMsg};

@@ -1,6 +1,9 @@
-//! The turn actor: one per turn, supervised by its session.
+//! The turn actor: one per turn, supervised by whoever started it.
 //!
-//! It owns a [`TurnMachine`] and performs its effects. A model stream or a
+//! It owns a [`TurnMachine`] and performs its effects. It reports to its
+//! supervisor only through [`TurnReport`] on a derived actor ref, so any
+//! actor that converts the two report kinds into its own messages can run
+//! a turn (a session, a goal verifier, a workflow step). A model stream or a
 //! tool call runs in a task that reports back by message; the actor keeps
 //! the task's abort handle so a cancel stops it at once: an aborted stream
 //! closes its connection, an aborted `bash` call kills its process group.
@@ -13,11 +16,33 @@ use cadre_runtime::protocol::Event;
 use cadre_runtime::tool::{ToolContext, ToolOutcome, ToolRunner};
 use cadre_runtime::turn::{TurnEffect, TurnInput, TurnMachine};
 use futures::{FutureExt, StreamExt};
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use ractor::{Actor, ActorProcessingErr, ActorRef, DerivedActorRef};
 use tokio::task::AbortHandle;
 use tracing::Instrument;
 
-use crate::session::{EventSink, SessionMsg};
+use crate::events::EventSink;
+
+/// What a turn tells its supervisor.
+#[derive(Debug)]
+pub enum TurnReport {
+    /// The turn recorded a message in the conversation.
+    Record {
+        /// The reporting turn.
+        turn_id: u64,
+        /// The message.
+        message: Arc<cadre_runtime::Message>,
+    },
+    /// The turn ended.
+    Finished {
+        /// The turn.
+        turn_id: u64,
+        /// How.
+        outcome: cadre_runtime::turn::TurnOutcome,
+        /// Its closing event (`turn.completed` or `turn.failed`), emitted by
+        /// the supervisor once the turn is settled.
+        ending: Option<Box<Event>>,
+    },
+}
 
 /// Messages to a turn.
 #[derive(Debug)]
@@ -51,8 +76,8 @@ impl ractor::Message for TurnMsg {}
 pub struct TurnArgs {
     /// The loop to run.
     pub machine: TurnMachine,
-    /// The supervising session, told of every recorded message and the end.
-    pub session: ActorRef<SessionMsg>,
+    /// The supervisor, told of every recorded message and the end.
+    pub supervisor: DerivedActorRef<TurnReport>,
     /// The model.
     pub model: Arc<dyn ModelClient>,
     /// The tool entry point.
@@ -71,7 +96,7 @@ pub struct TurnActor;
 /// A running turn's state.
 pub struct TurnState {
     machine: TurnMachine,
-    session: ActorRef<SessionMsg>,
+    supervisor: DerivedActorRef<TurnReport>,
     model: Arc<dyn ModelClient>,
     tools: ToolRunner,
     tool_context: Arc<ToolContext>,
@@ -97,7 +122,7 @@ impl Actor for TurnActor {
             tracing::info_span!(parent: &args.span, "turn", turn_id = args.machine.turn_id());
         Ok(TurnState {
             machine: args.machine,
-            session: args.session,
+            supervisor: args.supervisor,
             model: args.model,
             tools: args.tools,
             tool_context: args.tool_context,
@@ -179,8 +204,8 @@ impl TurnState {
                     let _ = self.events.send(event);
                 }
                 TurnEffect::Record(message) => {
-                    self.session
-                        .cast(SessionMsg::TurnRecord { turn_id, message })?;
+                    self.supervisor
+                        .send_message(TurnReport::Record { turn_id, message })?;
                 }
                 TurnEffect::CallModel(request) => {
                     // `stream` only builds the request; a client that panics
@@ -214,7 +239,7 @@ impl TurnState {
                 }
                 TurnEffect::Finish(outcome) => {
                     self.inflight = None;
-                    self.session.cast(SessionMsg::TurnFinished {
+                    self.supervisor.send_message(TurnReport::Finished {
                         turn_id,
                         outcome,
                         ending: self.ending.take(),

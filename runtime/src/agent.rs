@@ -11,16 +11,18 @@
 //! the property tests check.
 
 pub mod children;
+pub mod live;
 pub mod path;
 
 pub use children::{Child, ChildRefusal, ChildState, ChildTable, Route, Wait};
+pub use live::LiveAuthority;
 pub use path::{AgentPath, ApprovalId, Hop};
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use globset::GlobBuilder;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::RoleConfig;
 use crate::mode::Mode;
@@ -191,7 +193,7 @@ impl Authority {
 }
 
 /// One command a sub-agent ran, and how it ended: the evidence behind its claims.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evidence {
     /// The command line.
     pub command: String,
@@ -200,7 +202,7 @@ pub struct Evidence {
 }
 
 /// What a sub-agent's run produced (S1, S6).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct AgentReport {
     /// The agent.
     pub agent_id: String,

@@ -12,9 +12,11 @@
 //!   retry policy, the scripted model.
 //! - [`prompt`]: the system prompt and the Plan reminders.
 //! - [`turn`]: the turn loop, `step(input) -> effects`.
+//! - [`lifecycle`]: a session's queue, one turn at a time, `step(input) -> effects`.
 //! - [`paths`]: the data directory and the files of a session.
 //! - [`permission`]: postures, rules, the floor, the guardian's protocol, the ledger.
-//! - [`agent`]: sub-agents' authority (it only narrows) and reports.
+//! - [`agent`]: sub-agents' authority (it only narrows, also live), typed
+//!   agent and approval ids, the child table, reports.
 //! - [`config`]: configuration files and their precedence.
 //! - [`settings`]: user defaults in `settings.toml`, replaced whole under a cross-process lock.
 //!
@@ -25,6 +27,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod lifecycle;
 pub mod message;
 pub mod mode;
 pub mod model;

@@ -38,8 +38,16 @@ pub fn is_full_reminder(iteration: u32) -> bool {
 /// The first line of every Plan reminder, full or short.
 pub const PLAN_REMINDER_TAG: &str = "<plan-mode-reminder>";
 
-/// The Plan reminder for a request at `iteration`.
-pub fn plan_reminder(iteration: u32, plan_file: &Path) -> String {
+/// The Plan reminder for a request at `iteration`. An agent with no plan
+/// file (a read-only sub-agent) is told to report instead.
+pub fn plan_reminder(iteration: u32, plan_file: Option<&Path>) -> String {
+    let Some(plan_file) = plan_file else {
+        return format!(
+            "{PLAN_REMINDER_TAG}\nPlan mode is active and you are a read-only sub-agent: \
+             investigate with read-only tools and report what you found in your final answer. \
+             You may not create, modify or delete any file.\n</plan-mode-reminder>"
+        );
+    };
     let path = plan_file.display();
     if is_full_reminder(iteration) {
         format!(

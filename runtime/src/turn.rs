@@ -37,8 +37,9 @@ pub struct TurnConfig {
     pub tools: Arc<[ToolSpec]>,
     /// Who asks; `iteration` is filled in per request.
     pub context: RequestContext,
-    /// The canonical plan file, for the Plan reminder.
-    pub plan_file: PathBuf,
+    /// The canonical plan file, for the Plan reminder; `None` for an agent
+    /// with no plan file (a sub-agent).
+    pub plan_file: Option<PathBuf>,
     /// A model name sent instead of the client's (a role's model).
     pub model: Option<Arc<str>>,
 }
@@ -270,8 +271,12 @@ impl TurnMachine {
             return;
         }
         self.iteration += 1;
-        let reminder = (self.config.mode == Mode::Plan)
-            .then(|| Arc::from(plan_reminder(self.iteration, &self.config.plan_file)));
+        let reminder = (self.config.mode == Mode::Plan).then(|| {
+            Arc::from(plan_reminder(
+                self.iteration,
+                self.config.plan_file.as_deref(),
+            ))
+        });
         let mut context = self.config.context.clone();
         context.iteration = self.iteration;
         self.phase = Phase::AwaitingModel;

@@ -169,10 +169,10 @@ async fn an_approved_plan_is_implemented_from_its_frozen_snapshot_in_work_mode()
     assert!(
         matches!(again.last(), Some(Event::OpRejected { message, .. }) if message.contains("already answered"))
     );
-    let sid = session.session_id.clone();
+    let session_id = session.session_id.clone();
     let admitted = session
         .store
-        .call(move |s| s.admitted(&sid))
+        .ask(|reply| cadre::actors::store::StoreRequest::Admitted { session_id, reply })
         .await
         .expect("admitted");
     let implementations = admitted

@@ -1,28 +1,39 @@
-//! Sub-agents (S1–S6): a session spawns, resumes and supervises its workers.
+//! Sub-agents (S1–S6): an agent spawns, follows up with and supervises its
+//! children through the kernel.
 //!
-//! A sub-agent is a [`SessionActor`] of its own, spawned linked to its
-//! parent session (so a crash is the parent's supervision event), with an
+//! A sub-agent is an agent actor of its own ([`spawn_agent`]), linked to
+//! its parent (a crash is the parent's supervision event), with an
 //! authority computed by `Authority::narrow` from the parent's *current*
-//! authority and the role, at spawn and again at every follow-up. Its events
-//! go to a pump task that builds its report from what actually happened and
-//! forwards what the host must see (approval prompts, permission decisions,
-//! status) to the parent's stream; prompts bubble up to the root session's
-//! host, and answers are routed back down by id (`agent:<id>:approval:<n>`),
-//! whether the parent is idle or itself waiting.
+//! authority and the role, at spawn and again at every follow-up, and a
+//! live link to the parent's, so the parent's later narrowing reaches it
+//! before its next call. It keeps its conversation, queue and transcript in
+//! the store under its own row; its state and last report are stored under
+//! its parent, so a resumed session lists it, reads its report, and can
+//! follow up with it. A pump task per child builds its report from what
+//! actually happened and forwards what the host must see (approval
+//! prompts, permission decisions, status) to the parent's stream. The child
+//! table (`ChildTable`) decides; this module performs.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use cadre_runtime::agent::{AgentReport, Authority, ModelSource, ReportBuilder, SpawnRefusal};
+use cadre_runtime::agent::{
+    AgentPath, AgentReport, Authority, ChildRefusal, ChildState, ChildTable, ModelSource,
+    ReportBuilder, SpawnRefusal, Wait,
+};
 use cadre_runtime::config::RoleConfig;
+use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::protocol::{AgentStatus, Event, Op};
-use cadre_runtime::tool::{AgentHost, AgentRequest, ToolError, ToolFuture, ToolOutcome};
-use ractor::{Actor, ActorRef};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use cadre_runtime::tool::{AgentHost, AgentRequest, ErrorCode, ToolError, ToolFuture, ToolOutcome};
+use ractor::{ActorRef, RpcReplyPort};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
-use super::{SessionActor, SessionArgs, SessionConfig, SessionMsg, SessionServices, SessionState};
+use super::{SessionMsg, SessionState};
+use crate::events::EventSink;
+use crate::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
+use crate::store::StoreRequest;
 
-/// What a tree of sessions shares for its sub-agents.
+/// What a tree of agents shares for its sub-agents.
 pub struct Subagents {
     /// Configured roles.
     pub roles: BTreeMap<String, RoleConfig>,
@@ -54,6 +65,16 @@ impl Subagents {
     pub fn limit(&self) -> usize {
         self.limit
     }
+
+    fn slot(&self) -> Result<OwnedSemaphorePermit, ToolError> {
+        self.slots.clone().try_acquire_owned().map_err(|_| {
+            ToolError::failed(format!(
+                "the sub-agent limit is reached: {} already running (--max-subagents); \
+                 wait for one with action=wait, or do the work yourself",
+                self.limit
+            ))
+        })
+    }
 }
 
 impl std::fmt::Debug for Subagents {
@@ -65,29 +86,27 @@ impl std::fmt::Debug for Subagents {
     }
 }
 
-/// A session's children.
-#[derive(Default)]
-pub(super) struct Children {
-    by_id: HashMap<String, Child>,
-    spawned: u64,
-}
-
-struct Child {
-    actor: ActorRef<SessionMsg>,
-    role: String,
+/// How an agent reaches a live child.
+pub(super) struct ChildHandle {
+    pub(super) actor: ActorRef<SessionMsg>,
     /// Held while the child works; released when its run ends.
     slot: Option<OwnedSemaphorePermit>,
-    last_report: Option<AgentReport>,
-    waiters: Vec<oneshot::Sender<ToolOutcome>>,
 }
 
-impl Child {
-    fn running(&self) -> bool {
-        self.slot.is_some()
+/// An agent's children.
+pub(super) struct Children {
+    pub(super) table: ChildTable<ChildHandle, RpcReplyPort<ToolOutcome>>,
+}
+
+impl Children {
+    pub(super) fn new(me: AgentPath) -> Self {
+        Self {
+            table: ChildTable::new(me),
+        }
     }
 }
 
-/// Sends a turn's `agent` requests to its session.
+/// Sends a turn's `agent` requests to its agent.
 pub(crate) struct SessionAgentHost {
     pub(crate) session: ActorRef<SessionMsg>,
 }
@@ -96,9 +115,12 @@ impl AgentHost for SessionAgentHost {
     fn call(&self, request: AgentRequest) -> ToolFuture<'static> {
         let session = self.session.clone();
         Box::pin(async move {
-            let (reply, answer) = oneshot::channel();
+            let (reply, answer) = tokio::sync::oneshot::channel();
             session
-                .cast(SessionMsg::Agent { request, reply })
+                .cast(SessionMsg::Agent {
+                    request,
+                    reply: reply.into(),
+                })
                 .map_err(|_| ToolError::failed("the session has stopped"))?;
             answer
                 .await
@@ -107,21 +129,26 @@ impl AgentHost for SessionAgentHost {
     }
 }
 
+fn refusal(refusal: SpawnRefusal) -> ToolError {
+    ToolError::new(ErrorCode::ToolNotAllowed, refusal.to_string())
+}
+
+fn child_refusal(refusal: ChildRefusal) -> ToolError {
+    let code = match refusal {
+        ChildRefusal::NotFound(_) => ErrorCode::NotFound,
+        ChildRefusal::Busy(_) | ChildRefusal::Crashed(_) => ErrorCode::Failed,
+    };
+    ToolError::new(code, refusal.to_string())
+}
+
 impl SessionState {
-    /// This session's authority now (posture after the ledger, current mode).
+    /// This agent's authority now: its mode and posture as in force (after
+    /// the ledger and its ancestors), its tools, scopes, rules and depth.
     pub(super) fn current_authority(&self) -> Authority {
         Authority {
-            mode: self.mode,
-            posture: self.authority.effective_posture(),
-            allowed_tools: self
-                .config
-                .allowed_tools
-                .as_ref()
-                .map(|tools| tools.iter().cloned().collect()),
-            file_scopes: self.config.file_scopes.clone(),
-            rules: self.authority.config.rules.clone(),
-            depth: self.config.depth,
-            max_depth: self.config.max_depth,
+            mode: self.mode(),
+            posture: self.live.posture(),
+            ..self.spec.authority.clone()
         }
     }
 
@@ -130,31 +157,28 @@ impl SessionState {
         &mut self,
         myself: &ActorRef<SessionMsg>,
         request: AgentRequest,
-        reply: oneshot::Sender<ToolOutcome>,
+        reply: RpcReplyPort<ToolOutcome>,
     ) {
-        let outcome = match request {
+        let answered = match request {
             AgentRequest::Roster => Ok(Answer::Now(self.roster())),
             AgentRequest::Spawn {
                 prompt,
                 role,
                 background,
-            } => self.spawn_agent(myself, prompt, role, background).await,
+            } => self.spawn_child(myself, prompt, role, background).await,
             AgentRequest::Followup {
                 agent_id,
                 prompt,
                 background,
-            } => self.followup(&agent_id, prompt, background),
-            AgentRequest::Wait { agent_id } => self.wait_for(&agent_id),
+            } => self.followup(myself, &agent_id, prompt, background).await,
+            AgentRequest::Wait { agent_id } => return self.wait_for(&agent_id, reply),
         };
-        match outcome {
+        match answered {
             Ok(Answer::Now(text)) => {
                 let _ = reply.send(Ok(text));
             }
-            Ok(Answer::Later(agent_id)) => {
-                if let Some(child) = self.children.by_id.get_mut(&agent_id) {
-                    child.waiters.push(reply);
-                }
-            }
+            // A foreground run: the caller waits for the report.
+            Ok(Answer::Later(path)) => self.wait_for(&path.to_string(), reply),
             Err(error) => {
                 let _ = reply.send(Err(error));
             }
@@ -162,26 +186,29 @@ impl SessionState {
     }
 
     fn roster(&self) -> String {
-        let Some(env) = &self.config.subagents else {
+        let Some(env) = &self.spec.subagents else {
             return "sub-agents are not available in this host".into();
         };
         let mut out = format!(
-            "model: {} · posture: {} · up to {} sub-agents at once · depth {} of {}\n",
+            "model: {} · mode: {} · posture: {} · up to {} sub-agents at once · depth {} of {}\n",
             self.services.model.model(),
-            self.authority.effective_posture(),
+            self.mode(),
+            self.live.posture(),
             env.limit(),
-            self.config.depth,
-            self.config.max_depth
+            self.spec.authority.depth,
+            self.spec.authority.max_depth
         );
         if env.roles.is_empty() {
             out.push_str("roles: none configured; spawn without a role to get a general worker\n");
         }
         for (name, role) in &env.roles {
             out.push_str(&format!(
-                "- {name}: model {}, posture ≤ {}, tools {}{}\n",
+                "- {name}: model {}, posture ≤ {}, mode ≤ {}, tools {}{}\n",
                 role.model.as_deref().unwrap_or(self.services.model.model()),
                 role.posture
                     .map_or_else(|| "inherited".to_string(), |p| p.to_string()),
+                role.mode
+                    .map_or_else(|| "inherited".to_string(), |m| m.to_string()),
                 role.allowed_tools
                     .as_ref()
                     .map_or_else(|| "all".to_string(), |t| t.join(", ")),
@@ -191,330 +218,374 @@ impl SessionState {
                     .unwrap_or_default()
             ));
         }
+        let mut children = self.children.table.iter().peekable();
+        if children.peek().is_some() {
+            out.push_str("agents under this one:\n");
+        }
+        for (path, child) in children {
+            let state = match child.state {
+                ChildState::Running => "running",
+                ChildState::Idle => "idle",
+                ChildState::Interrupted => "interrupted (the process stopped during its run)",
+                ChildState::Crashed => "crashed",
+            };
+            out.push_str(&format!(
+                "- {path} (role {}): {state}{}\n",
+                child.role,
+                child
+                    .last_report
+                    .as_ref()
+                    .map(|r| format!(", last report: {}", r.status))
+                    .unwrap_or_default()
+            ));
+        }
         out
     }
 
-    async fn spawn_agent(
+    fn role(&self, name: &str) -> Result<RoleConfig, ToolError> {
+        let Some(env) = &self.spec.subagents else {
+            return Err(ToolError::failed(
+                "sub-agents are not available in this host",
+            ));
+        };
+        match env.roles.get(name) {
+            Some(role) => Ok(role.clone()),
+            None if name == "worker" => Ok(RoleConfig::default()),
+            None => {
+                let known: Vec<&str> = env.roles.keys().map(String::as_str).collect();
+                Err(ToolError::invalid(format!(
+                    "there is no role '{name}'; configured roles: {}",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                )))
+            }
+        }
+    }
+
+    async fn spawn_child(
         &mut self,
         myself: &ActorRef<SessionMsg>,
         prompt: String,
         role_name: Option<String>,
         background: bool,
     ) -> Result<Answer, ToolError> {
-        let Some(env) = self.config.subagents.clone() else {
-            return Err(ToolError::failed(
-                "sub-agents are not available in this host",
-            ));
-        };
         let role_name = role_name.unwrap_or_else(|| "worker".to_string());
-        let role = match env.roles.get(&role_name) {
-            Some(role) => role.clone(),
-            None if role_name == "worker" => RoleConfig::default(),
-            None => {
-                let known: Vec<&str> = env.roles.keys().map(String::as_str).collect();
-                return Err(ToolError::invalid(format!(
-                    "there is no role '{role_name}'; configured roles: {}",
-                    if known.is_empty() {
-                        "none".to_string()
-                    } else {
-                        known.join(", ")
-                    }
-                )));
-            }
-        };
+        let role = self.role(&role_name)?;
         let authority = self
             .current_authority()
             .narrow(&role_name, &role)
             .map_err(refusal)?;
-        let slot = env.slots.clone().try_acquire_owned().map_err(|_| {
-            ToolError::failed(format!(
-                "the sub-agent limit is reached: {} already running (--max-subagents); \
-                 wait for one with action=wait, or do the work yourself",
-                env.limit()
-            ))
-        })?;
-        let model = env
-            .models
-            .client(&role)
-            .map_err(|e| ToolError::failed(format!("role '{role_name}': {e}")))?;
-
-        self.children.spawned += 1;
-        let agent_id = if self.config.agent_id == "main" {
-            self.children.spawned.to_string()
-        } else {
-            format!("{}.{}", self.config.agent_id, self.children.spawned)
-        };
-        let child_config = self.child_config(&agent_id, &role_name, &role, authority);
-        let posture = child_config.permissions.posture;
-        let depth = child_config.depth;
-        let model_name = child_config
-            .model_override
-            .clone()
-            .unwrap_or_else(|| model.model().to_string());
-        let (events, stream) = mpsc::unbounded_channel();
-        let args = SessionArgs {
-            config: child_config,
-            services: SessionServices {
-                model: model.clone(),
-                tools: self.services.tools.clone(),
-                // A sub-agent's work lives in its parent's conversation
-                // (its report); it keeps no store of its own.
-                store: None,
-            },
-            events: super::EventSink::new(events),
-        };
-        let (actor, _) = Actor::spawn_linked(None, SessionActor, args, myself.get_cell())
-            .await
-            .map_err(|e| ToolError::failed(format!("the sub-agent could not start: {e}")))?;
-        tokio::spawn(pump(
-            agent_id.clone(),
-            role_name.clone(),
-            stream,
-            self.events.clone(),
-            myself.clone(),
-        ));
-        self.emit(Event::AgentSpawned {
-            agent_id: agent_id.clone(),
-            role: role_name.clone(),
-            model: model_name,
-            posture,
-            depth,
-        });
-        let _ = actor.cast(SessionMsg::Op(Op::user(prompt)));
-        self.children.by_id.insert(
-            agent_id.clone(),
-            Child {
-                actor,
-                role: role_name.clone(),
-                slot: Some(slot),
-                last_report: None,
-                waiters: Vec::new(),
-            },
-        );
-        Ok(if background {
-            Answer::Now(format!(
-                "started agent {agent_id} (role {role_name}) in the background; \
-                 collect its report with action=wait, agent_id={agent_id}"
-            ))
-        } else {
-            Answer::Later(agent_id)
-        })
-    }
-
-    fn child_config(
-        &self,
-        agent_id: &str,
-        role_name: &str,
-        role: &RoleConfig,
-        authority: Authority,
-    ) -> SessionConfig {
-        let mut permissions = self.authority.config.clone();
-        permissions.posture = authority.posture;
-        permissions.rules = authority.rules.clone();
-        SessionConfig {
-            session_id: self.config.session_id.clone(),
-            agent_id: agent_id.to_string(),
-            role: role_name.to_string(),
-            mode: authority.mode,
-            workspace: self.config.workspace.clone(),
-            paths: cadre_runtime::paths::SessionPaths {
-                dir: self.config.paths.dir.join("agents").join(agent_id),
-            },
-            max_iterations: self.config.max_iterations,
-            allowed_tools: authority.allowed_tools.map(|t| t.into_iter().collect()),
-            permissions,
-            depth: authority.depth,
-            max_depth: authority.max_depth,
-            file_scopes: authority.file_scopes,
-            role_prompt: role.system_prompt.clone(),
-            // On the parent's client, the role's model, else the parent's.
-            model_override: role
-                .base_url
-                .is_none()
-                .then(|| {
-                    role.model
-                        .clone()
-                        .or_else(|| self.config.model_override.clone())
-                })
-                .flatten(),
-            subagents: self.config.subagents.clone(),
-            plan_agent_entry: false,
-        }
-    }
-
-    fn followup(
-        &mut self,
-        agent_id: &str,
-        prompt: String,
-        background: bool,
-    ) -> Result<Answer, ToolError> {
-        let parent = self.current_authority();
-        let Some(env) = self.config.subagents.clone() else {
+        let Some(env) = self.spec.subagents.clone() else {
             return Err(ToolError::failed(
                 "sub-agents are not available in this host",
             ));
         };
-        let Some(child) = self.children.by_id.get_mut(agent_id) else {
-            return Err(ToolError::new(
-                cadre_runtime::tool::ErrorCode::NotFound,
-                format!("there is no agent '{agent_id}' under this session"),
-            ));
-        };
-        if child.running() {
-            return Err(ToolError::failed(format!(
-                "agent {agent_id} is still working; use action=wait first"
-            )));
-        }
-        // Authority is re-derived from the parent as it is now.
-        let role = env.roles.get(&child.role).cloned().unwrap_or_default();
-        let authority = parent.narrow(&child.role, &role).map_err(refusal)?;
-        let slot = env.slots.clone().try_acquire_owned().map_err(|_| {
-            ToolError::failed(format!(
-                "the sub-agent limit is reached: {} already running (--max-subagents)",
-                env.limit()
-            ))
-        })?;
-        let _ = child.actor.cast(SessionMsg::Narrow {
-            posture: authority.posture,
-            mode: authority.mode,
+        let slot = env.slot()?;
+        let path = self.children.table.next_path();
+        let posture = authority.posture;
+        let depth = authority.depth;
+        let SpawnedChild { handle, model } = self
+            .start_child(myself, &path, &role_name, &role, authority, slot)
+            .await?;
+        self.emit(Event::AgentSpawned {
+            agent_id: path.to_string(),
+            role: role_name.clone(),
+            model,
+            posture,
+            depth,
         });
-        let _ = child.actor.cast(SessionMsg::Op(Op::user(prompt)));
-        child.slot = Some(slot);
-        child.last_report = None;
+        let _ = handle.actor.cast(SessionMsg::Op(Op::user(prompt)));
+        self.children
+            .table
+            .started(&path, handle, role_name.clone());
         Ok(if background {
             Answer::Now(format!(
-                "agent {agent_id} is working on the follow-up in the background"
+                "started agent {path} (role {role_name}) in the background; \
+                 collect its report with action=wait, agent_id={path}"
             ))
         } else {
-            Answer::Later(agent_id.to_string())
+            Answer::Later(path)
         })
     }
 
-    fn wait_for(&mut self, agent_id: &str) -> Result<Answer, ToolError> {
-        let Some(child) = self.children.by_id.get(agent_id) else {
-            return Err(ToolError::new(
-                cadre_runtime::tool::ErrorCode::NotFound,
-                format!("there is no agent '{agent_id}' under this session"),
+    /// Spawns a child agent under this one through the kernel, with its
+    /// pump; a resumed child reads its stored conversation back.
+    async fn start_child(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        path: &AgentPath,
+        role_name: &str,
+        role: &RoleConfig,
+        authority: Authority,
+        slot: OwnedSemaphorePermit,
+    ) -> Result<SpawnedChild, ToolError> {
+        let env = self
+            .spec
+            .subagents
+            .clone()
+            .ok_or_else(|| ToolError::failed("sub-agents are not available in this host"))?;
+        let model = env
+            .models
+            .client(role)
+            .map_err(|e| ToolError::failed(format!("role '{role_name}': {e}")))?;
+        let spec = self.child_spec(path, role_name, role, authority);
+        let model_name = spec
+            .model
+            .clone()
+            .unwrap_or_else(|| model.model().to_string());
+        let services = AgentServices {
+            model,
+            tools: self.services.tools.clone(),
+            store: Some(self.store.clone()),
+        };
+        let SpawnedAgent { actor, events, .. } =
+            spawn_agent(spec, services, Some(myself.get_cell()))
+                .await
+                .map_err(|e| ToolError::failed(format!("the sub-agent could not start: {e}")))?;
+        tokio::spawn(pump(
+            path.clone(),
+            role_name.to_string(),
+            events,
+            self.events.clone(),
+            myself.clone(),
+        ));
+        Ok(SpawnedChild {
+            handle: ChildHandle {
+                actor,
+                slot: Some(slot),
+            },
+            model: model_name,
+        })
+    }
+
+    fn child_spec(
+        &self,
+        path: &AgentPath,
+        role_name: &str,
+        role: &RoleConfig,
+        authority: Authority,
+    ) -> AgentSpec {
+        AgentSpec {
+            session_id: self.spec.session_id.clone(),
+            path: path.clone(),
+            role: role_name.to_string(),
+            parent: Some(self.live.clone()),
+            // On the parent's client, the role's model, else the parent's.
+            model: role
+                .base_url
+                .is_none()
+                .then(|| role.model.clone().or_else(|| self.spec.model.clone()))
+                .flatten(),
+            prompt: role.system_prompt.clone(),
+            max_iterations: self.spec.max_iterations,
+            workspace: self.spec.workspace.clone(),
+            paths: SessionPaths {
+                dir: self.spec.paths.dir.join("agents").join(path.to_string()),
+            },
+            interactive: self.spec.interactive,
+            guardian: self.spec.guardian.clone(),
+            subagents: self.spec.subagents.clone(),
+            plan_agent_entry: false,
+            mode_given: true,
+            posture_given: true,
+            authority,
+        }
+    }
+
+    async fn followup(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        agent_id: &str,
+        prompt: String,
+        background: bool,
+    ) -> Result<Answer, ToolError> {
+        let path: AgentPath =
+            agent_id
+                .parse()
+                .map_err(|e: cadre_runtime::agent::path::BadAgentId| {
+                    ToolError::new(ErrorCode::NotFound, e.to_string())
+                })?;
+        let Some(child) = self.children.table.get(&path) else {
+            return Err(child_refusal(ChildRefusal::NotFound(agent_id.to_string())));
+        };
+        // Authority is re-derived from this agent as it is now.
+        let role_name = child.role.clone();
+        let role = self.role(&role_name).unwrap_or_default();
+        let authority = self
+            .current_authority()
+            .narrow(&role_name, &role)
+            .map_err(refusal)?;
+        let Some(env) = self.spec.subagents.clone() else {
+            return Err(ToolError::failed(
+                "sub-agents are not available in this host",
             ));
         };
-        match (&child.last_report, child.running()) {
-            (_, true) => Ok(Answer::Later(agent_id.to_string())),
-            (Some(report), false) => Ok(Answer::Now(report.render())),
-            (None, false) => Err(ToolError::failed(format!(
-                "agent {agent_id} has no report yet"
-            ))),
+        let live = child.handle.is_some();
+        self.children
+            .table
+            .follow_up(&path)
+            .map_err(child_refusal)?;
+        let slot = match env.slot() {
+            Ok(slot) => slot,
+            Err(full) => {
+                // Nothing started: the child goes back to how it was.
+                if let Some(child) = self.children.table.get_mut(&path) {
+                    child.state = ChildState::Idle;
+                }
+                return Err(full);
+            }
+        };
+        let handle = if live {
+            let child = self.children.table.get_mut(&path);
+            match child.and_then(|c| c.handle.as_mut()) {
+                Some(handle) => {
+                    handle.slot = Some(slot);
+                    handle.actor.clone()
+                }
+                None => return Err(child_refusal(ChildRefusal::NotFound(agent_id.to_string()))),
+            }
+        } else {
+            // A child read back from the store: a new actor on its stored
+            // conversation.
+            let started = self
+                .start_child(myself, &path, &role_name, &role, authority.clone(), slot)
+                .await?;
+            let actor = started.handle.actor.clone();
+            if let Some(child) = self.children.table.get_mut(&path) {
+                child.handle = Some(started.handle);
+            }
+            actor
+        };
+        self.record_child(&path, ChildState::Running, None).await;
+        let _ = handle.cast(SessionMsg::Op(Op::user(prompt)));
+        Ok(if background {
+            Answer::Now(format!(
+                "agent {path} is working on the follow-up in the background"
+            ))
+        } else {
+            Answer::Later(path)
+        })
+    }
+
+    fn wait_for(&mut self, agent_id: &str, reply: RpcReplyPort<ToolOutcome>) {
+        let Ok(path) = agent_id.parse::<AgentPath>() else {
+            let _ = reply.send(Err(child_refusal(ChildRefusal::NotFound(
+                agent_id.to_string(),
+            ))));
+            return;
+        };
+        match self.children.table.wait(&path, reply) {
+            Wait::Later => {}
+            Wait::Report(report, reply) => {
+                let _ = reply.send(Ok(report.render()));
+            }
+            Wait::NoReport(reply) => {
+                let _ = reply.send(Err(ToolError::failed(format!(
+                    "agent {agent_id} has no report: its run was interrupted; follow up with it"
+                ))));
+            }
+            Wait::Refused(why, reply) => {
+                let _ = reply.send(Err(child_refusal(why)));
+            }
         }
     }
 
     /// A child's run ended (from its pump).
-    pub(super) fn agent_run_done(&mut self, agent_id: &str, report: AgentReport) {
-        let Some(child) = self.children.by_id.get_mut(agent_id) else {
-            return;
-        };
-        child.slot = None;
+    pub(super) async fn agent_run_done(&mut self, path: &AgentPath, report: AgentReport) {
         let text = report.render();
-        for waiter in child.waiters.drain(..) {
-            let _ = waiter.send(Ok(text.clone()));
-        }
         self.emit(Event::AgentCompleted {
-            agent_id: agent_id.to_string(),
+            agent_id: path.to_string(),
             status: report.status.clone(),
             summary: report.summary.clone(),
             verified: report.verified,
         });
-        if let Some(child) = self.children.by_id.get_mut(agent_id) {
-            child.last_report = Some(report);
+        self.record_child(path, ChildState::Idle, Some(report.clone()))
+            .await;
+        if let Some(handle) = self
+            .children
+            .table
+            .get_mut(path)
+            .and_then(|c| c.handle.as_mut())
+        {
+            handle.slot = None;
+        }
+        for waiter in self.children.table.run_done(path, report) {
+            let _ = waiter.send(Ok(text.clone()));
         }
     }
 
-    /// A child session crashed: its waiters get the failure.
-    pub(super) fn agent_crashed(&mut self, cell: ractor::ActorId, error: &str) -> bool {
-        let Some(agent_id) = self
-            .children
-            .by_id
-            .iter()
-            .find(|(_, c)| c.actor.get_id() == cell)
-            .map(|(id, _)| id.clone())
+    /// A child agent crashed: its waiters get the failure. False when the
+    /// failed actor was not a child.
+    pub(super) async fn agent_crashed(&mut self, cell: ractor::ActorId, error: &str) -> bool {
+        let Some((path, _role, waiters)) =
+            self.children.table.crashed(|h| h.actor.get_id() == cell)
         else {
             return false;
         };
-        let mut report = AgentReport {
-            agent_id: agent_id.clone(),
-            status: "failed".into(),
-            blockers: vec![format!("the sub-agent crashed: {error}")],
-            verified: true,
-            ..AgentReport::default()
-        };
-        if let Some(child) = self.children.by_id.remove(&agent_id) {
-            report.role = child.role;
-            for waiter in child.waiters {
-                let _ = waiter.send(Err(ToolError::failed(format!(
-                    "agent {agent_id} crashed: {error}"
-                ))));
-            }
+        for waiter in waiters {
+            let _ = waiter.send(Err(ToolError::failed(format!(
+                "agent {path} crashed: {error}"
+            ))));
         }
+        self.record_child(&path, ChildState::Crashed, None).await;
         self.emit(Event::AgentCompleted {
-            agent_id,
-            status: report.status,
+            agent_id: path.to_string(),
+            status: "failed".into(),
             summary: String::new(),
             verified: false,
         });
         true
     }
 
-    /// Routes an approval answer meant for a descendant; false when no
-    /// child is on the way to it.
-    pub(super) fn route_approval(&self, op: &Op, id: &str) -> bool {
-        let Some(path) = id
-            .strip_prefix("agent:")
-            .and_then(|rest| rest.split(':').next())
-        else {
-            return false;
-        };
-        let segments: Vec<&str> = path.split('.').collect();
-        let depth = self.config.depth as usize;
-        if segments.len() <= depth {
-            return false;
-        }
-        let child_id = segments[..=depth].join(".");
-        match self.children.by_id.get(&child_id) {
-            Some(child) => child.actor.cast(SessionMsg::Op(op.clone())).is_ok(),
-            None => false,
-        }
+    /// Stores a child's state (and report), so a resumed session knows it.
+    async fn record_child(&self, path: &AgentPath, state: ChildState, report: Option<AgentReport>) {
+        let id = format!("{}/{path}", self.spec.session_id);
+        self.persist(|reply| StoreRequest::AgentState {
+            id,
+            state,
+            report: report.map(Box::new),
+            reply,
+        })
+        .await;
     }
 
-    /// Asks every child to stop.
+    /// Asks every live child to stop.
     pub(super) fn stop_children(&self) {
-        for child in self.children.by_id.values() {
-            let _ = child.actor.cast(SessionMsg::Op(Op::Shutdown));
+        for (_, child) in self.children.table.iter() {
+            if let Some(handle) = &child.handle {
+                let _ = handle.actor.cast(SessionMsg::Op(Op::Shutdown));
+            }
         }
     }
 }
 
-/// What an agent request answers with.
+/// What an `agent` request answers with.
 enum Answer {
     /// Text for the model now.
     Now(String),
     /// The agent's report, when its run ends.
-    Later(String),
+    Later(AgentPath),
 }
 
-fn refusal(refusal: SpawnRefusal) -> ToolError {
-    ToolError::new(
-        cadre_runtime::tool::ErrorCode::ToolNotAllowed,
-        refusal.to_string(),
-    )
+struct SpawnedChild {
+    handle: ChildHandle,
+    model: String,
 }
 
 /// Reads a child's events for its whole life: builds its reports, tells the
 /// parent when a run ends, and forwards what the host must see.
 async fn pump(
-    agent_id: String,
+    path: AgentPath,
     role: String,
     mut stream: mpsc::UnboundedReceiver<Event>,
-    parent_events: super::EventSink,
+    parent_events: EventSink,
     parent: ActorRef<SessionMsg>,
 ) {
+    let agent_id = path.to_string();
+    let own_prompts = format!("agent:{agent_id}:");
     let mut builder = ReportBuilder::new(&agent_id, &role);
     let status = |status: AgentStatus| Event::AgentStatusChanged {
         agent_id: agent_id.clone(),
@@ -530,7 +601,9 @@ async fn pump(
             } if asker == &agent_id => {
                 let _ = parent_events.send(status(AgentStatus::WaitingForUser));
             }
-            Event::ApprovalResolved { .. } => {}
+            Event::ApprovalResolved { id, .. } if id.starts_with(&own_prompts) => {
+                let _ = parent_events.send(status(AgentStatus::Running));
+            }
             _ => {}
         }
         let forward = matches!(
@@ -543,14 +616,9 @@ async fn pump(
                 | Event::AgentStatusChanged { .. }
                 | Event::AgentCompleted { .. }
         );
-        if let Event::ApprovalResolved { id, .. } = &event
-            && id.starts_with(&format!("agent:{agent_id}:"))
-        {
-            let _ = parent_events.send(status(AgentStatus::Running));
-        }
         if let Some(report) = builder.push(&event) {
             let _ = parent.cast(SessionMsg::AgentRunDone {
-                agent_id: agent_id.clone(),
+                agent: path.clone(),
                 report: Box::new(report),
             });
         }

@@ -1,29 +1,34 @@
-//! The session as the permission authority for its calls (P1–P8).
+//! The agent is the permission authority for its own calls (P3–P8).
 //!
-//! Tool tasks ask by message ([`SessionMsg::Authorize`]); the session runs
-//! the pure engine, and when a person or the guardian must answer it keeps
-//! the reply and returns to its mailbox, so it keeps answering cancel,
-//! status and other approvals while one waits. Every decision not made by a
-//! person is audited and emitted as one `permission.decision` line, and
-//! counted by the denial ledger.
+//! A tool task evaluates its call itself (`evaluate`: rules, the floor's
+//! parsing, the posture as it is now), off the agent's mailbox, and sends
+//! the evaluation here with a reply port. The agent does the bookkeeping
+//! the evaluation cannot: it refuses calls of a turn that has ended or
+//! while the denial ledger has paused autonomy, opens approval prompts and
+//! guardian reviews (the `ApprovalBook` keeps them, under typed ids) without
+//! blocking its mailbox, and settles every automatic decision once: audit,
+//! `permission.decision`, ledger.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use cadre_runtime::agent::{ApprovalId, LiveAuthority, Route};
 use cadre_runtime::model::RequestContext;
+use cadre_runtime::permission::approvals::{ApprovalBook, Asked, Held};
 use cadre_runtime::permission::guardian::{self, GuardianConfig, HeldCall};
 use cadre_runtime::permission::ledger::DenialLedger;
 use cadre_runtime::permission::rules::RuleSet;
 use cadre_runtime::permission::{Decision, Evaluation, Layer, Policy, Posture, Verdict, evaluate};
-use cadre_runtime::protocol::{ApprovalDecision, ApprovalOutcome, Event, FailureCategory};
+use cadre_runtime::protocol::{ApprovalDecision, Event, FailureCategory, Op};
 use cadre_runtime::tool::{Authorization, Authorizer, DecisionFuture};
-use ractor::{Actor, ActorRef};
-use serde_json::Value;
-use tokio::sync::oneshot;
+use ractor::{Actor, ActorRef, RpcReplyPort};
 
 use super::{SessionMsg, SessionState};
 use crate::audit::{AuditLog, AuditRecord, now};
 use crate::guardian::{GuardianActor, GuardianArgs, GuardianMsg};
+use crate::kernel::AgentSpec;
+use crate::store::StoreHandle;
 use crate::turn::TurnMsg;
 
 /// How a session decides permissions, fixed at its start.
@@ -51,86 +56,101 @@ impl Default for PermissionConfig {
     }
 }
 
-/// The permission state a session keeps.
+/// The permission state an agent keeps.
 pub(super) struct Authority {
-    pub(super) config: PermissionConfig,
     /// The posture the user chose (the ledger may narrow what is in force).
     pub(super) posture: Posture,
     pub(super) ledger: DenialLedger,
-    /// Calls a person allowed for the rest of the session.
-    allowed_for_session: HashSet<String>,
-    approvals: HashMap<String, PendingApproval>,
-    approvals_made: u64,
-    reviews: HashMap<u64, PendingReview>,
-    reviews_made: u64,
-    pub(super) audit: AuditLog,
-}
-
-struct Pending {
-    turn_id: u64,
-    call_id: String,
-    tool: String,
-    args: Value,
-    reply: oneshot::Sender<Decision>,
-}
-
-struct PendingApproval {
-    call: Pending,
-    key: String,
-}
-
-struct PendingReview {
-    call: Pending,
-    guardian: ActorRef<GuardianMsg>,
+    interactive: bool,
+    guardian: GuardianConfig,
+    book: ApprovalBook<RpcReplyPort<Decision>>,
+    /// The guardian actor of each review in flight.
+    guardians: HashMap<u64, ActorRef<GuardianMsg>>,
+    audit: AuditLog,
 }
 
 impl Authority {
-    pub(super) fn new(config: PermissionConfig, audit: AuditLog) -> Self {
+    pub(super) fn new(spec: &AgentSpec, store: StoreHandle) -> Self {
         Self {
-            posture: config.posture,
-            config,
+            posture: spec.authority.posture,
             ledger: DenialLedger::default(),
-            allowed_for_session: HashSet::new(),
-            approvals: HashMap::new(),
-            approvals_made: 0,
-            reviews: HashMap::new(),
-            reviews_made: 0,
-            audit,
+            interactive: spec.interactive,
+            guardian: spec.guardian.clone(),
+            book: ApprovalBook::new(spec.path.clone()),
+            guardians: HashMap::new(),
+            audit: AuditLog::new(store, spec.row_id().into()),
         }
     }
 
-    /// The posture in force: Ask while the ledger has paused autonomy in an
-    /// interactive host.
-    pub(super) fn effective_posture(&self) -> Posture {
-        if self.ledger.is_paused() && self.config.interactive && self.posture == Posture::Auto {
-            Posture::Suggest
-        } else {
-            self.posture
-        }
+    /// What a tool task needs to evaluate its own call.
+    pub(super) fn task_policy(
+        &self,
+        spec: &AgentSpec,
+        live: &Arc<LiveAuthority>,
+    ) -> Arc<TaskPolicy> {
+        Arc::new(TaskPolicy {
+            rules: spec.authority.rules.clone(),
+            interactive: self.interactive,
+            plan_file: spec.is_session().then(|| spec.paths.plan_file()),
+            root: spec.workspace.root().to_path_buf(),
+            live: live.clone(),
+        })
     }
 }
 
-/// The key under which "allow for session" remembers a call.
-fn session_key(tool: &str, args: &Value) -> String {
-    format!("{tool}\u{1f}{args}")
+/// What a tool task evaluates its call with: the rules, the plan file, and
+/// the live posture (read when the call is made).
+#[derive(Debug)]
+pub(crate) struct TaskPolicy {
+    rules: Arc<RuleSet>,
+    interactive: bool,
+    plan_file: Option<PathBuf>,
+    root: PathBuf,
+    live: Arc<LiveAuthority>,
 }
 
-/// Sends a turn's calls to its session for a decision.
+impl TaskPolicy {
+    fn evaluate(&self, request: &Authorization) -> Evaluation {
+        let policy = Policy {
+            posture: self.live.posture(),
+            rules: &self.rules,
+            interactive: self.interactive,
+            plan_file: self.plan_file.as_deref(),
+        };
+        evaluate(
+            &policy,
+            request.tool.definition(),
+            request.safety,
+            &request.args,
+            &self.root,
+        )
+    }
+}
+
+/// Sends a turn's calls, evaluated, to its agent for the decision.
 pub(crate) struct SessionAuthorizer {
     pub(crate) session: ActorRef<SessionMsg>,
     pub(crate) turn_id: u64,
+    pub(crate) policy: Arc<TaskPolicy>,
 }
 
 impl Authorizer for SessionAuthorizer {
     fn authorize(&self, request: Authorization) -> DecisionFuture {
         let session = self.session.clone();
         let turn_id = self.turn_id;
+        let policy = self.policy.clone();
         Box::pin(async move {
-            let (reply, answer) = oneshot::channel();
+            // The parsing and the floor run here, in the tool's task.
+            let evaluation = request
+                .refused
+                .is_none()
+                .then(|| Box::new(policy.evaluate(&request)));
+            let (reply, answer) = tokio::sync::oneshot::channel();
             let asked = session.cast(SessionMsg::Authorize {
                 turn_id,
                 request: Box::new(request),
-                reply,
+                evaluation,
+                reply: reply.into(),
             });
             if asked.is_err() {
                 return Decision::new(Verdict::Deny, Layer::Posture, "the session has stopped");
@@ -142,37 +162,59 @@ impl Authorizer for SessionAuthorizer {
     }
 }
 
+type Call = Held<RpcReplyPort<Decision>>;
+
 impl SessionState {
+    /// The posture this agent puts in force: Ask while the ledger has
+    /// paused autonomy in an interactive host.
+    pub(super) fn effective_posture(&self) -> Posture {
+        let a = &self.authority;
+        if a.ledger.is_paused() && a.interactive && a.posture == Posture::Auto {
+            Posture::Suggest
+        } else {
+            a.posture
+        }
+    }
+
+    /// Makes the effective posture the one this agent's calls and its
+    /// descendants' are decided with, at once.
+    pub(super) fn publish_posture(&self) {
+        self.live.set_posture(self.effective_posture());
+    }
+
     /// Decides one call, now or once a person or the guardian answers.
     pub(super) async fn authorize(
         &mut self,
         myself: &ActorRef<SessionMsg>,
         turn_id: u64,
         request: Authorization,
-        reply: oneshot::Sender<Decision>,
+        evaluation: Option<Evaluation>,
+        reply: RpcReplyPort<Decision>,
     ) {
-        let def = request.tool.definition();
-        let call = Pending {
+        let call = Held {
             turn_id,
             call_id: request.call_id.clone(),
-            tool: def.name.clone(),
-            args: request.args.clone(),
+            tool: request.tool.definition().name.clone(),
+            args: request.args,
             reply,
         };
-        if let Some(refused) = request.refused {
-            return self.settle(
-                call,
-                Decision::new(Verdict::Deny, Layer::Mode, refused.message),
-            );
-        }
+        let evaluation = match (request.refused, evaluation) {
+            (Some(refused), _) => {
+                let refused = Decision::new(Verdict::Deny, Layer::Mode, refused.message);
+                return self.settle(call, refused);
+            }
+            (None, Some(evaluation)) => evaluation,
+            (None, None) => {
+                let unknown =
+                    Decision::new(Verdict::Deny, Layer::Posture, "the call was not evaluated");
+                return self.settle(call, unknown);
+            }
+        };
         if !self.is_current(turn_id) {
-            return self.settle(
-                call,
-                Decision::new(Verdict::Deny, Layer::Posture, "the turn has ended"),
-            );
+            let ended = Decision::new(Verdict::Deny, Layer::Posture, "the turn has ended");
+            return self.settle(call, ended);
         }
-        let posture = self.authority.effective_posture();
-        if self.authority.ledger.is_paused() && posture == Posture::Auto {
+        if self.authority.ledger.is_paused() && self.live.posture() == Posture::Auto {
             let paused = Decision::new(
                 Verdict::Deny,
                 Layer::Ledger,
@@ -180,64 +222,35 @@ impl SessionState {
             );
             return self.settle(call, paused);
         }
-        let plan_file = self.config.paths.plan_file();
-        let policy = Policy {
-            posture,
-            rules: &self.authority.config.rules,
-            interactive: self.authority.config.interactive,
-            plan_file: &plan_file,
-        };
-        let root = self.config.workspace.root().to_path_buf();
-        match evaluate(&policy, def, request.safety, &request.args, &root) {
+        match evaluation {
             Evaluation::Decided(decision) => self.settle(call, decision),
             Evaluation::AskPerson { reason, .. } => self.ask_person(call, reason),
             Evaluation::Review { observations } => self.review(myself, call, observations).await,
         }
     }
 
-    fn ask_person(&mut self, call: Pending, reason: String) {
-        let key = session_key(&call.tool, &call.args);
-        if self.authority.allowed_for_session.contains(&key) {
-            let earlier = Decision::new(
-                Verdict::Allow,
-                Layer::User,
-                "allowed for this session earlier",
-            );
-            let _ = call.reply.send(earlier);
-            return;
-        }
-        self.authority.approvals_made += 1;
-        let id = format!(
-            "{}approval:{}",
-            self.approval_prefix(),
-            self.authority.approvals_made
-        );
-        self.emit(Event::ApprovalRequested {
-            id: id.clone(),
-            agent_id: self.config.agent_id.clone(),
-            call_id: call.call_id.clone(),
-            tool: call.tool.clone(),
-            arguments: call.args.clone(),
-            reason,
-        });
-        self.authority
-            .approvals
-            .insert(id, PendingApproval { call, key });
-    }
-
-    /// `agent:<id>:` for a sub-agent's prompts, nothing for the session's own.
-    fn approval_prefix(&self) -> String {
-        if self.config.agent_id == "main" {
-            String::new()
-        } else {
-            format!("agent:{}:", self.config.agent_id)
+    fn ask_person(&mut self, call: Call, reason: String) {
+        let (call_id, tool, arguments) =
+            (call.call_id.clone(), call.tool.clone(), call.args.clone());
+        match self.authority.book.ask(call) {
+            Asked::Earlier(call, decision) => {
+                let _ = call.reply.send(decision);
+            }
+            Asked::Prompt(id) => self.emit(Event::ApprovalRequested {
+                id: id.to_string(),
+                agent_id: self.spec.path.to_string(),
+                call_id,
+                tool,
+                arguments,
+                reason,
+            }),
         }
     }
 
     async fn review(
         &mut self,
         myself: &ActorRef<SessionMsg>,
-        call: Pending,
+        call: Call,
         observations: Vec<String>,
     ) {
         let held = HeldCall {
@@ -245,52 +258,53 @@ impl SessionState {
             arguments: call.args.clone(),
         };
         let context = RequestContext {
-            agent_id: format!("{}:guardian", self.config.agent_id).into(),
+            agent_id: format!("{}:guardian", self.spec.path).into(),
             role: "guardian".into(),
-            mode: self.mode,
+            mode: self.mode(),
             turn: call.turn_id,
             iteration: 1,
-            session_id: self.config.session_id.as_str().into(),
-            workspace: self.config.workspace.root().display().to_string().into(),
-            plan_file: self.config.paths.plan_file().display().to_string().into(),
+            session_id: self.spec.session_id.as_str().into(),
+            workspace: self.spec.workspace.root().display().to_string().into(),
+            plan_file: self.spec.paths.plan_file().display().to_string().into(),
         };
-        let config: &GuardianConfig = &self.authority.config.guardian;
+        let config = &self.authority.guardian;
         let request = match guardian::review_request(&held, &observations, config, context) {
             // Without a guardian model of its own, it asks the agent's model.
             Ok(mut request) => {
                 if request.model.is_none() {
-                    request.model = self.config.model_override.as_deref().map(Arc::from);
+                    request.model = self.spec.model.as_deref().map(Arc::from);
                 }
                 request
             }
             Err(too_large) => return self.settle(call, too_large.decision()),
         };
-        self.authority.reviews_made += 1;
-        let review_id = self.authority.reviews_made;
+        let timeout = config.timeout;
+        let review_id = self.authority.book.open_review(call);
         let args = GuardianArgs {
             model: self.services.model.clone(),
             request,
-            timeout: config.timeout,
-            session: myself.clone(),
+            timeout,
+            asker: myself.get_derived(),
             review_id,
         };
         match Actor::spawn_linked(None, GuardianActor, args, myself.get_cell()).await {
             Ok((guardian, _)) => {
-                self.authority
-                    .reviews
-                    .insert(review_id, PendingReview { call, guardian });
+                self.authority.guardians.insert(review_id, guardian);
             }
             Err(error) => {
-                let why = format!("the guardian could not start ({error})");
-                self.settle(call, guardian::failed(&why));
+                if let Some(call) = self.authority.book.review_done(review_id) {
+                    let why = format!("the guardian could not start ({error})");
+                    self.settle(call, guardian::failed(&why));
+                }
             }
         }
     }
 
     /// The guardian answered.
     pub(super) fn review_done(&mut self, review_id: u64, decision: Decision) {
-        if let Some(review) = self.authority.reviews.remove(&review_id) {
-            self.settle(review.call, decision);
+        self.authority.guardians.remove(&review_id);
+        if let Some(call) = self.authority.book.review_done(review_id) {
+            self.settle(call, decision);
         }
     }
 
@@ -298,99 +312,79 @@ impl SessionState {
     pub(super) fn guardian_failed(&mut self, cell_id: ractor::ActorId, error: &str) {
         let crashed = self
             .authority
-            .reviews
+            .guardians
             .iter()
-            .find(|(_, r)| r.guardian.get_id() == cell_id)
+            .find(|(_, g)| g.get_id() == cell_id)
             .map(|(id, _)| *id);
-        if let Some(id) = crashed
-            && let Some(review) = self.authority.reviews.remove(&id)
-        {
-            self.settle(
-                review.call,
-                guardian::failed(&format!("the guardian crashed ({error})")),
-            );
+        if let Some(id) = crashed {
+            self.authority.guardians.remove(&id);
+            if let Some(call) = self.authority.book.review_done(id) {
+                self.settle(
+                    call,
+                    guardian::failed(&format!("the guardian crashed ({error})")),
+                );
+            }
         }
     }
 
-    /// Whether a prompt with this id waits here (not in a descendant).
-    pub(super) fn owns_approval(&self, id: &str) -> bool {
-        self.authority.approvals.contains_key(id)
-    }
-
-    /// A person answered a prompt.
+    /// A person answered a prompt: this agent's own, or one a descendant
+    /// raised, routed one hop down by its typed id.
     pub(super) fn approve(&mut self, id: &str, answer: ApprovalDecision) {
-        let Some(pending) = self.authority.approvals.remove(id) else {
+        let Ok(parsed) = id.parse::<ApprovalId>() else {
             return self.reject("approve", format!("no approval prompt has the id '{id}'"));
         };
-        let decision = match answer {
-            ApprovalDecision::AllowOnce => {
-                Decision::new(Verdict::Allow, Layer::User, "allowed by the user")
+        match self.children.table.route(&parsed) {
+            Route::Here => {}
+            Route::Child(child) => {
+                let op = Op::Approve {
+                    id: id.to_string(),
+                    decision: answer,
+                };
+                if child.actor.cast(SessionMsg::Op(op)).is_ok() {
+                    return;
+                }
             }
-            ApprovalDecision::AllowSession => {
-                self.authority.allowed_for_session.insert(pending.key);
-                Decision::new(
-                    Verdict::Allow,
-                    Layer::User,
-                    "allowed by the user for this session",
-                )
-            }
-            ApprovalDecision::Deny => {
-                Decision::new(Verdict::Deny, Layer::User, "denied by the user")
-            }
-        };
-        let outcome = match answer {
-            ApprovalDecision::AllowOnce => ApprovalOutcome::AllowOnce,
-            ApprovalDecision::AllowSession => ApprovalOutcome::AllowSession,
-            ApprovalDecision::Deny => ApprovalOutcome::Deny,
+            Route::Nowhere => {}
+        }
+        let Some(answered) = self.authority.book.answer(&parsed, answer) else {
+            return self.reject("approve", format!("no approval prompt has the id '{id}'"));
         };
         self.emit(Event::ApprovalResolved {
             id: id.to_string(),
-            outcome,
+            outcome: answered.outcome,
         });
         // The answer is announced before the call runs on it.
-        let _ = pending.call.reply.send(decision);
+        let _ = answered.held.reply.send(answered.decision);
     }
 
     /// A turn ended: its open prompts are withdrawn and its reviews cancelled
     /// (a cancelled review denies).
     pub(super) fn withdraw(&mut self, turn_id: u64) {
-        let ids: Vec<String> = self
-            .authority
-            .approvals
-            .iter()
-            .filter(|(_, a)| a.call.turn_id == turn_id)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in ids {
-            self.authority.approvals.remove(&id);
+        let withdrawn = self.authority.book.withdraw(turn_id);
+        for (id, call) in withdrawn.prompts {
             self.emit(Event::ApprovalResolved {
-                id,
-                outcome: ApprovalOutcome::Withdrawn,
+                id: id.to_string(),
+                outcome: cadre_runtime::protocol::ApprovalOutcome::Withdrawn,
             });
+            drop(call);
         }
-        let reviews: Vec<u64> = self
-            .authority
-            .reviews
-            .iter()
-            .filter(|(_, r)| r.call.turn_id == turn_id)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in reviews {
-            if let Some(review) = self.authority.reviews.remove(&id) {
-                review.guardian.stop(None);
-                self.settle(review.call, guardian::failed("the review was cancelled"));
+        for (review_id, call) in withdrawn.reviews {
+            if let Some(guardian) = self.authority.guardians.remove(&review_id) {
+                guardian.stop(None);
             }
+            self.settle(call, guardian::failed("the review was cancelled"));
         }
     }
 
     /// Delivers a decision not made by a person: audit, event, ledger.
-    fn settle(&mut self, call: Pending, decision: Decision) {
-        let posture = self.authority.effective_posture();
+    fn settle(&mut self, call: Call, decision: Decision) {
+        let posture = self.live.posture();
         let line = decision.line(posture, &call.tool);
+        let agent_id = self.spec.path.to_string();
         self.authority.audit.record(AuditRecord {
             time: now(),
-            session_id: self.config.session_id.clone(),
-            agent_id: self.config.agent_id.clone(),
+            session_id: self.spec.session_id.clone(),
+            agent_id: agent_id.clone(),
             call_id: call.call_id.clone(),
             tool: call.tool.clone(),
             arguments: call.args.clone(),
@@ -399,7 +393,7 @@ impl SessionState {
             line: line.clone(),
         });
         self.emit(Event::PermissionDecision {
-            agent_id: self.config.agent_id.clone(),
+            agent_id,
             call_id: call.call_id,
             tool: call.tool,
             decision: decision.clone(),
@@ -413,7 +407,8 @@ impl SessionState {
     }
 
     fn pause_autonomy(&mut self, reason: String) {
-        if self.authority.config.interactive {
+        if self.authority.interactive {
+            self.publish_posture();
             self.emit(Event::AutonomyPaused {
                 reason,
                 fallback: Some(Posture::Suggest),
@@ -426,8 +421,8 @@ impl SessionState {
                 reason: reason.clone(),
                 fallback: None,
             });
-            if let Some(running) = &self.running {
-                let _ = running.actor.cast(TurnMsg::Halt {
+            if let Some(turn) = &self.turn {
+                let _ = turn.cast(TurnMsg::Halt {
                     category: FailureCategory::PausedByDenials,
                     message: format!("paused_by_denials: {reason}"),
                 });

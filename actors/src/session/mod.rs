@@ -1,19 +1,19 @@
-//! The session actor: the conversation, the mode, the queue, one turn at a time.
+//! The agent actor: a user's session, or one of its sub-agents. It owns the
+//! conversation and the queue, runs one turn at a time, and supervises it.
 //!
 //! Every submission ([`Op`]) arrives as a message and is answered with
-//! events. A turn runs in its own [`TurnActor`], linked to the session: the
-//! turn reports each message it records and its end by message; if it
-//! panics instead, the supervisor event fails that turn (closing any tool
-//! call it left unanswered) and the session carries on with the next one.
-//!
-//! The session is also the permission authority for its calls (see
-//! `authority`): tool tasks ask it by message, and it answers now or once a
-//! person or the guardian has. It supervises its sub-agents (`agents`),
-//! keeps its queue and conversation in the store (`turns`), and runs the
-//! plan lifecycle (`plan`).
+//! events. The decisions live in pure machines of `cadre-runtime`, which
+//! this actor steps and whose effects it performs: the queue and its
+//! one-turn rule (`TurnQueue`), the approval book (`ApprovalBook`), the
+//! child table (`ChildTable`), the plan lifecycle (`plan::lifecycle`). A
+//! turn runs in its own [`TurnActor`](crate::turn::TurnActor), linked to the
+//! session: it reports each message it records and its end as a
+//! [`TurnReport`]; if it panics instead, the supervision event fails that
+//! turn (closing any tool call it left unanswered) and the session carries
+//! on with the next one.
 //!
 //! # Layout
-//! - `turns`: admission, the queue, starting and finishing turns, resume.
+//! - `turns`: opening the session, admission, starting and finishing turns.
 //! - `plan`: `/plan`, mode changes, `exit_plan_mode`, questionnaires.
 //! - `authority`: permission decisions, prompts, guardian reviews, audit.
 //! - `agents`: sub-agents.
@@ -26,61 +26,29 @@ mod turns;
 pub use agents::Subagents;
 pub use authority::PermissionConfig;
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
-use cadre_runtime::tool::PlanRequest;
-
 use cadre_runtime::Mode;
-use cadre_runtime::agent::AgentReport;
+use cadre_runtime::agent::{AgentPath, AgentReport, Authority, LiveAuthority};
+use cadre_runtime::lifecycle::{QueueEffect, QueueInput, TurnQueue};
 use cadre_runtime::message::{Message, unanswered_calls};
-use cadre_runtime::model::ModelClient;
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::Decision;
-use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op, STREAM_VERSION, Usage};
+use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op, Usage};
 use cadre_runtime::tool::{
-    AgentRequest, Authorization, ErrorCode, ToolOutcome, ToolRunner, Workspace,
+    AgentRequest, Authorization, ErrorCode, PlanRequest, ToolOutcome, Workspace,
 };
-use cadre_runtime::turn::TurnOutcome;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
-use crate::audit::AuditLog;
+use crate::events::EventSink;
+use crate::guardian::GuardianVerdict;
+use crate::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
 use crate::store::StoreHandle;
-use crate::turn::TurnMsg;
+use crate::turn::{TurnMsg, TurnReport};
 
-/// Where a session's events go: the host's stream, and (for a session with
-/// a store) the stored transcript. Streamed text deltas are not stored; the
-/// complete message is.
-#[derive(Debug, Clone)]
-pub struct EventSink {
-    host: mpsc::UnboundedSender<Event>,
-    transcript: Option<(StoreHandle, Arc<str>)>,
-}
-
-impl EventSink {
-    /// A sink to the host only.
-    pub fn new(host: mpsc::UnboundedSender<Event>) -> Self {
-        Self {
-            host,
-            transcript: None,
-        }
-    }
-
-    /// Sends an event to the host and the transcript; false when the host
-    /// has stopped listening.
-    pub fn send(&self, event: Event) -> bool {
-        if let Some((store, session_id)) = &self.transcript
-            && !matches!(event, Event::AssistantDelta { .. })
-            && let Ok(json) = serde_json::to_string(&event)
-        {
-            store.append(session_id, Vec::new(), vec![json], Vec::new());
-        }
-        self.host.send(event).is_ok()
-    }
-}
-
-/// What a session is, fixed at its start.
+/// What a user's session is, fixed at its start: the ergonomic form of an
+/// [`AgentSpec`] for the root of a tree.
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
     /// The session id.
@@ -93,28 +61,23 @@ pub struct SessionConfig {
     pub paths: SessionPaths,
     /// Model requests one turn may make.
     pub max_iterations: u32,
-    /// The agent role (`main` for a user's session).
-    pub role: String,
     /// When set, only these tools (and system tools) are offered and run.
     pub allowed_tools: Option<Arc<[String]>>,
-    /// `main` for a user's session; a sub-agent's id otherwise.
-    pub agent_id: String,
     /// Posture, rules, interactivity, guardian.
     pub permissions: PermissionConfig,
-    /// 0 for a user's session; a sub-agent's level below it otherwise.
-    pub depth: u32,
     /// The deepest level sub-agents may reach.
     pub max_depth: u32,
-    /// Path globs writes must match (a sub-agent's file scope); empty for none.
-    pub file_scopes: Vec<Vec<String>>,
-    /// The role's system prompt, added to cadre's.
-    pub role_prompt: Option<String>,
     /// A model name sent instead of the client's.
     pub model_override: Option<String>,
     /// Roles, models and limits for the `agent` tool; `None` disables it.
     pub subagents: Option<Arc<Subagents>>,
     /// Offer `enter_plan_mode` in Work (config `plan.agent_entry`).
     pub plan_agent_entry: bool,
+    /// The host chose `mode` (a flag): a resumed session switches to it.
+    /// When false, a resumed session keeps its stored mode.
+    pub mode_given: bool,
+    /// The host chose the posture: see `mode_given`.
+    pub posture_given: bool,
 }
 
 impl SessionConfig {
@@ -127,113 +90,145 @@ impl SessionConfig {
             workspace,
             paths,
             max_iterations: 50,
-            role: "main".into(),
             allowed_tools: None,
-            agent_id: "main".into(),
             permissions: PermissionConfig::default(),
-            depth: 0,
             max_depth: cadre_runtime::agent::DEFAULT_MAX_DEPTH,
-            file_scopes: Vec::new(),
-            role_prompt: None,
             model_override: None,
             subagents: None,
             plan_agent_entry: false,
+            mode_given: true,
+            posture_given: true,
+        }
+    }
+
+    /// The session as an agent spec: the root of its tree.
+    pub fn into_spec(self) -> AgentSpec {
+        let permissions = self.permissions;
+        let mut authority = Authority::root(
+            self.mode,
+            permissions.posture,
+            permissions.rules.clone(),
+            self.max_depth,
+        );
+        authority.allowed_tools = self
+            .allowed_tools
+            .as_ref()
+            .map(|tools| tools.iter().cloned().collect());
+        AgentSpec {
+            session_id: self.session_id,
+            path: AgentPath::root(),
+            role: "main".into(),
+            authority,
+            parent: None,
+            model: self.model_override,
+            prompt: None,
+            max_iterations: self.max_iterations,
+            workspace: self.workspace,
+            paths: self.paths,
+            interactive: permissions.interactive,
+            guardian: permissions.guardian,
+            subagents: self.subagents,
+            plan_agent_entry: self.plan_agent_entry,
+            mode_given: self.mode_given,
+            posture_given: self.posture_given,
         }
     }
 }
 
-/// What a session uses to do its work.
-#[derive(Clone)]
-pub struct SessionServices {
-    /// The model.
-    pub model: Arc<dyn ModelClient>,
-    /// The tool entry point.
-    pub tools: ToolRunner,
-    /// The store the session keeps its queue, conversation, transcript,
-    /// questionnaires and audit in. A user's session without one gets a
-    /// store in memory; a sub-agent has none.
-    pub store: Option<StoreHandle>,
-}
+/// What a session uses to do its work (the kernel's [`AgentServices`]).
+pub type SessionServices = AgentServices;
 
-/// Messages to a session.
+/// Messages to an agent actor. `Op`s come from the host; the others from
+/// the agent's own turn, tasks, guardians and children. Replies travel on
+/// `RpcReplyPort`s.
 #[derive(Debug)]
 pub enum SessionMsg {
     /// A submission from the host.
     Op(Op),
     /// A snapshot of the session's state, by reply.
     Snapshot(RpcReplyPort<SessionSnapshot>),
-    /// A turn recorded a message (from the turn actor).
-    TurnRecord {
-        /// The reporting turn.
-        turn_id: u64,
-        /// The message.
-        message: Arc<Message>,
-    },
-    /// A turn ended (from the turn actor).
-    TurnFinished {
-        /// The turn.
-        turn_id: u64,
-        /// How.
-        outcome: TurnOutcome,
-        /// Its closing event (`turn.completed` or `turn.failed`), emitted by
-        /// the session once the turn is settled.
-        ending: Option<Box<Event>>,
-    },
-    /// A tool task asks whether its call may run (from the turn's authorizer).
+    /// The running turn recorded a message or ended.
+    Turn(TurnReport),
+    /// A tool task asks whether its call may run; it has evaluated the call
+    /// itself (the parsing and the floor run in the task, off this mailbox)
+    /// and the session does the bookkeeping.
     Authorize {
         /// The asking turn.
         turn_id: u64,
         /// The call.
         request: Box<Authorization>,
+        /// The task's evaluation; `None` when the call was refused before it.
+        evaluation: Option<Box<cadre_runtime::permission::Evaluation>>,
         /// Where the decision goes.
-        reply: oneshot::Sender<Decision>,
+        reply: RpcReplyPort<Decision>,
     },
     /// A guardian finished its review.
-    GuardianDone {
-        /// The review.
-        review_id: u64,
-        /// Its decision.
-        decision: Decision,
-    },
+    Guardian(GuardianVerdict),
     /// The `agent` tool asks for a sub-agent (from the turn's agent host).
     Agent {
         /// What to do.
         request: AgentRequest,
         /// Where the answer goes.
-        reply: oneshot::Sender<ToolOutcome>,
+        reply: RpcReplyPort<ToolOutcome>,
     },
     /// A sub-agent's run ended (from its pump).
     AgentRunDone {
         /// The agent.
-        agent_id: String,
+        agent: AgentPath,
         /// Its report.
         report: Box<AgentReport>,
-    },
-    /// The parent re-derived this sub-agent's authority (at a follow-up):
-    /// the posture and mode only ever narrow.
-    Narrow {
-        /// The posture allowed now.
-        posture: cadre_runtime::permission::Posture,
-        /// The parent's mode now.
-        mode: Mode,
     },
     /// A plan lifecycle tool asks (from the turn's plan host).
     Plan {
         /// What to do.
         request: PlanRequest,
         /// Where the answer goes.
-        reply: oneshot::Sender<ToolOutcome>,
+        reply: RpcReplyPort<ToolOutcome>,
     },
 }
 
 impl ractor::Message for SessionMsg {}
+
+impl From<TurnReport> for SessionMsg {
+    fn from(report: TurnReport) -> Self {
+        SessionMsg::Turn(report)
+    }
+}
+
+impl TryFrom<SessionMsg> for TurnReport {
+    type Error = SessionMsg;
+
+    fn try_from(msg: SessionMsg) -> Result<Self, Self::Error> {
+        match msg {
+            SessionMsg::Turn(report) => Ok(report),
+            other => Err(other),
+        }
+    }
+}
+
+impl From<GuardianVerdict> for SessionMsg {
+    fn from(verdict: GuardianVerdict) -> Self {
+        SessionMsg::Guardian(verdict)
+    }
+}
+
+impl TryFrom<SessionMsg> for GuardianVerdict {
+    type Error = SessionMsg;
+
+    fn try_from(msg: SessionMsg) -> Result<Self, Self::Error> {
+        match msg {
+            SessionMsg::Guardian(verdict) => Ok(verdict),
+            other => Err(other),
+        }
+    }
+}
 
 /// The session's state as a host may inspect it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionSnapshot {
     /// Idle or running.
     pub activity: Activity,
-    /// The mode.
+    /// The mode in force.
     pub mode: Mode,
     /// Messages waiting.
     pub queue_length: usize,
@@ -243,37 +238,34 @@ pub struct SessionSnapshot {
     pub conversation: Vec<Arc<Message>>,
 }
 
-/// The session actor. Stateless itself; everything lives in its state.
+/// The agent actor. Stateless itself; everything lives in its state.
 pub struct SessionActor;
 
-/// The arguments a session starts with.
+/// The arguments an agent starts with.
 pub struct SessionArgs {
-    config: SessionConfig,
-    services: SessionServices,
-    events: EventSink,
+    pub(crate) spec: AgentSpec,
+    pub(crate) services: AgentServices,
+    pub(crate) events: EventSink,
 }
 
-struct Running {
-    turn_id: u64,
-    actor: ActorRef<TurnMsg>,
-    /// The queue row whose turn this is (none without a store).
-    queue_id: Option<i64>,
-}
-
-/// A session's state.
+/// An agent's state.
 pub struct SessionState {
-    config: SessionConfig,
-    services: SessionServices,
+    spec: AgentSpec,
+    /// Its row in the store.
+    row: Arc<str>,
+    services: AgentServices,
     events: EventSink,
-    mode: Mode,
+    /// Its mode and posture as they are now, under its parent's.
+    live: Arc<LiveAuthority>,
     conversation: Vec<Arc<Message>>,
-    queue: VecDeque<turns::Queued>,
-    running: Option<Running>,
-    store: Option<StoreHandle>,
+    queue: TurnQueue,
+    /// The running turn's actor.
+    turn: Option<ActorRef<TurnMsg>>,
+    store: StoreHandle,
     /// The questionnaire waiting for an answer, if any.
     questionnaire: Option<String>,
-    turns: u64,
-    stopping: bool,
+    /// The stored queue read back at the start, run once started.
+    resumed_queue: Vec<cadre_runtime::lifecycle::Queued>,
     span: tracing::Span,
     authority: authority::Authority,
     children: agents::Children,
@@ -303,20 +295,18 @@ impl SessionHandle {
     }
 }
 
-/// Starts a session and returns it with its event stream. `session.started`
-/// is the first event.
+/// Starts a user's session and returns it with its event stream.
+/// `session.started` is the first event.
 pub async fn spawn_session(
     config: SessionConfig,
     services: SessionServices,
 ) -> Result<(SessionHandle, mpsc::UnboundedReceiver<Event>), ractor::SpawnErr> {
-    let (events, receiver) = mpsc::unbounded_channel();
-    let args = SessionArgs {
-        config,
-        services,
-        events: EventSink::new(events),
-    };
-    let (actor, join) = Actor::spawn(None, SessionActor, args).await?;
-    Ok((SessionHandle { actor, join }, receiver))
+    let SpawnedAgent {
+        actor,
+        join,
+        events,
+    } = spawn_agent(config.into_spec(), services, None).await?;
+    Ok((SessionHandle { actor, join }, events))
 }
 
 impl Actor for SessionActor {
@@ -331,44 +321,44 @@ impl Actor for SessionActor {
     ) -> Result<Self::State, ActorProcessingErr> {
         // The session directory is created by whoever first writes to it
         // (the plan file, the task list): no file I/O on the mailbox.
-        let span = tracing::info_span!("session", session_id = %args.config.session_id);
+        let spec = args.spec;
+        let span = tracing::info_span!("agent", session_id = %spec.session_id, agent = %spec.path);
         let store = match args.services.store.clone() {
-            Some(store) => Some(store),
-            None if args.config.depth == 0 => Some(StoreHandle::in_memory().await?),
-            None => None,
+            Some(store) => store,
+            None => StoreHandle::in_memory().await?,
         };
-        let mut events = args.events;
-        let audit = match &store {
-            Some(store) => {
-                events.transcript = Some((store.clone(), args.config.session_id.as_str().into()));
-                AuditLog::Store(store.clone())
+        let row: Arc<str> = spec.row_id().into();
+        let events = args.events.with_transcript(store.clone(), row.clone());
+        let live = match &spec.parent {
+            Some(parent) => {
+                LiveAuthority::child(parent, spec.authority.mode, spec.authority.posture)
             }
-            None => AuditLog::file(args.config.paths.dir.join("audit.jsonl")),
+            None => LiveAuthority::root(spec.authority.mode, spec.authority.posture),
         };
-        let authority = authority::Authority::new(args.config.permissions.clone(), audit);
+        let authority = authority::Authority::new(&spec, store.clone());
         let mut state = SessionState {
+            children: agents::Children::new(spec.path.clone()),
             authority,
-            children: agents::Children::default(),
-            mode: args.config.mode,
-            config: args.config,
+            live,
+            row,
             services: args.services,
             events,
             conversation: Vec::new(),
-            queue: VecDeque::new(),
-            running: None,
+            queue: TurnQueue::default(),
+            turn: None,
             store,
             questionnaire: None,
-            turns: 0,
-            stopping: false,
+            resumed_queue: Vec::new(),
             span,
+            spec,
         };
-        state.restore().await?;
+        state.open().await?;
         state.emit(Event::SessionStarted {
-            version: STREAM_VERSION,
-            session_id: state.config.session_id.clone(),
-            mode: state.mode,
+            version: cadre_runtime::protocol::STREAM_VERSION,
+            session_id: state.spec.session_id.clone(),
+            mode: state.mode(),
             posture: state.authority.posture,
-            workspace: state.config.workspace.root().display().to_string(),
+            workspace: state.spec.workspace.root().display().to_string(),
             model: state.model_name().to_string(),
         });
         Ok(state)
@@ -380,9 +370,9 @@ impl Actor for SessionActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         // A resumed session carries on with what it had admitted.
-        if !state.queue.is_empty() {
-            state.start_next(&myself).await;
-        }
+        let pending = std::mem::take(&mut state.resumed_queue);
+        let effects = state.queue.step(QueueInput::Resumed(pending));
+        state.perform(&myself, effects, false).await;
         Ok(())
     }
 
@@ -397,47 +387,38 @@ impl Actor for SessionActor {
             SessionMsg::Snapshot(reply) => {
                 let _ = reply.send(state.snapshot());
             }
-            SessionMsg::TurnRecord { turn_id, message } => {
+            SessionMsg::Turn(TurnReport::Record { turn_id, message }) => {
                 if state.is_current(turn_id) {
                     state.record(message);
                 }
             }
-            SessionMsg::TurnFinished {
+            SessionMsg::Turn(TurnReport::Finished {
                 turn_id,
                 outcome,
                 ending,
-            } => {
-                if let Some(running) = state.running.take_if(|r| r.turn_id == turn_id) {
-                    running.actor.stop(None);
+            }) => {
+                if state.is_current(turn_id) {
                     tracing::info!(parent: &state.span, turn_id, ?outcome, "turn finished");
-                    state.withdraw(turn_id);
-                    state.close_unanswered("the turn ended before this call was answered");
-                    state.finish_turn(running.queue_id).await;
-                    if let Some(ending) = ending {
-                        state.emit(*ending);
-                    }
-                    state.after_turn(&myself).await;
+                    state.turn_ended(&myself, turn_id, ending.map(|e| *e)).await;
                 }
             }
             SessionMsg::Plan { request, reply } => state.plan_request(request, reply).await,
             SessionMsg::Authorize {
                 turn_id,
                 request,
+                evaluation,
                 reply,
-            } => state.authorize(&myself, turn_id, *request, reply).await,
-            SessionMsg::GuardianDone {
-                review_id,
-                decision,
-            } => state.review_done(review_id, decision),
+            } => {
+                state
+                    .authorize(&myself, turn_id, *request, evaluation.map(|e| *e), reply)
+                    .await
+            }
+            SessionMsg::Guardian(verdict) => state.review_done(verdict.review_id, verdict.decision),
             SessionMsg::Agent { request, reply } => {
                 state.agent_request(&myself, request, reply).await
             }
-            SessionMsg::AgentRunDone { agent_id, report } => {
-                state.agent_run_done(&agent_id, *report)
-            }
-            SessionMsg::Narrow { posture, mode } => {
-                state.authority.posture = state.authority.posture.narrower(posture);
-                state.mode = mode;
+            SessionMsg::AgentRunDone { agent, report } => {
+                state.agent_run_done(&agent, *report).await
             }
         }
         Ok(())
@@ -450,27 +431,50 @@ impl Actor for SessionActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         // Only a failure needs handling: a turn that ends normally reports
-        // `TurnFinished` first and is then stopped by the session.
+        // its end first and is then stopped by the session.
         if let SupervisionEvent::ActorFailed(cell, error) = event {
             state.guardian_failed(cell.get_id(), &error.to_string());
-            if state.agent_crashed(cell.get_id(), &error.to_string()) {
+            if state.agent_crashed(cell.get_id(), &error.to_string()).await {
                 return Ok(());
             }
-            let crashed = state.running.take_if(|r| r.actor.get_id() == cell.get_id());
-            if let Some(running) = crashed {
+            let crashed = state
+                .turn
+                .as_ref()
+                .is_some_and(|turn| turn.get_id() == cell.get_id());
+            if let (true, Some(running)) = (crashed, state.queue.running()) {
                 tracing::error!(parent: &state.span, turn_id = running.turn_id, %error, "turn crashed");
-                state.withdraw(running.turn_id);
-                state.close_unanswered("the turn crashed before this call was answered");
-                state.finish_turn(running.queue_id).await;
-                let _ = state.events.send(Event::TurnFailed {
+                let failed = Event::TurnFailed {
                     turn_id: running.turn_id,
                     category: FailureCategory::Agent,
                     message: format!("the turn crashed: {error}"),
                     retryable: false,
                     usage: Usage::default(),
                     iterations: 0,
-                });
-                state.after_turn(&myself).await;
+                };
+                state
+                    .turn_ended(&myself, running.turn_id, Some(failed))
+                    .await;
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        if state.spec.is_session() {
+            let row = state.row.to_string();
+            let released = state
+                .store
+                .ask(|reply| crate::store::StoreRequest::ReleaseLease {
+                    session_id: row,
+                    reply,
+                })
+                .await;
+            if let Err(err) = released {
+                tracing::warn!(parent: &state.span, %err, "the session's lease could not be released");
             }
         }
         Ok(())
@@ -479,7 +483,12 @@ impl Actor for SessionActor {
 
 impl SessionState {
     fn is_current(&self, turn_id: u64) -> bool {
-        self.running.as_ref().is_some_and(|r| r.turn_id == turn_id)
+        self.queue.running().is_some_and(|r| r.turn_id == turn_id)
+    }
+
+    /// The mode in force: this agent's, narrowed by its ancestors'.
+    fn mode(&self) -> Mode {
+        self.live.mode()
     }
 
     fn emit(&self, event: Event) {
@@ -496,133 +505,192 @@ impl SessionState {
     fn snapshot(&self) -> SessionSnapshot {
         SessionSnapshot {
             activity: self.activity(),
-            mode: self.mode,
+            mode: self.mode(),
             queue_length: self.queue.len(),
-            turns: self.turns,
+            turns: self.queue.turns(),
             conversation: self.conversation.clone(),
         }
     }
 
-    /// The model this session's turns ask.
+    /// The model this agent's turns ask.
     fn model_name(&self) -> &str {
-        self.config
-            .model_override
+        self.spec
+            .model
             .as_deref()
             .unwrap_or_else(|| self.services.model.model())
     }
 
     fn activity(&self) -> Activity {
-        if self.running.is_some() {
+        if self.queue.running().is_some() {
             Activity::Running
         } else {
             Activity::Idle
         }
     }
 
+    /// Refuses a change while a turn runs (M6).
+    fn busy(&self, op: &str, what: &str) -> bool {
+        if self.queue.running().is_some() {
+            self.reject(
+                op,
+                format!(
+                    "a turn is running: cancel it first (Ctrl-C, or the `cancel` op), then change the {what}"
+                ),
+            );
+            return true;
+        }
+        false
+    }
+
     async fn on_op(&mut self, myself: &ActorRef<SessionMsg>, op: Op) {
         match op {
             Op::UserInput { text, intent } => {
-                if self.stopping {
+                if self.queue.stopping() {
                     return self.reject("user_input", "the session is shutting down");
                 }
                 self.authority.ledger.user_message();
+                self.publish_posture();
                 self.admit_user(myself, text, intent).await;
             }
             Op::SetMode { mode } => {
-                if self.running.is_some() {
-                    return self.reject(
-                        "set_mode",
-                        "a turn is running: cancel it first (Ctrl-C, or the `cancel` op), then change the mode",
-                    );
+                if !self.busy("set_mode", "mode") {
+                    self.set_mode(mode).await;
                 }
-                self.set_mode(mode).await;
             }
             Op::Plan { action } => self.plan_op(action).await,
             Op::Answer { id, answer } => self.answer(myself, id, answer).await,
             Op::SetPosture { posture } => {
-                if self.running.is_some() {
-                    return self.reject(
-                        "set_posture",
-                        "a turn is running: cancel it first (Ctrl-C, or the `cancel` op), then change the posture",
-                    );
+                if self.busy("set_posture", "posture") {
+                    return;
                 }
                 self.authority.posture = posture;
                 self.authority.ledger.resume();
-                self.persist(move |store, id| store.set_posture(id, posture))
-                    .await;
+                self.publish_posture();
+                let row = self.row.to_string();
+                self.persist(|reply| crate::store::StoreRequest::SetPosture {
+                    session_id: row,
+                    posture,
+                    reply,
+                })
+                .await;
                 self.emit(Event::PostureChanged { posture });
             }
             Op::SetModel { model } => {
-                if self.running.is_some() {
-                    return self.reject(
-                        "set_model",
-                        "a turn is running: cancel it first (Ctrl-C, or the `cancel` op), then change the model",
-                    );
+                if self.busy("set_model", "model") {
+                    return;
                 }
                 let model = model.trim();
                 if model.is_empty() {
                     return self.reject("set_model", "the model name is empty");
                 }
-                self.config.model_override = Some(model.to_string());
+                self.spec.model = Some(model.to_string());
                 self.emit(Event::ModelChanged {
                     model: model.to_string(),
                 });
             }
-            Op::Approve { id, decision } => {
-                let op = Op::Approve {
-                    id: id.clone(),
-                    decision,
-                };
-                if !self.owns_approval(&id) && self.route_approval(&op, &id) {
-                    return;
-                }
-                self.approve(&id, decision)
-            }
-            Op::Cancel => match self.running.as_ref().map(|r| (r.turn_id, r.actor.clone())) {
-                Some((turn_id, actor)) => {
-                    // Held calls are settled first, so their denials come
-                    // before the turn's end in the event stream.
-                    self.withdraw(turn_id);
-                    let _ = actor.cast(TurnMsg::Cancel);
-                }
+            Op::Approve { id, decision } => self.approve(&id, decision),
+            Op::Cancel => match self.queue.running() {
+                Some(running) => self.cancel(running.turn_id),
                 None => self.reject("cancel", "no turn is running"),
             },
             Op::Status => self.emit(Event::SessionStatus {
                 activity: self.activity(),
-                mode: self.mode,
-                posture: self.authority.effective_posture(),
+                mode: self.mode(),
+                posture: self.effective_posture(),
                 queue_length: self.queue.len(),
-                turns: self.turns,
+                turns: self.queue.turns(),
             }),
             Op::Shutdown => {
-                self.stopping = true;
-                self.queue.clear();
-                match &self.running {
-                    Some(running) => {
-                        let _ = running.actor.cast(TurnMsg::Cancel);
+                let effects = self.queue.step(QueueInput::Shutdown);
+                self.perform(myself, effects, false).await;
+            }
+        }
+    }
+
+    /// Held calls are settled first, so their denials come before the
+    /// turn's end in the event stream; then the turn is told to stop.
+    fn cancel(&mut self, turn_id: u64) {
+        self.withdraw(turn_id);
+        if let Some(turn) = &self.turn {
+            let _ = turn.cast(TurnMsg::Cancel);
+        }
+    }
+
+    /// Performs what the queue machine decided. `start_recorded` says the
+    /// store already recorded the first started turn's start (admission
+    /// and start share one trip).
+    async fn perform(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        effects: Vec<QueueEffect>,
+        mut start_recorded: bool,
+    ) {
+        let mut effects: std::collections::VecDeque<QueueEffect> = effects.into();
+        while let Some(effect) = effects.pop_front() {
+            match effect {
+                QueueEffect::Acknowledge { queue_length } => {
+                    self.emit(Event::InputAdmitted { queue_length })
+                }
+                QueueEffect::Start { turn_id, message } => {
+                    let recorded = std::mem::replace(&mut start_recorded, false);
+                    if let Err(failed) = self.start_turn(myself, turn_id, message, recorded).await {
+                        self.emit(failed);
+                        effects.extend(self.queue.step(QueueInput::Finished { turn_id }));
                     }
-                    None => self.stop(myself),
+                }
+                QueueEffect::Cancel { turn_id } => self.cancel(turn_id),
+                QueueEffect::Idle { turns } => self.emit(Event::SessionIdle { turns }),
+                QueueEffect::Stop { turns } => {
+                    self.stop_children();
+                    self.emit(Event::SessionStopped { turns });
+                    myself.stop(None);
                 }
             }
         }
     }
 
-    /// After a turn ends: stop if asked to, else run the next queued message.
-    async fn after_turn(&mut self, myself: &ActorRef<SessionMsg>) {
-        if self.stopping {
-            self.stop(myself);
-        } else {
-            self.start_next(myself).await;
-            if self.running.is_none() {
-                self.emit(Event::SessionIdle { turns: self.turns });
+    /// Settles a turn that ended (normally, failed, or crashed): its held
+    /// calls are withdrawn, its open calls closed, its end stored; only
+    /// then is `ending` announced, or, when the store could not record the
+    /// turn, an infrastructure failure instead.
+    async fn turn_ended(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        turn_id: u64,
+        ending: Option<Event>,
+    ) {
+        if let Some(turn) = self.turn.take() {
+            turn.stop(None);
+        }
+        let queue_id = self.queue.running().and_then(|r| r.queue_id);
+        self.withdraw(turn_id);
+        self.close_unanswered("the turn ended before this call was answered");
+        let stored = self.finish_turn(queue_id).await;
+        match (stored, ending) {
+            (Ok(()), Some(ending)) => self.emit(ending),
+            (Ok(()), None) => {}
+            (Err(err), ending) => {
+                let (usage, iterations) = match ending {
+                    Some(Event::TurnCompleted {
+                        usage, iterations, ..
+                    })
+                    | Some(Event::TurnFailed {
+                        usage, iterations, ..
+                    }) => (usage, iterations),
+                    _ => (Usage::default(), 0),
+                };
+                self.emit(Event::TurnFailed {
+                    turn_id,
+                    category: FailureCategory::Infrastructure,
+                    message: format!("the turn's work could not be stored: {err}"),
+                    retryable: true,
+                    usage,
+                    iterations,
+                });
             }
         }
-    }
-
-    fn stop(&self, myself: &ActorRef<SessionMsg>) {
-        self.stop_children();
-        self.emit(Event::SessionStopped { turns: self.turns });
-        myself.stop(None);
+        let effects = self.queue.step(QueueInput::Finished { turn_id });
+        self.perform(myself, effects, false).await;
     }
 
     /// Answers every call the conversation left open, so the next request

@@ -4,19 +4,22 @@
 //! confirmed `enter_plan_mode`) backs up an earlier plan and restores it if
 //! entry fails; it is refused while a questionnaire waits. `exit_plan_mode`
 //! freezes the plan, opens a questionnaire in the store and ends the turn.
-//! The answer is one store transaction: approving puts the implementation
-//! message (the fixed instruction, then the frozen snapshot) at the front of
-//! the queue, keyed by the questionnaire, and returns the session to Work.
+//! What an answer does is decided by `plan::lifecycle::transition` and
+//! carried out by the store in one transaction: approving puts the
+//! implementation message (the fixed instruction, then the frozen snapshot)
+//! at the front of the queue, keyed by the questionnaire, and returns the
+//! session to Work. `/plan status|view` read the plan file (a small read,
+//! on the mailbox).
 
 use cadre_runtime::Mode;
-use cadre_runtime::plan::{self, EntryError};
+use cadre_runtime::plan::{self, lifecycle};
 use cadre_runtime::protocol::{Event, PlanAction};
-use cadre_runtime::store::{NewQuestionnaire, QuestionnaireAnswer, QuestionnaireKind, StoreError};
+use cadre_runtime::store::{QuestionnaireAnswer, QuestionnaireKind};
 use cadre_runtime::tool::{PlanHost, PlanRequest, ToolError, ToolFuture, ToolOutcome};
-use ractor::ActorRef;
-use tokio::sync::oneshot;
+use ractor::{ActorRef, RpcReplyPort};
 
 use super::{SessionMsg, SessionState};
+use crate::store::{QuestionnaireDraft, StoreRequest};
 use crate::turn::TurnMsg;
 
 /// Sends a turn's plan tool requests to its session.
@@ -28,9 +31,12 @@ impl PlanHost for SessionPlanHost {
     fn request(&self, request: PlanRequest) -> ToolFuture<'static> {
         let session = self.session.clone();
         Box::pin(async move {
-            let (reply, answer) = oneshot::channel();
+            let (reply, answer) = tokio::sync::oneshot::channel();
             session
-                .cast(SessionMsg::Plan { request, reply })
+                .cast(SessionMsg::Plan {
+                    request,
+                    reply: reply.into(),
+                })
                 .map_err(|_| ToolError::failed("the session has stopped"))?;
             answer
                 .await
@@ -43,27 +49,24 @@ impl SessionState {
     /// `/plan on|off|status|view`.
     pub(super) async fn plan_op(&mut self, action: PlanAction) {
         match action {
-            PlanAction::On | PlanAction::Off if self.running.is_some() => self.reject(
-                "plan",
-                "a turn is running: cancel it first (Ctrl-C, or the `cancel` op), then change the mode",
-            ),
+            PlanAction::On | PlanAction::Off if self.busy("plan", "mode") => {}
             PlanAction::On => self.set_mode(Mode::Plan).await,
-            PlanAction::Off if self.mode != Mode::Plan => {
+            PlanAction::Off if self.mode() != Mode::Plan => {
                 self.reject("plan", "the session is not in Plan mode")
             }
             PlanAction::Off => self.set_mode(Mode::Work).await,
             PlanAction::Status => {
-                let plan_path = self.config.paths.plan_file();
+                let plan_path = self.spec.paths.plan_file();
                 let exists = tokio::fs::try_exists(&plan_path).await.unwrap_or(false);
                 self.emit(Event::PlanStatus {
-                    mode: self.mode,
+                    mode: self.mode(),
                     plan_path: plan_path.display().to_string(),
                     exists,
                     pending: self.questionnaire.clone(),
                 });
             }
             PlanAction::View => {
-                let plan_path = self.config.paths.plan_file();
+                let plan_path = self.spec.paths.plan_file();
                 let text = tokio::fs::read_to_string(&plan_path).await.ok();
                 self.emit(Event::PlanView {
                     plan_path: plan_path.display().to_string(),
@@ -75,30 +78,31 @@ impl SessionState {
 
     /// Changes the mode (the caller refused it while a turn runs). Entering
     /// Plan backs the old plan up; leaving it withdraws a waiting plan
-    /// questionnaire. Choosing the active mode again records it again.
+    /// questionnaire. Choosing the active mode again records it again. The
+    /// agent's descendants see the new mode at their next call.
     pub(super) async fn set_mode(&mut self, mode: Mode) {
-        if mode == Mode::Plan && self.mode != Mode::Plan {
-            if let Some(id) = &self.questionnaire {
-                return self.reject(
-                    "set_mode",
-                    format!("questionnaire {id} waits for an answer: answer it before entering Plan mode"),
-                );
+        let session_id = self.row.to_string();
+        let current = self.live.own_mode();
+        if mode == Mode::Plan && current != Mode::Plan {
+            if let Some(refusal) = lifecycle::entry_refusal(current, self.questionnaire.as_deref())
+            {
+                return self.reject("set_mode", refusal);
             }
-            let plan_file = self.config.paths.plan_file();
-            let entered = match &self.store {
-                Some(store) => {
-                    let id = self.config.session_id.clone();
-                    store
-                        .call(move |s| entry(&plan_file, || s.set_mode(&id, Mode::Plan)))
-                        .await
-                }
-                None => entry(&plan_file, || Ok(())),
-            };
+            let plan_file = self.spec.paths.plan_file();
+            let entered = self
+                .store
+                .ask(|reply| StoreRequest::SetMode {
+                    session_id,
+                    mode,
+                    enter_plan: Some(plan_file),
+                    reply,
+                })
+                .await;
             match entered {
                 Ok(backup) => {
-                    self.mode = Mode::Plan;
+                    self.live.set_mode(Mode::Plan);
                     self.emit(Event::PlanEntered {
-                        plan_path: self.config.paths.plan_file().display().to_string(),
+                        plan_path: self.spec.paths.plan_file().display().to_string(),
                         backup: backup.map(|b| b.display().to_string()),
                     });
                 }
@@ -108,11 +112,22 @@ impl SessionState {
                 }
             }
         } else {
-            if self.mode == Mode::Plan && mode != Mode::Plan {
+            if current == Mode::Plan && mode != Mode::Plan {
                 self.withdraw_plan_questionnaire().await;
             }
-            self.mode = mode;
-            self.persist(move |s, id| s.set_mode(id, mode)).await;
+            self.live.set_mode(mode);
+            let recorded = self
+                .store
+                .ask(|reply| StoreRequest::SetMode {
+                    session_id,
+                    mode,
+                    enter_plan: None,
+                    reply,
+                })
+                .await;
+            if let Err(err) = recorded {
+                tracing::error!(parent: &self.span, %err, "the mode could not be recorded");
+            }
         }
         self.emit(Event::ModeChanged { mode });
     }
@@ -122,12 +137,21 @@ impl SessionState {
         let Some(id) = self.questionnaire.take() else {
             return;
         };
-        let qid = id.clone();
-        self.persist(move |s, session| {
-            s.answer(session, &qid, &QuestionnaireAnswer::Withdraw)
-                .map(|_| ())
-        })
-        .await;
+        let (session_id, qid) = (self.row.to_string(), id.clone());
+        let plan_file = self.spec.paths.plan_file();
+        let withdrawn = self
+            .store
+            .ask(|reply| StoreRequest::Answer {
+                session_id,
+                id: qid,
+                answer: QuestionnaireAnswer::Withdraw,
+                plan_file,
+                reply,
+            })
+            .await;
+        if let Err(err) = withdrawn {
+            tracing::error!(parent: &self.span, %err, "the questionnaire could not be withdrawn");
+        }
         self.emit(Event::QuestionnaireAnswered {
             id,
             answer: QuestionnaireAnswer::Withdraw,
@@ -139,68 +163,52 @@ impl SessionState {
     pub(super) async fn plan_request(
         &mut self,
         request: PlanRequest,
-        reply: oneshot::Sender<ToolOutcome>,
+        reply: RpcReplyPort<ToolOutcome>,
     ) {
         let outcome = match request {
             PlanRequest::Exit => self.submit_plan().await,
             PlanRequest::Enter { reason } => self.ask_to_enter(reason).await,
         };
         if outcome.is_ok()
-            && let Some(running) = &self.running
+            && let Some(turn) = &self.turn
         {
             // The user answers next: the turn ends after this call.
-            let _ = running.actor.cast(TurnMsg::EndAfterTools);
+            let _ = turn.cast(TurnMsg::EndAfterTools);
         }
         let _ = reply.send(outcome);
     }
 
+    async fn open_questionnaire(&mut self, draft: QuestionnaireDraft) -> Result<(), ToolError> {
+        self.store
+            .ask(|reply| StoreRequest::OpenQuestionnaire(draft, reply))
+            .await
+            .map_err(|e| ToolError::failed(e.to_string()))
+    }
+
     async fn submit_plan(&mut self) -> ToolOutcome {
-        if self.mode != Mode::Plan {
-            return Err(ToolError::failed("exit_plan_mode works only in Plan mode"));
+        if let Some(refusal) =
+            lifecycle::submit_refusal(self.mode(), self.queue.len(), self.questionnaire.as_deref())
+        {
+            return Err(ToolError::failed(refusal));
         }
-        if !self.queue.is_empty() {
-            return Err(ToolError::failed(format!(
-                "{} message(s) wait in the queue; the plan can be submitted only when it is empty",
-                self.queue.len()
-            )));
-        }
-        if let Some(id) = &self.questionnaire {
-            return Err(ToolError::failed(format!(
-                "questionnaire {id} already waits for an answer"
-            )));
-        }
-        let Some(store) = self.store.clone() else {
-            return Err(ToolError::failed("there is no plan lifecycle in this host"));
-        };
-        let plan_file = self.config.paths.plan_file();
+        let plan_file = self.spec.paths.plan_file();
         let path = plan_file.clone();
         let snapshot = tokio::task::spawn_blocking(move || plan::freeze(&path))
             .await
             .map_err(|_| ToolError::failed("reading the plan was interrupted"))?
             .map_err(|e| ToolError::failed(e.to_string()))?;
         let id = format!("plan-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let (qid, session) = (id.clone(), self.config.session_id.clone());
-        let (text, sha, truncated) = (
-            snapshot.text.clone(),
-            snapshot.sha256.clone(),
-            snapshot.truncated,
-        );
         let plan_path = plan_file.display().to_string();
-        let stored_path = plan_path.clone();
-        store
-            .call(move |s| {
-                s.open_questionnaire(&NewQuestionnaire {
-                    id: &qid,
-                    session_id: &session,
-                    kind: QuestionnaireKind::PlanApproval,
-                    plan_path: &stored_path,
-                    snapshot: &text,
-                    sha256: &sha,
-                    truncated,
-                })
-            })
-            .await
-            .map_err(|e| ToolError::failed(e.to_string()))?;
+        self.open_questionnaire(QuestionnaireDraft {
+            id: id.clone(),
+            session_id: self.row.to_string(),
+            kind: QuestionnaireKind::PlanApproval,
+            plan_path: plan_path.clone(),
+            snapshot: snapshot.text.clone(),
+            sha256: snapshot.sha256.clone(),
+            truncated: snapshot.truncated,
+        })
+        .await?;
         self.questionnaire = Some(id.clone());
         self.emit(Event::QuestionnaireOpened {
             id: id.clone(),
@@ -223,12 +231,12 @@ impl SessionState {
     }
 
     async fn ask_to_enter(&mut self, reason: String) -> ToolOutcome {
-        if !self.config.plan_agent_entry {
+        if !self.spec.plan_agent_entry {
             return Err(ToolError::failed(
                 "entering Plan mode is up to the user here",
             ));
         }
-        if self.mode == Mode::Plan {
+        if self.mode() == Mode::Plan {
             return Err(ToolError::failed("the session is already in Plan mode"));
         }
         if let Some(id) = &self.questionnaire {
@@ -236,27 +244,18 @@ impl SessionState {
                 "questionnaire {id} already waits for an answer"
             )));
         }
-        let Some(store) = self.store.clone() else {
-            return Err(ToolError::failed("there is no plan lifecycle in this host"));
-        };
         let id = format!("entry-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let (qid, session) = (id.clone(), self.config.session_id.clone());
-        let plan_path = self.config.paths.plan_file().display().to_string();
-        let stored_path = plan_path.clone();
-        store
-            .call(move |s| {
-                s.open_questionnaire(&NewQuestionnaire {
-                    id: &qid,
-                    session_id: &session,
-                    kind: QuestionnaireKind::PlanEntry,
-                    plan_path: &stored_path,
-                    snapshot: &reason,
-                    sha256: "",
-                    truncated: false,
-                })
-            })
-            .await
-            .map_err(|e| ToolError::failed(e.to_string()))?;
+        let plan_path = self.spec.paths.plan_file().display().to_string();
+        self.open_questionnaire(QuestionnaireDraft {
+            id: id.clone(),
+            session_id: self.row.to_string(),
+            kind: QuestionnaireKind::PlanEntry,
+            plan_path: plan_path.clone(),
+            snapshot: reason,
+            sha256: String::new(),
+            truncated: false,
+        })
+        .await?;
         self.questionnaire = Some(id.clone());
         self.emit(Event::QuestionnaireOpened {
             id: id.clone(),
@@ -278,30 +277,22 @@ impl SessionState {
         id: String,
         answer: QuestionnaireAnswer,
     ) {
-        if self.running.is_some() {
+        if self.queue.running().is_some() {
             return self.reject("answer", "a turn is running: answer when it has ended");
         }
-        let Some(store) = self.store.clone() else {
+        if !self.spec.is_session() {
             return self.reject("answer", "there is no plan lifecycle in this host");
-        };
-        let (qid, session, given) = (id.clone(), self.config.session_id.clone(), answer.clone());
-        let plan_file = self.config.paths.plan_file();
-        let answered = store
-            .call(move |s| {
-                let kind = s.questionnaire(&qid)?.map(|q| q.kind);
-                if kind == Some(QuestionnaireKind::PlanEntry)
-                    && given == QuestionnaireAnswer::Approve
-                {
-                    // A confirmed entry backs up the old plan like any entry.
-                    let mut outcome = None;
-                    entry(&plan_file, || {
-                        outcome = Some(s.answer(&session, &qid, &given)?);
-                        Ok(())
-                    })?;
-                    outcome.ok_or_else(|| StoreError::Sql("the answer vanished".into()))
-                } else {
-                    s.answer(&session, &qid, &given)
-                }
+        }
+        let (session_id, qid, given) = (self.row.to_string(), id.clone(), answer.clone());
+        let plan_file = self.spec.paths.plan_file();
+        let answered = self
+            .store
+            .ask(|reply| StoreRequest::Answer {
+                session_id,
+                id: qid,
+                answer: given,
+                plan_file,
+                reply,
             })
             .await;
         let outcome = match answered {
@@ -317,8 +308,8 @@ impl SessionState {
         if self.questionnaire.as_deref() == Some(id.as_str()) {
             self.questionnaire = None;
         }
-        let changed = outcome.mode != self.mode;
-        self.mode = outcome.mode;
+        let changed = outcome.mode != self.live.own_mode();
+        self.live.set_mode(outcome.mode);
         self.emit(Event::QuestionnaireAnswered {
             id,
             answer,
@@ -327,32 +318,12 @@ impl SessionState {
         if changed {
             if outcome.mode == Mode::Plan {
                 self.emit(Event::PlanEntered {
-                    plan_path: self.config.paths.plan_file().display().to_string(),
+                    plan_path: self.spec.paths.plan_file().display().to_string(),
                     backup: None,
                 });
             }
             self.emit(Event::ModeChanged { mode: outcome.mode });
         }
-        self.reload_queue().await;
-        self.start_next(myself).await;
-        if self.running.is_none() {
-            self.emit(Event::SessionIdle { turns: self.turns });
-        }
+        self.reload_queue(myself).await;
     }
-}
-
-/// Enters Plan around `commit`, backing up (and on failure restoring) the
-/// old plan; store errors pass through.
-fn entry(
-    plan_file: &std::path::Path,
-    commit: impl FnOnce() -> Result<(), StoreError>,
-) -> Result<Option<std::path::PathBuf>, StoreError> {
-    plan::enter(plan_file, commit)
-        .map(|(backup, ())| backup)
-        .map_err(|e| match e {
-            EntryError::Backup(why) => {
-                StoreError::Conflict(format!("the earlier plan could not be backed up: {why}"))
-            }
-            EntryError::Commit(err) => err,
-        })
 }

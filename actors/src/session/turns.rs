@@ -1,4 +1,4 @@
-//! Admission, the queue, and the life of a turn, kept in the store.
+//! Opening the session, admission, and the life of a turn, kept in the store.
 //!
 //! A user message is admitted (one store transaction with its mode intent
 //! and position) before it is acknowledged. Starting its turn marks it
@@ -7,98 +7,91 @@
 //! by the store actor. On resume, the conversation and the queue are read
 //! back: a message whose turn was interrupted continues (it is not run
 //! again), and calls the crash left unanswered are closed.
+//!
+//! These handlers wait for the store (one trip to its blocking pool, a few
+//! hundred microseconds): an admitted message must be stored before it is
+//! acknowledged, and a turn's end before it is announced. Nothing else
+//! waits on the mailbox.
 
 use std::sync::Arc;
 
 use cadre_runtime::Mode;
+use cadre_runtime::lifecycle::{QueueInput, Queued};
 use cadre_runtime::message::Message;
 use cadre_runtime::model::RequestContext;
-use cadre_runtime::plan;
+use cadre_runtime::plan::lifecycle::entry_refusal;
 use cadre_runtime::prompt::system_prompt;
 use cadre_runtime::protocol::{Event, FailureCategory, Usage};
-use cadre_runtime::store::{
-    Admission, ModeIntent, NewSession, QueuedMessage, Source, Store, StoreError,
-};
+use cadre_runtime::store::{ModeIntent, QueuedMessage, StoreError};
 use cadre_runtime::tool::{AGENT_TOOL, ENTER_PLAN_TOOL, ToolContext, definition_gate};
 use cadre_runtime::turn::{TurnConfig, TurnMachine};
-use ractor::{Actor, ActorRef};
+use ractor::{Actor, ActorRef, RpcReplyPort};
 
-use super::{Running, SessionMsg, SessionState, agents, authority, plan as plan_host};
+use super::{SessionMsg, SessionState, agents, authority, plan as plan_host};
+use crate::store::{SessionOpen, StoreRequest};
 use crate::turn::{TurnActor, TurnArgs};
 
-/// A message waiting for its turn.
-#[derive(Debug, Clone)]
-pub(super) struct Queued {
-    /// Its queue row; `None` in a session without a store.
-    pub(super) id: Option<i64>,
-    /// The text.
-    pub(super) text: String,
-    /// Its turn started before a crash: continue it, do not run it again.
-    pub(super) interrupted: bool,
-}
-
-impl From<QueuedMessage> for Queued {
-    fn from(m: QueuedMessage) -> Self {
-        Queued {
-            id: Some(m.id),
-            text: m.content,
-            interrupted: m.interrupted,
-        }
+fn queued(m: QueuedMessage) -> Queued {
+    Queued {
+        id: Some(m.id),
+        text: m.content,
+        interrupted: m.interrupted,
     }
 }
 
 impl SessionState {
-    /// Runs a write against the store, if the session has one; a failure is
-    /// logged, never fatal (the session keeps its state in memory).
+    /// Runs a write against the store; a failure is logged (the session
+    /// keeps its state in memory; the turn's end reports a lost write).
     pub(super) async fn persist(
         &self,
-        write: impl FnOnce(&mut Store, &str) -> Result<(), StoreError> + Send + 'static,
+        request: impl FnOnce(RpcReplyPort<Result<(), StoreError>>) -> StoreRequest,
     ) {
-        let Some(store) = &self.store else {
-            return;
-        };
-        let id = self.config.session_id.clone();
-        if let Err(err) = store.call(move |s| write(s, &id)).await {
+        if let Err(err) = self.store.ask(request).await {
             tracing::error!(parent: &self.span, %err, "the store could not record a change");
         }
     }
 
-    /// Reads the session back from the store (creating its record the first
-    /// time): mode, conversation, queue, pending questionnaire.
-    pub(super) async fn restore(&mut self) -> Result<(), StoreError> {
-        let Some(store) = self.store.clone() else {
-            return Ok(());
+    /// Reads the agent back from the store (creating its record the first
+    /// time, taking a session's lease): mode, posture, conversation, queue,
+    /// pending questionnaire, sub-agents.
+    pub(super) async fn open(&mut self) -> Result<(), StoreError> {
+        let spec = &self.spec;
+        let agent = (!spec.is_session()).then(|| {
+            let parent = match spec.path.parent() {
+                Some(p) if !p.is_root() => format!("{}/{p}", spec.session_id),
+                _ => spec.session_id.clone(),
+            };
+            (parent, spec.path.clone(), spec.role.clone())
+        });
+        let open = SessionOpen {
+            id: self.row.to_string(),
+            workspace: spec.workspace.root().to_path_buf(),
+            mode: spec.authority.mode,
+            mode_given: spec.mode_given,
+            posture: spec.authority.posture,
+            posture_given: spec.posture_given,
+            lease: spec.is_session(),
+            agent,
         };
-        let id = self.config.session_id.clone();
-        let workspace = self.config.workspace.root().to_path_buf();
-        let (mode, posture) = (self.mode, self.authority.posture);
-        let (record, conversation, pending, questionnaire) = store
-            .call(move |s| {
-                let record = match s.session(&id)? {
-                    Some(record) => record,
-                    None => s.create_session(&NewSession {
-                        id: &id,
-                        workspace: &workspace,
-                        mode,
-                        posture,
-                    })?,
-                };
-                if record.posture != posture {
-                    s.set_posture(&id, posture)?;
-                }
-                Ok((
-                    record,
-                    s.conversation(&id)?,
-                    s.pending(&id)?,
-                    s.pending_questionnaire(&id)?.map(|q| q.id),
-                ))
-            })
+        let opened = self
+            .store
+            .ask(|reply| StoreRequest::Open(open, reply))
             .await?;
-        self.mode = record.mode;
-        self.conversation = conversation.into_iter().map(Arc::new).collect();
-        self.queue = pending.into_iter().map(Queued::from).collect();
-        self.questionnaire = questionnaire;
-        self.turns = 0;
+        // A sub-agent's mode and posture come from its parent, at spawn;
+        // a session's from the store (the host's flags already applied).
+        if self.spec.is_session() {
+            self.live.set_mode(opened.record.mode);
+            self.authority.posture = opened.record.posture;
+            self.publish_posture();
+        }
+        self.conversation = opened.conversation.into_iter().map(Arc::new).collect();
+        self.resumed_queue = opened.pending.into_iter().map(queued).collect();
+        self.questionnaire = opened.questionnaire;
+        for child in opened.children {
+            self.children
+                .table
+                .restored(&child.path, child.role, child.state, child.report);
+        }
         // A crash can leave calls without answers; the next request must
         // answer every one.
         self.close_unanswered(
@@ -108,20 +101,18 @@ impl SessionState {
     }
 
     /// Re-reads the queue after the store changed it (an answer admitted a
-    /// message at the front).
-    pub(super) async fn reload_queue(&mut self) {
-        let Some(store) = &self.store else {
-            return;
-        };
-        let id = self.config.session_id.clone();
-        match store.call(move |s| s.pending(&id)).await {
+    /// message at the front) and starts what may start.
+    pub(super) async fn reload_queue(&mut self, myself: &ActorRef<SessionMsg>) {
+        let session_id = self.row.to_string();
+        match self
+            .store
+            .ask(|reply| StoreRequest::Pending { session_id, reply })
+            .await
+        {
             Ok(pending) => {
-                let running = self.running.as_ref().and_then(|r| r.queue_id);
-                self.queue = pending
-                    .into_iter()
-                    .filter(|m| Some(m.id) != running)
-                    .map(Queued::from)
-                    .collect();
+                let stored = pending.into_iter().map(queued).collect();
+                let effects = self.queue.step(QueueInput::Reloaded(stored));
+                self.perform(myself, effects, false).await;
             }
             Err(err) => tracing::error!(parent: &self.span, %err, "the queue could not be read"),
         }
@@ -134,186 +125,219 @@ impl SessionState {
         text: String,
         intent: Option<ModeIntent>,
     ) {
-        if intent.is_some() && self.running.is_some() {
+        if intent.is_some() && self.queue.running().is_some() {
             return self.reject(
                 "user_input",
                 "a turn is running: a mode change cannot ride on this message; cancel first, or send it without one",
             );
         }
-        if intent == Some(ModeIntent::PlanEntry) {
-            if let Some(id) = &self.questionnaire {
-                return self.reject(
-                    "user_input",
-                    format!("questionnaire {id} waits for an answer: answer it before entering Plan mode"),
-                );
-            }
-            if self.mode == Mode::Plan {
-                return self.reject("user_input", "the session is already in Plan mode");
-            }
+        if intent == Some(ModeIntent::PlanEntry)
+            && let Some(refusal) = entry_refusal(self.mode(), self.questionnaire.as_deref())
+        {
+            return self.reject("user_input", refusal);
         }
         // When the message runs at once, its admission and its turn's start
         // share one trip to the store (two transactions, in that order).
-        let starts_now = self.running.is_none() && self.queue.is_empty();
-        let (queue_id, backup) = match &self.store {
-            None => (None, None),
-            Some(store) => {
-                let id = self.config.session_id.clone();
-                let key = uuid::Uuid::new_v4().to_string();
-                let content = text.clone();
-                let plan_file = self.config.paths.plan_file();
-                let seq = self.conversation.len() as i64;
-                let admitted = store
-                    .call(move |s| {
-                        let (backup, admitted) = admit(s, &id, &content, intent, &key, &plan_file)?;
-                        if starts_now {
-                            s.start_turn(&id, admitted.id, Some((seq, &Message::user(content))))?;
-                        }
-                        Ok((backup, admitted))
-                    })
-                    .await;
-                match admitted {
-                    Ok((backup, admitted)) => (Some(admitted.id), backup),
-                    Err(err) => {
-                        return self
-                            .reject("user_input", format!("the message was not admitted: {err}"));
-                    }
-                }
+        let starts_now = self.queue.would_start_now();
+        let session_id = self.row.to_string();
+        let content = text.clone();
+        let plan_file = self.spec.paths.plan_file();
+        let start_seq = starts_now.then_some(self.conversation.len() as i64);
+        let admitted = self
+            .store
+            .ask(|reply| StoreRequest::Admit {
+                session_id,
+                content,
+                intent,
+                key: uuid::Uuid::new_v4().to_string(),
+                plan_file,
+                start_seq,
+                reply,
+            })
+            .await;
+        let (backup, admitted) = match admitted {
+            Ok(done) => done,
+            Err(err) => {
+                return self.reject("user_input", format!("the message was not admitted: {err}"));
             }
         };
         match intent {
             Some(ModeIntent::PlanEntry) => {
-                self.mode = Mode::Plan;
+                self.live.set_mode(Mode::Plan);
                 self.emit(Event::PlanEntered {
-                    plan_path: self.config.paths.plan_file().display().to_string(),
+                    plan_path: self.spec.paths.plan_file().display().to_string(),
                     backup: backup.map(|b| b.display().to_string()),
                 });
                 self.emit(Event::ModeChanged { mode: Mode::Plan });
             }
             Some(ModeIntent::PlanExit) => {
-                self.mode = Mode::Work;
+                self.live.set_mode(Mode::Work);
                 self.withdraw_plan_questionnaire().await;
                 self.emit(Event::ModeChanged { mode: Mode::Work });
             }
             None => {}
         }
-        let queued = Queued {
-            id: queue_id,
+        let message = Queued {
+            id: Some(admitted.id),
             text,
             interrupted: false,
         };
-        if starts_now {
-            self.emit(Event::InputAdmitted { queue_length: 0 });
-            self.launch(myself, queued).await;
-        } else {
-            self.queue.push_back(queued);
-            self.emit(Event::InputAdmitted {
-                queue_length: self.queue.len(),
-            });
-        }
+        let effects = self.queue.step(QueueInput::Admitted(message));
+        self.perform(myself, effects, starts_now).await;
     }
 
     /// Appends a recorded message to the conversation (and the store).
     pub(super) fn record(&mut self, message: Arc<Message>) {
         let seq = self.conversation.len() as i64;
-        if let Some(store) = &self.store {
-            store.append(
-                &self.config.session_id,
-                vec![(seq, message.clone())],
-                Vec::new(),
-                Vec::new(),
-            );
-        }
+        self.store.append(
+            &self.row,
+            vec![(seq, message.clone())],
+            Vec::new(),
+            Vec::new(),
+        );
         self.conversation.push(message);
     }
 
     /// Marks a turn's message done.
-    pub(super) async fn finish_turn(&self, queue_id: Option<i64>) {
-        if let Some(queue_id) = queue_id {
-            self.persist(move |s, id| s.finish_turn(id, queue_id)).await;
-        }
+    pub(super) async fn finish_turn(&self, queue_id: Option<i64>) -> Result<(), StoreError> {
+        let Some(queue_id) = queue_id else {
+            return Ok(());
+        };
+        let session_id = self.row.to_string();
+        self.store
+            .ask(|reply| StoreRequest::FinishTurn {
+                session_id,
+                queue_id,
+                reply,
+            })
+            .await
     }
 
-    /// Starts the next queued message's turn.
-    pub(super) async fn start_next(&mut self, myself: &ActorRef<SessionMsg>) {
-        let Some(next) = self.queue.pop_front() else {
-            return;
+    /// Starts a message's turn: records its start (unless the admission
+    /// already did), then spawns the turn actor. The error is the
+    /// `turn.failed` to announce.
+    pub(super) async fn start_turn(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        turn_id: u64,
+        next: Queued,
+        recorded: bool,
+    ) -> Result<(), Event> {
+        let failed = |message: String, category: FailureCategory| Event::TurnFailed {
+            turn_id,
+            category,
+            message,
+            retryable: category == FailureCategory::Infrastructure,
+            usage: Usage::default(),
+            iterations: 0,
         };
-        let seq = self.conversation.len() as i64;
-        if let (Some(store), Some(queue_id)) = (&self.store, next.id) {
-            let id = self.config.session_id.clone();
-            let user = (!next.interrupted).then(|| Message::user(next.text.clone()));
-            let started = store
-                .call(move |s| s.start_turn(&id, queue_id, user.as_ref().map(|m| (seq, m))))
+        if let (false, Some(queue_id)) = (recorded, next.id) {
+            let seq = self.conversation.len() as i64;
+            let user = (!next.interrupted).then(|| (seq, Message::user(next.text.clone())));
+            let session_id = self.row.to_string();
+            let started = self
+                .store
+                .ask(|reply| StoreRequest::StartTurn {
+                    session_id,
+                    queue_id,
+                    user,
+                    reply,
+                })
                 .await;
             if let Err(err) = started {
-                tracing::error!(parent: &self.span, %err, "the turn could not be recorded as started");
+                return Err(failed(
+                    format!("the turn could not be recorded as started: {err}"),
+                    FailureCategory::Infrastructure,
+                ));
             }
         }
-        self.launch(myself, next).await;
-    }
-
-    /// Runs a message's turn, its start already recorded.
-    async fn launch(&mut self, myself: &ActorRef<SessionMsg>, next: Queued) {
         if !next.interrupted {
             self.conversation
                 .push(Arc::new(Message::user(next.text.clone())));
         }
-        self.turns += 1;
-        let turn_id = self.turns;
-        let config = &self.config;
-        let plan_file = config.paths.plan_file();
+        let args = self.turn_args(myself, turn_id);
+        match Actor::spawn_linked(None, TurnActor, args, myself.get_cell()).await {
+            Ok((actor, _join)) => {
+                self.turn = Some(actor);
+                Ok(())
+            }
+            Err(error) => {
+                let _ = self.finish_turn(next.id).await;
+                Err(failed(
+                    format!("the turn could not start: {error}"),
+                    FailureCategory::Agent,
+                ))
+            }
+        }
+    }
+
+    /// What a new turn runs with: the tools the mode offers now, the
+    /// prompt, and the hooks its tool calls use.
+    fn turn_args(&self, myself: &ActorRef<SessionMsg>, turn_id: u64) -> TurnArgs {
+        let spec = &self.spec;
+        let mode = self.mode();
+        // A sub-agent has no plan file and no plan lifecycle of its own.
+        let plan_file = spec.is_session().then(|| spec.paths.plan_file());
+        let allowed: Option<Arc<[String]>> = spec
+            .authority
+            .allowed_tools
+            .as_ref()
+            .map(|tools| tools.iter().cloned().collect());
         let mut tools = definition_gate(
             self.services.tools.registry(),
-            self.mode,
-            config.allowed_tools.as_deref(),
-            &plan_file,
+            mode,
+            allowed.as_deref(),
+            plan_file.as_deref(),
         );
         // Tools that could only fail here are not offered.
-        let plans = self.store.is_some();
-        tools.retain(|spec| match spec.name.as_str() {
-            AGENT_TOOL => config.subagents.is_some(),
-            ENTER_PLAN_TOOL => plans && config.plan_agent_entry,
+        let plans = spec.is_session();
+        tools.retain(|t| match t.name.as_str() {
+            AGENT_TOOL => spec.subagents.is_some(),
+            ENTER_PLAN_TOOL => plans && spec.plan_agent_entry,
             "exit_plan_mode" => plans,
             _ => true,
         });
+        let root = spec.workspace.root();
+        let system = match &spec.prompt {
+            Some(role) => format!("{}\n\n{role}", system_prompt(mode, root)),
+            None => system_prompt(mode, root),
+        };
+        let shown_plan_file = plan_file
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
         let turn = TurnConfig {
             turn_id,
-            mode: self.mode,
-            max_iterations: config.max_iterations,
-            system: match &config.role_prompt {
-                Some(role) => format!(
-                    "{}\n\n{role}",
-                    system_prompt(self.mode, config.workspace.root())
-                ),
-                None => system_prompt(self.mode, config.workspace.root()),
-            }
-            .into(),
+            mode,
+            max_iterations: spec.max_iterations,
+            system: system.into(),
             tools: tools.into(),
             context: RequestContext {
-                agent_id: config.agent_id.as_str().into(),
-                role: config.role.as_str().into(),
-                mode: self.mode,
+                agent_id: spec.path.to_string().into(),
+                role: spec.role.as_str().into(),
+                mode,
                 turn: turn_id,
                 iteration: 0,
-                session_id: config.session_id.as_str().into(),
-                workspace: config.workspace.root().display().to_string().into(),
-                plan_file: plan_file.display().to_string().into(),
+                session_id: spec.session_id.as_str().into(),
+                workspace: root.display().to_string().into(),
+                plan_file: shown_plan_file.into(),
             },
             plan_file: plan_file.clone(),
-            model: config.model_override.as_deref().map(Arc::from),
+            model: spec.model.as_deref().map(Arc::from),
         };
         let tool_context = ToolContext {
-            workspace: config.workspace.clone(),
-            mode: self.mode,
-            session_dir: config.paths.dir.clone(),
-            plan_file,
-            allowed_tools: config.allowed_tools.clone(),
+            workspace: spec.workspace.clone(),
+            authority: self.live.clone(),
+            session_dir: spec.paths.dir.clone(),
+            plan_file: plan_file.clone(),
+            allowed_tools: allowed,
             authorizer: Some(Arc::new(authority::SessionAuthorizer {
                 session: myself.clone(),
                 turn_id,
+                policy: self.authority.task_policy(&self.spec, &self.live),
             })),
-            file_scopes: config.file_scopes.clone(),
-            agents: config.subagents.is_some().then(|| {
+            file_scopes: spec.authority.file_scopes.clone(),
+            agents: spec.subagents.is_some().then(|| {
                 Arc::new(agents::SessionAgentHost {
                     session: myself.clone(),
                 }) as Arc<dyn cadre_runtime::tool::AgentHost>
@@ -324,66 +348,14 @@ impl SessionState {
                 }) as Arc<dyn cadre_runtime::tool::PlanHost>
             }),
         };
-        let args = TurnArgs {
+        TurnArgs {
             machine: TurnMachine::new(turn, self.conversation.as_slice().into()),
-            session: myself.clone(),
+            supervisor: myself.get_derived(),
             model: self.services.model.clone(),
             tools: self.services.tools.clone(),
             tool_context: Arc::new(tool_context),
             events: self.events.clone(),
             span: self.span.clone(),
-        };
-        match Actor::spawn_linked(None, TurnActor, args, myself.get_cell()).await {
-            Ok((actor, _join)) => {
-                self.running = Some(Running {
-                    turn_id,
-                    actor,
-                    queue_id: next.id,
-                })
-            }
-            Err(error) => {
-                self.finish_turn(next.id).await;
-                self.emit(Event::TurnFailed {
-                    turn_id,
-                    category: FailureCategory::Agent,
-                    message: format!("the turn could not start: {error}"),
-                    retryable: false,
-                    usage: Usage::default(),
-                    iterations: 0,
-                });
-            }
         }
-    }
-}
-
-/// Admits one user message; a Plan entry backs up the old plan around the
-/// admission, and restores it if the admission fails (PL2).
-fn admit(
-    s: &mut Store,
-    session_id: &str,
-    content: &str,
-    intent: Option<ModeIntent>,
-    key: &str,
-    plan_file: &std::path::Path,
-) -> Result<(Option<std::path::PathBuf>, cadre_runtime::store::Admitted), StoreError> {
-    let admission = Admission {
-        session_id,
-        content,
-        source: Source::User,
-        intent,
-        idempotency_key: key,
-        front: false,
-        plan_sha256: None,
-    };
-    match intent {
-        Some(ModeIntent::PlanEntry) => {
-            plan::enter(plan_file, || s.admit(&admission)).map_err(|e| match e {
-                plan::EntryError::Backup(why) => {
-                    StoreError::Conflict(format!("the earlier plan could not be backed up: {why}"))
-                }
-                plan::EntryError::Commit(err) => err,
-            })
-        }
-        Some(ModeIntent::PlanExit) | None => s.admit(&admission).map(|a| (None, a)),
     }
 }

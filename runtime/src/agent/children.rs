@@ -62,8 +62,8 @@ pub enum ChildRefusal {
 /// What waiting for a child gives.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Wait<W> {
-    /// Its report is there.
-    Report(AgentReport),
+    /// Its report is there: answer the waiter with it.
+    Report(AgentReport, W),
     /// The waiter was registered; it gets the report when the run ends.
     Later,
     /// It is idle and never reported (a resumed child whose run was cut off).
@@ -198,7 +198,7 @@ impl<H, W> ChildTable<H, W> {
             }
             (ChildState::Crashed, _) => Wait::Refused(ChildRefusal::Crashed(shown), waiter),
             (ChildState::Idle | ChildState::Interrupted, Some(report)) => {
-                Wait::Report(report.clone())
+                Wait::Report(report.clone(), waiter)
             }
             (ChildState::Idle | ChildState::Interrupted, None) => Wait::NoReport(waiter),
         }
@@ -303,7 +303,7 @@ mod tests {
         assert_eq!(table.running(), 1);
         assert_eq!(table.run_done(&one, report("done")), vec![7, 8]);
         assert_eq!(table.running(), 0);
-        assert_eq!(table.wait(&one, 9), Wait::Report(report("done")));
+        assert_eq!(table.wait(&one, 9), Wait::Report(report("done"), 9));
         assert_eq!(table.run_done(&one, report("again")), Vec::<u32>::new());
     }
 
@@ -358,7 +358,7 @@ mod tests {
             Some(ChildState::Interrupted)
         );
         assert_eq!(table.wait(&path("1"), 1), Wait::NoReport(1));
-        assert_eq!(table.wait(&path("2"), 2), Wait::Report(report("kept")));
+        assert_eq!(table.wait(&path("2"), 2), Wait::Report(report("kept"), 2));
         assert!(table.follow_up(&path("1")).is_ok());
     }
 

@@ -192,7 +192,7 @@ fn evaluation(
         posture: authority.posture,
         rules: &authority.rules,
         interactive: true,
-        plan_file: Path::new("/data/plan.md"),
+        plan_file: Some(Path::new("/data/plan.md")),
     };
     evaluate(
         &policy,

@@ -169,8 +169,8 @@ pub struct Policy<'a> {
     /// Whether a person can answer a prompt (P7).
     pub interactive: bool,
     /// The agent's canonical plan file: writing it is the agent's own
-    /// business, never the workspace's.
-    pub plan_file: &'a Path,
+    /// business, never the workspace's. `None` for an agent without one.
+    pub plan_file: Option<&'a Path>,
 }
 
 /// What [`evaluate`] concludes.
@@ -272,7 +272,7 @@ fn own_state(policy: &Policy<'_>, def: &ToolDefinition, args: &Value) -> Option<
         ));
     }
     let path = args.get("path").and_then(Value::as_str)?;
-    (def.writes_path_only && Path::new(path) == policy.plan_file)
+    (def.writes_path_only && policy.plan_file == Some(Path::new(path)))
         .then(|| "writes the session's own plan file".to_string())
 }
 

@@ -281,7 +281,8 @@ mod tests {
         let revise = || A::Revise {
             feedback: "smaller".into(),
         };
-        let cases: Vec<(K, A, Option<Mode>, Option<(Source, &str)>)> = vec![
+        type Case = (K, A, Option<Mode>, Option<(Source, &'static str)>);
+        let cases: Vec<Case> = vec![
             (
                 K::PlanApproval,
                 A::Approve,

@@ -13,7 +13,11 @@
 //! - `sessions`: create, find (`id`, prefix, `latest`), list, fork, mode and posture.
 //! - `queue`: admission (idempotent by key), turn start and finish, the conversation.
 //! - `plans`: plan questionnaires and their answers.
+//! - `agents`: sub-agents under their parent, with state and last report.
+//! - `leases`: one process runs a session at a time.
 
+mod agents;
+mod leases;
 mod plans;
 mod queue;
 mod schema;
@@ -27,6 +31,8 @@ use rusqlite::Connection;
 pub use crate::plan::lifecycle::{
     IMPLEMENT_INSTRUCTION, ModeIntent, QuestionnaireAnswer, QuestionnaireKind,
 };
+pub use agents::{AgentRecord, NewAgent};
+pub use leases::{LEASE_EXPIRY_SECS, LeaseOwner};
 pub use plans::{AnswerOutcome, NewQuestionnaire, Questionnaire};
 pub use queue::{Admission, Admitted, QueuedMessage, Source};
 pub use schema::SCHEMA_VERSION;
@@ -75,22 +81,89 @@ pub enum StoreError {
     /// pending, say). Not retryable as is.
     #[error("{0}")]
     Conflict(String),
-    /// A query failed (disk full, locked past the busy timeout). Retryable.
+    /// Another process runs the session (it holds the session's lease).
+    /// Retryable once that process ends.
+    #[error(
+        "session {session_id} is being run by {holder}; wait for it to finish (or stop it), then resume"
+    )]
+    Leased {
+        /// The session.
+        session_id: String,
+        /// Who holds it.
+        holder: String,
+    },
+    /// The store stayed locked by another process past the busy timeout.
+    /// Retryable.
+    #[error("{path} is locked by another process (waited {waited_secs} s); try again later")]
+    Busy {
+        /// The store file.
+        path: String,
+        /// How long this process waited.
+        waited_secs: u64,
+    },
+    /// A write failed (disk full, I/O error); what was not written is not
+    /// reported as done. Retryable once the cause is fixed.
+    #[error("the store could not record {what}: {message}")]
+    WriteFailed {
+        /// What was lost.
+        what: String,
+        /// What SQLite said.
+        message: String,
+    },
+    /// A query failed. Retryable.
     #[error("store error: {0}")]
     Sql(String),
 }
 
+/// How long a request waits for another process's lock on the store.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
 impl StoreError {
     fn unreadable(path: &str, err: &rusqlite::Error) -> Self {
+        if is_busy(err) {
+            return StoreError::Busy {
+                path: path.to_string(),
+                waited_secs: BUSY_TIMEOUT.as_secs(),
+            };
+        }
         StoreError::Unreadable {
             path: path.to_string(),
             message: err.to_string(),
         }
     }
+
+    /// Whether trying again later may succeed: the store was busy, full or
+    /// failed to write, or another process runs the session (exit 75).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            StoreError::Leased { .. }
+            | StoreError::Busy { .. }
+            | StoreError::WriteFailed { .. }
+            | StoreError::Sql(_) => true,
+            StoreError::Unreadable { .. }
+            | StoreError::TooNew { .. }
+            | StoreError::Migration { .. }
+            | StoreError::NotFound(_)
+            | StoreError::Conflict(_) => false,
+        }
+    }
+}
+
+fn is_busy(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 impl From<rusqlite::Error> for StoreError {
     fn from(err: rusqlite::Error) -> Self {
+        if is_busy(&err) {
+            return StoreError::Busy {
+                path: "the store".into(),
+                waited_secs: BUSY_TIMEOUT.as_secs(),
+            };
+        }
         StoreError::Sql(err.to_string())
     }
 }
@@ -130,7 +203,7 @@ impl Store {
             })?;
         }
         let mut conn = Connection::open(path).map_err(|e| StoreError::unreadable(&shown, &e))?;
-        conn.busy_timeout(Duration::from_secs(5))
+        conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| StoreError::unreadable(&shown, &e))?;
         // The first real read is where a corrupt file shows itself.
         let mode: String = conn

@@ -79,6 +79,35 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX audit_by_session ON audit(session_id, id);
     "#,
+    // 2: sub-agents keep their own conversation, queue and transcript under
+    // a session row of kind 'agent', listed in `agents` under their parent;
+    // a session is run by one process at a time (`leases`).
+    r#"
+    ALTER TABLE sessions ADD COLUMN kind TEXT NOT NULL DEFAULT 'session'
+        CHECK (kind IN ('session', 'agent'));
+
+    CREATE TABLE agents (
+        id          TEXT PRIMARY KEY REFERENCES sessions(id),
+        parent_id   TEXT NOT NULL REFERENCES sessions(id),
+        path        TEXT NOT NULL,
+        role        TEXT NOT NULL,
+        state       TEXT NOT NULL CHECK (state IN ('running', 'idle', 'interrupted', 'crashed')),
+        report      TEXT,
+        created_at  REAL NOT NULL,
+        updated_at  REAL NOT NULL
+    );
+    CREATE INDEX agents_by_parent ON agents(parent_id, path);
+
+    CREATE TABLE leases (
+        session_id  TEXT PRIMARY KEY REFERENCES sessions(id),
+        owner       TEXT NOT NULL,
+        host        TEXT NOT NULL,
+        pid         INTEGER NOT NULL,
+        started     INTEGER NOT NULL,
+        acquired_at REAL NOT NULL,
+        renewed_at  REAL NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this cadre writes.

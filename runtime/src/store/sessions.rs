@@ -106,11 +106,19 @@ impl Store {
                 })
             });
         }
-        if let Some(exact) = self.session(spec)? {
+        let exact = self
+            .conn
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1 AND kind = 'session'"),
+                [spec],
+                record,
+            )
+            .optional()?;
+        if let Some(exact) = exact {
             return Ok(exact);
         }
         let mut statement = self.conn.prepare(&format!(
-            "SELECT {COLUMNS} FROM sessions WHERE substr(id, 1, length(?1)) = ?1 ORDER BY updated_at DESC LIMIT 3"
+            "SELECT {COLUMNS} FROM sessions WHERE substr(id, 1, length(?1)) = ?1 AND kind = 'session' ORDER BY updated_at DESC LIMIT 3"
         ))?;
         let found: Vec<SessionRecord> = statement
             .query_map([spec], record)?
@@ -138,7 +146,7 @@ impl Store {
                 .conn
                 .query_row(
                     &format!(
-                        "SELECT {COLUMNS} FROM sessions WHERE workspace = ?1 ORDER BY updated_at DESC, rowid DESC LIMIT 1"
+                        "SELECT {COLUMNS} FROM sessions WHERE workspace = ?1 AND kind = 'session' ORDER BY updated_at DESC, rowid DESC LIMIT 1"
                     ),
                     [ws.display().to_string()],
                     record,
@@ -147,7 +155,7 @@ impl Store {
             None => self
                 .conn
                 .query_row(
-                    &format!("SELECT {COLUMNS} FROM sessions ORDER BY updated_at DESC, rowid DESC LIMIT 1"),
+                    &format!("SELECT {COLUMNS} FROM sessions WHERE kind = 'session' ORDER BY updated_at DESC, rowid DESC LIMIT 1"),
                     [],
                     record,
                 )
@@ -159,7 +167,7 @@ impl Store {
     /// Sessions, most recently active first.
     pub fn list(&self, limit: usize) -> Result<Vec<SessionRecord>, StoreError> {
         let mut statement = self.conn.prepare(&format!(
-            "SELECT {COLUMNS} FROM sessions ORDER BY updated_at DESC, rowid DESC LIMIT ?1"
+            "SELECT {COLUMNS} FROM sessions WHERE kind = 'session' ORDER BY updated_at DESC, rowid DESC LIMIT ?1"
         ))?;
         let rows = statement
             .query_map([limit as i64], record)?

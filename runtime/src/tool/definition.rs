@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::workspace::Workspace;
+use crate::agent::LiveAuthority;
 use crate::mode::Mode;
 
 /// Whether a tool (or one concrete call of it) can change anything (T1, T5).
@@ -210,12 +211,14 @@ pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>>
 pub struct ToolContext {
     /// The workspace, and how far file tools may reach.
     pub workspace: Workspace,
-    /// The session's mode when the call was made.
-    pub mode: Mode,
+    /// The agent's mode and posture as they are now: read at every call, so
+    /// a parent that narrows narrows this agent's next call (S2).
+    pub authority: Arc<LiveAuthority>,
     /// The session directory (`<data dir>/sessions/<id>`), for session-owned state.
     pub session_dir: PathBuf,
-    /// The canonical plan file of this session.
-    pub plan_file: PathBuf,
+    /// The canonical plan file of this session; `None` for an agent that has
+    /// none (a sub-agent: in Plan mode it writes nothing at all).
+    pub plan_file: Option<PathBuf>,
     /// When set, only these tools (and system tools) may run.
     pub allowed_tools: Option<Arc<[String]>>,
     /// Decides whether calls that passed the gate and the schema may run;

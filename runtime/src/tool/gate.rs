@@ -53,7 +53,7 @@ pub fn definition_gate(
     registry: &ToolRegistry,
     mode: Mode,
     allow: Option<&[String]>,
-    plan_file: &Path,
+    plan_file: Option<&Path>,
 ) -> Vec<ToolSpec> {
     registry
         .allowed(allow)
@@ -70,12 +70,16 @@ pub fn definition_gate(
                          refused. {}",
                         def.description
                     ),
-                    PlanAccess::PlanFileOnly => format!(
-                        "Plan mode: limited to the canonical plan file. The only \
-                         accepted `path` is exactly {}; every other path is refused. {}",
-                        plan_file.display(),
-                        def.description
-                    ),
+                    // An agent without a plan file (a sub-agent) writes nothing.
+                    PlanAccess::PlanFileOnly => match plan_file {
+                        Some(plan_file) => format!(
+                            "Plan mode: limited to the canonical plan file. The only \
+                             accepted `path` is exactly {}; every other path is refused. {}",
+                            plan_file.display(),
+                            def.description
+                        ),
+                        None => return None,
+                    },
                     PlanAccess::Denied => return None,
                 },
             };
@@ -106,35 +110,43 @@ pub fn execution_gate(
             format!("'{}' is not among this agent's allowed tools", def.name),
         ));
     }
+    let mode = ctx.mode();
     if let Some(only) = def.only_in
-        && only != ctx.mode
+        && only != mode
     {
         return Err(ToolError::new(
             ErrorCode::ToolNotAllowed,
             format!(
                 "'{}' is only available in {only} mode; the session is in {} mode",
-                def.name, ctx.mode
+                def.name, mode
             ),
         ));
     }
-    match ctx.mode {
+    match mode {
         Mode::Work | Mode::Operate => Ok(()),
         Mode::Plan if safety == Safety::ReadOnly => Ok(()),
         Mode::Plan => match plan_access(def) {
             PlanAccess::PlanFileOnly => {
                 let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
-                if ctx.is_plan_file(path) {
-                    Ok(())
-                } else {
-                    Err(ToolError::new(
+                match ctx.plan_file.as_deref() {
+                    _ if ctx.is_plan_file(path) => Ok(()),
+                    Some(plan_file) => Err(ToolError::new(
                         ErrorCode::ToolNotAllowed,
                         format!(
                             "Plan mode is read-only: '{}' may only write the plan file {} \
                              (exactly that path), not '{path}'",
                             def.name,
-                            ctx.plan_file.display()
+                            plan_file.display()
                         ),
-                    ))
+                    )),
+                    None => Err(ToolError::new(
+                        ErrorCode::ToolNotAllowed,
+                        format!(
+                            "Plan mode is read-only: this agent has no plan file, so '{}' \
+                             may not write anything; report what you found in your answer",
+                            def.name
+                        ),
+                    )),
                 }
             }
             PlanAccess::ReadOnlyCalls => Err(ToolError::new(

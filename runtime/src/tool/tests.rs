@@ -134,8 +134,8 @@ impl Env {
         let session = root.path().join("session");
         let ctx = ToolContext {
             workspace: Workspace::new(root.path().join("ws")).unwrap(),
-            mode,
-            plan_file: session.join("artifacts").join("plan.md"),
+            authority: crate::agent::LiveAuthority::root(mode, crate::permission::Posture::Bypass),
+            plan_file: Some(session.join("artifacts").join("plan.md")),
             session_dir: session,
             allowed_tools: None,
             authorizer: None,
@@ -167,6 +167,10 @@ impl Env {
 
     fn outside(&self) -> PathBuf {
         self.root.path().join("outside")
+    }
+
+    fn plan_file(&self) -> PathBuf {
+        self.session().join("artifacts").join("plan.md")
     }
 
     fn session(&self) -> PathBuf {

@@ -96,30 +96,40 @@ impl Workspace {
 }
 
 impl ToolContext {
+    /// The agent's mode now (S2: a parent's narrowing shows at once).
+    pub fn mode(&self) -> crate::mode::Mode {
+        self.authority.mode()
+    }
+
     /// Resolves a file tool's `path` argument: the exact canonical plan file,
     /// or a path confined to the workspace.
     pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
-        if self.is_plan_file(path) {
-            return self.checked_plan_file();
+        if let Some(plan_file) = self.plan_file.as_deref()
+            && Path::new(path) == plan_file
+        {
+            return self.checked_plan_file(plan_file);
         }
         self.workspace.resolve(path)
     }
 
-    /// Whether `path` is the canonical plan file, spelled exactly.
+    /// Whether `path` is the canonical plan file, spelled exactly; never
+    /// for an agent without one.
     pub fn is_plan_file(&self, path: &str) -> bool {
-        Path::new(path) == self.plan_file
+        self.plan_file
+            .as_deref()
+            .is_some_and(|plan_file| Path::new(path) == plan_file)
     }
 
     /// The plan file, refused if someone planted a symlink in its place or
     /// in place of its directory.
-    fn checked_plan_file(&self) -> Result<PathBuf, ToolError> {
-        let shown = self.plan_file.display().to_string();
-        if let Ok(meta) = std::fs::symlink_metadata(&self.plan_file)
+    fn checked_plan_file(&self, plan_file: &Path) -> Result<PathBuf, ToolError> {
+        let shown = plan_file.display().to_string();
+        if let Ok(meta) = std::fs::symlink_metadata(plan_file)
             && meta.file_type().is_symlink()
         {
             return Err(outside(&shown, "the plan file is a symlink"));
         }
-        let Some(dir) = self.plan_file.parent() else {
+        let Some(dir) = plan_file.parent() else {
             return Err(outside(&shown, "the plan file has no directory"));
         };
         std::fs::create_dir_all(dir).map_err(|err| ToolError::io(&shown, &err))?;
@@ -134,7 +144,7 @@ impl ToolContext {
         if real_dir != expected {
             return Err(outside(&shown, "the plan file's directory is a symlink"));
         }
-        Ok(self.plan_file.clone())
+        Ok(plan_file.to_path_buf())
     }
 }
 

@@ -94,7 +94,7 @@ fn config(mode: Mode, max_iterations: u32) -> TurnConfig {
             workspace: Arc::from("/ws"),
             plan_file: Arc::from(PLAN_FILE),
         },
-        plan_file: PLAN_FILE.into(),
+        plan_file: Some(PLAN_FILE.into()),
         model: None,
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
-use cadre::actors::store::StoreHandle;
+use cadre::actors::store::{StoreHandle, StoreRequest};
 use cadre::actors::{
     PermissionConfig, SessionConfig, SessionHandle, SessionServices, Subagents, spawn_session,
 };
@@ -200,9 +200,9 @@ pub struct TestSession {
 impl TestSession {
     /// The session's audit records, as stored (every buffered append first).
     pub async fn audit(&self) -> Vec<serde_json::Value> {
-        let id = self.session_id.clone();
+        let session_id = self.session_id.clone();
         self.store
-            .call(move |s| s.audit(&id))
+            .ask(|reply| StoreRequest::Audit { session_id, reply })
             .await
             .expect("audit")
             .iter()

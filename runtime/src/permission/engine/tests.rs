@@ -72,7 +72,7 @@ fn check(
         posture: posture.parse().expect("posture"),
         rules,
         interactive,
-        plan_file: Path::new(PLAN),
+        plan_file: Some(Path::new(PLAN)),
     };
     let got = evaluate(
         &policy,
@@ -242,7 +242,7 @@ fn the_floor_hard_blocks_in_every_posture_even_against_an_allow_rule() {
                     posture: posture.parse().expect("posture"),
                     rules: &allow_push,
                     interactive: true,
-                    plan_file: Path::new(PLAN),
+                    plan_file: Some(Path::new(PLAN)),
                 };
                 evaluate(
                     &policy,

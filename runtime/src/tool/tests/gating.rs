@@ -9,7 +9,7 @@ use super::*;
 fn check_offered(mode: Mode, expected: &[(&str, bool)]) {
     let registry = ToolRegistry::with_builtins();
     let plan_file = Path::new("/data/sessions/s1/artifacts/plan.md");
-    let offered: Vec<(String, bool)> = definition_gate(&registry, mode, None, plan_file)
+    let offered: Vec<(String, bool)> = definition_gate(&registry, mode, None, Some(plan_file))
         .into_iter()
         .map(|spec| {
             let def = registry.get(&spec.name).unwrap().definition();
@@ -50,7 +50,7 @@ fn definition_gate_offers_plan_only_readers_plan_file_writers_and_read_only_bash
     );
     let registry = ToolRegistry::with_builtins();
     let plan_file = Path::new("/data/sessions/s1/artifacts/plan.md");
-    let bash = definition_gate(&registry, Mode::Plan, None, plan_file)
+    let bash = definition_gate(&registry, Mode::Plan, None, Some(plan_file))
         .into_iter()
         .find(|spec| spec.name == "bash")
         .unwrap();
@@ -85,7 +85,7 @@ fn plan_env() -> Env {
 /// One call in `env`: the outcome and what changed under the temporary
 /// root. `{plan}` stands for the plan file's path.
 async fn check_plan(env: Env, tool: &str, args: Value, expected: Got, expected_changes: &[&str]) {
-    let plan = env.ctx.plan_file.display().to_string();
+    let plan = env.plan_file().display().to_string();
     let args: Value = serde_json::from_str(&args.to_string().replace("{plan}", &plan)).unwrap();
     let before = env.tree();
     let expected = expected.map(|out| out.replace("{plan}", &plan));
@@ -205,10 +205,69 @@ async fn plan_mode_refuses_a_symlink_planted_in_place_of_the_plan_file() {
 
     let env = plan_env();
     std::fs::create_dir(env.session().join("artifacts")).unwrap();
-    symlink(env.ws().join("seed.txt"), &env.ctx.plan_file).unwrap();
+    symlink(env.ws().join("seed.txt"), env.plan_file()).unwrap();
     check_plan(env, "write_file", write(), refused(), &[]).await;
 
     let env = plan_env();
     symlink(env.ws(), env.session().join("artifacts")).unwrap();
     check_plan(env, "write_file", write(), refused(), &[]).await;
+}
+
+/// A read-only sub-agent has no plan file: Plan offers it no writer and
+/// refuses every write, its session's plan file included.
+#[tokio::test]
+async fn a_plan_mode_agent_without_a_plan_file_writes_nothing() {
+    let registry = ToolRegistry::with_builtins();
+    let offered: Vec<String> = definition_gate(&registry, Mode::Plan, None, None)
+        .into_iter()
+        .map(|spec| spec.name)
+        .collect();
+    assert!(
+        !offered
+            .iter()
+            .any(|n| n == "write_file" || n == "edit_file"),
+        "offered {offered:?}"
+    );
+    let session_plan = plan_env().plan_file().display().to_string();
+    for path in ["notes.md", "seed.txt", session_plan.as_str()] {
+        let mut env = plan_env();
+        env.ctx.plan_file = None;
+        let before = env.tree();
+        let got = seen(
+            env.call("write_file", json!({"path": path, "content": "x"}))
+                .await,
+            &err(ErrorCode::ToolNotAllowed, "has no plan file"),
+        );
+        assert_eq!(
+            (got, changed(&before, &env.tree())),
+            (err(ErrorCode::ToolNotAllowed, "has no plan file"), vec![]),
+            "{path}"
+        );
+    }
+}
+
+/// S2: a parent that switches to Plan narrows its child's next call, with
+/// no message in between; widening the parent again restores only what the
+/// child had.
+#[tokio::test]
+async fn a_parents_switch_to_plan_refuses_the_childs_next_write() {
+    let parent = crate::agent::LiveAuthority::root(Mode::Work, crate::permission::Posture::Bypass);
+    let mut env = Env::new(Mode::Work);
+    env.ctx.authority =
+        crate::agent::LiveAuthority::child(&parent, Mode::Work, crate::permission::Posture::Bypass);
+    env.ctx.plan_file = None;
+    let write = || json!({"path": "a.txt", "content": "x"});
+    assert!(env.call("write_file", write()).await.is_ok());
+    parent.set_mode(Mode::Plan);
+    let refused = env
+        .call("write_file", json!({"path": "b.txt", "content": "x"}))
+        .await;
+    assert_eq!(
+        refused.map_err(|e| e.code),
+        Err(ErrorCode::ToolNotAllowed),
+        "the child wrote after its parent entered Plan"
+    );
+    assert_eq!(env.read("b.txt"), None);
+    parent.set_mode(Mode::Work);
+    assert!(env.call("write_file", write()).await.is_ok());
 }

@@ -1,0 +1,133 @@
+//! The agent kernel: one way to run an agent under any supervisor.
+//!
+//! An [`AgentSpec`] says what an agent is (its place in the tree, role,
+//! authority, model, prompt, workspace, files, parent); [`spawn_agent`]
+//! starts it as an agent actor linked to whoever supervises it: nobody for
+//! a user's session, the session for its sub-agents, and the goal verifier
+//! and workflow step supervisors. Whatever the supervisor, the agent keeps
+//! its conversation, queue and transcript in the store under its own row,
+//! narrows live with its parent ([`LiveAuthority`]), and reports through
+//! its event stream.
+
+use std::sync::Arc;
+
+use cadre_runtime::Mode;
+use cadre_runtime::agent::{AgentPath, Authority, LiveAuthority};
+use cadre_runtime::model::ModelClient;
+use cadre_runtime::paths::SessionPaths;
+use cadre_runtime::permission::guardian::GuardianConfig;
+use cadre_runtime::protocol::Event;
+use cadre_runtime::tool::{ToolRunner, Workspace};
+use ractor::{Actor, ActorCell, ActorRef};
+use tokio::sync::mpsc;
+
+use crate::events::EventSink;
+use crate::session::{SessionActor, SessionArgs, SessionMsg, Subagents};
+use crate::store::StoreHandle;
+
+/// What an agent is.
+#[derive(Debug, Clone)]
+pub struct AgentSpec {
+    /// The session the agent belongs to (for a sub-agent, its root's).
+    pub session_id: String,
+    /// Its place in the session's tree: the root for the session itself.
+    pub path: AgentPath,
+    /// Its role (`main` for a user's session).
+    pub role: String,
+    /// What it may do: mode, posture, tools, file scopes, rules, depth.
+    pub authority: Authority,
+    /// Its parent's live authority, which narrows this agent's at every
+    /// call; `None` for a session.
+    pub parent: Option<Arc<LiveAuthority>>,
+    /// A model name sent instead of the client's (a role's model).
+    pub model: Option<String>,
+    /// The role's system prompt, added to cadre's.
+    pub prompt: Option<String>,
+    /// Model requests one turn may make.
+    pub max_iterations: u32,
+    /// The workspace and its confinement.
+    pub workspace: Workspace,
+    /// The agent's files (a sub-agent's live under its session's).
+    pub paths: SessionPaths,
+    /// Whether a person can answer prompts.
+    pub interactive: bool,
+    /// The guardian's model and deadline.
+    pub guardian: GuardianConfig,
+    /// Roles, models and limits for the `agent` tool; `None` disables it.
+    pub subagents: Option<Arc<Subagents>>,
+    /// Offer `enter_plan_mode` in Work (a session only).
+    pub plan_agent_entry: bool,
+    /// The host chose the mode: a resumed session switches to it. Otherwise
+    /// a resumed session keeps its stored mode.
+    pub mode_given: bool,
+    /// The host chose the posture: see `mode_given`.
+    pub posture_given: bool,
+}
+
+impl AgentSpec {
+    /// The agent's own row in the store: the session id, or
+    /// `<session id>/<path>` for a sub-agent.
+    pub fn row_id(&self) -> String {
+        if self.path.is_root() {
+            self.session_id.clone()
+        } else {
+            format!("{}/{}", self.session_id, self.path)
+        }
+    }
+
+    /// Whether this is a user's session (the root of its tree).
+    pub fn is_session(&self) -> bool {
+        self.path.is_root()
+    }
+
+    /// The mode it starts in.
+    pub fn mode(&self) -> Mode {
+        self.authority.mode
+    }
+}
+
+/// What an agent uses to do its work.
+#[derive(Clone)]
+pub struct AgentServices {
+    /// The model.
+    pub model: Arc<dyn ModelClient>,
+    /// The tool entry point.
+    pub tools: ToolRunner,
+    /// The store the agent keeps its queue, conversation, transcript,
+    /// questionnaires and audit in; `None` gives it a store in memory.
+    pub store: Option<StoreHandle>,
+}
+
+/// A started agent.
+pub struct SpawnedAgent {
+    /// The agent actor.
+    pub actor: ActorRef<SessionMsg>,
+    /// Ends when the actor has stopped.
+    pub join: tokio::task::JoinHandle<()>,
+    /// Its events, `session.started` first.
+    pub events: mpsc::UnboundedReceiver<Event>,
+}
+
+/// Starts an agent, linked to `supervisor` when given (its failure is then
+/// the supervisor's supervision event).
+pub async fn spawn_agent(
+    spec: AgentSpec,
+    services: AgentServices,
+    supervisor: Option<ActorCell>,
+) -> Result<SpawnedAgent, ractor::SpawnErr> {
+    let (events, receiver) = mpsc::unbounded_channel();
+    let args = SessionArgs {
+        spec,
+        services,
+        events: EventSink::new(events),
+    };
+    let (actor, join) = match supervisor {
+        Some(cell) => Actor::spawn_linked(None, SessionActor, args, cell).await?,
+        None => Actor::spawn(None, SessionActor, args).await?,
+    };
+    Ok(SpawnedAgent {
+        actor,
+        join,
+        events: receiver,
+    })
+}

@@ -1,0 +1,514 @@
+//! The store actor's requests: typed, owned data with a reply port each, so
+//! none carries code and any could cross a process boundary.
+
+use std::path::PathBuf;
+
+use cadre_runtime::Mode;
+use cadre_runtime::agent::{AgentPath, AgentReport, ChildState};
+use cadre_runtime::message::Message;
+use cadre_runtime::permission::Posture;
+use cadre_runtime::plan::{self, EntryError};
+use cadre_runtime::store::{
+    Admission, Admitted, AgentRecord, AnswerOutcome, LeaseOwner, ModeIntent, NewAgent,
+    NewQuestionnaire, NewSession, QuestionnaireAnswer, QuestionnaireKind, QueuedMessage,
+    SessionRecord, Source, Store, StoreError,
+};
+use ractor::RpcReplyPort;
+
+/// What a session (or a sub-agent) starts from.
+#[derive(Debug, Clone)]
+pub struct SessionOpen {
+    /// Its session row.
+    pub id: String,
+    /// The workspace root.
+    pub workspace: PathBuf,
+    /// The mode it starts in when new; applied to a stored one only when
+    /// `mode_given`.
+    pub mode: Mode,
+    /// Whether the host chose the mode (a flag): otherwise a resumed
+    /// session keeps its stored mode.
+    pub mode_given: bool,
+    /// The posture it starts with when new; see `posture_given`.
+    pub posture: Posture,
+    /// Whether the host chose the posture: otherwise a resumed session
+    /// keeps its stored posture.
+    pub posture_given: bool,
+    /// Take the session's lease (a user's session); sub-agents live under
+    /// their session's.
+    pub lease: bool,
+    /// For a sub-agent: its parent's row, its path and role.
+    pub agent: Option<(String, AgentPath, String)>,
+}
+
+/// A session as read back.
+#[derive(Debug, Clone)]
+pub struct Opened {
+    /// Its record (mode and posture as they are now).
+    pub record: SessionRecord,
+    /// Whether it was already stored (a resume).
+    pub resumed: bool,
+    /// Its conversation.
+    pub conversation: Vec<Message>,
+    /// Messages not yet done, an interrupted one first.
+    pub pending: Vec<QueuedMessage>,
+    /// Its unanswered questionnaire.
+    pub questionnaire: Option<String>,
+    /// Its sub-agents (any still marked running were interrupted by the
+    /// crash and are now marked so).
+    pub children: Vec<AgentRecord>,
+}
+
+/// A questionnaire to open, owned.
+#[derive(Debug, Clone)]
+pub struct QuestionnaireDraft {
+    /// Its id.
+    pub id: String,
+    /// The session.
+    pub session_id: String,
+    /// What it asks.
+    pub kind: QuestionnaireKind,
+    /// The canonical plan file.
+    pub plan_path: String,
+    /// The frozen snapshot (or the model's reason for an entry request).
+    pub snapshot: String,
+    /// Its SHA-256.
+    pub sha256: String,
+    /// Whether the snapshot was cut.
+    pub truncated: bool,
+}
+
+type Reply<T> = RpcReplyPort<Result<T, StoreError>>;
+
+/// A request to the store actor.
+#[derive(Debug)]
+pub enum StoreRequest {
+    /// Opens a session: creates or reads it, takes its lease, applies the
+    /// host's mode and posture when given, marks interrupted sub-agents,
+    /// and reads back what it needs.
+    Open(SessionOpen, Reply<Opened>),
+    /// Admits a user message (with a Plan entry's backup around it when the
+    /// intent enters Plan); with `start_seq`, its turn starts in the same trip.
+    Admit {
+        /// The session.
+        session_id: String,
+        /// The text.
+        content: String,
+        /// Its mode intent.
+        intent: Option<ModeIntent>,
+        /// Its idempotency key.
+        key: String,
+        /// The plan file, backed up by a Plan entry.
+        plan_file: PathBuf,
+        /// Start its turn at once, storing it at this conversation index.
+        start_seq: Option<i64>,
+        /// The backup made, and the admission.
+        reply: Reply<(Option<PathBuf>, Admitted)>,
+    },
+    /// Starts a queued message's turn.
+    StartTurn {
+        /// The session.
+        session_id: String,
+        /// The queue row.
+        queue_id: i64,
+        /// The message to store at its index (none when continuing an
+        /// interrupted turn).
+        user: Option<(i64, Message)>,
+        /// Done.
+        reply: Reply<()>,
+    },
+    /// Marks a turn's message done.
+    FinishTurn {
+        /// The session.
+        session_id: String,
+        /// The queue row.
+        queue_id: i64,
+        /// Done.
+        reply: Reply<()>,
+    },
+    /// The messages not yet done.
+    Pending {
+        /// The session.
+        session_id: String,
+        /// Them.
+        reply: Reply<Vec<QueuedMessage>>,
+    },
+    /// Records the mode; with `enter_plan`, backs the old plan up around it.
+    SetMode {
+        /// The session.
+        session_id: String,
+        /// The mode.
+        mode: Mode,
+        /// The plan file, when this enters Plan.
+        enter_plan: Option<PathBuf>,
+        /// The backup made.
+        reply: Reply<Option<PathBuf>>,
+    },
+    /// Records the posture.
+    SetPosture {
+        /// The session.
+        session_id: String,
+        /// The posture.
+        posture: Posture,
+        /// Done.
+        reply: Reply<()>,
+    },
+    /// Opens a questionnaire.
+    OpenQuestionnaire(QuestionnaireDraft, Reply<()>),
+    /// Answers a questionnaire in one transaction; an approved Plan entry
+    /// backs up the old plan around it.
+    Answer {
+        /// The session.
+        session_id: String,
+        /// The questionnaire.
+        id: String,
+        /// The answer.
+        answer: QuestionnaireAnswer,
+        /// The plan file, backed up when the answer confirms a Plan entry.
+        plan_file: PathBuf,
+        /// What changed.
+        reply: Reply<AnswerOutcome>,
+    },
+    /// Records a new sub-agent, running.
+    CreateAgent {
+        /// Its own session row.
+        id: String,
+        /// Its parent's row.
+        parent_id: String,
+        /// Its place in the tree.
+        path: AgentPath,
+        /// Its role.
+        role: String,
+        /// Its mode at spawn.
+        mode: Mode,
+        /// Its posture at spawn.
+        posture: Posture,
+        /// Done.
+        reply: Reply<()>,
+    },
+    /// Records a sub-agent's state and last report.
+    AgentState {
+        /// Its own session row.
+        id: String,
+        /// Its state.
+        state: ChildState,
+        /// Its report, when a run ended.
+        report: Option<Box<AgentReport>>,
+        /// Done.
+        reply: Reply<()>,
+    },
+    /// Gives up a session's lease.
+    ReleaseLease {
+        /// The session.
+        session_id: String,
+        /// Done.
+        reply: Reply<()>,
+    },
+    /// The audit records (JSON), oldest first.
+    Audit {
+        /// The session.
+        session_id: String,
+        /// Them.
+        reply: Reply<Vec<String>>,
+    },
+    /// Every message admitted: (source, state, content).
+    Admitted {
+        /// The session.
+        session_id: String,
+        /// Them.
+        reply: Reply<Vec<(String, String, String)>>,
+    },
+    /// The stored conversation.
+    Conversation {
+        /// The session.
+        session_id: String,
+        /// It.
+        reply: Reply<Vec<Message>>,
+    },
+}
+
+impl StoreRequest {
+    /// Answers the request with `error` without running it.
+    pub(super) fn refuse(self, error: StoreError) {
+        macro_rules! no {
+            ($reply:expr) => {{
+                let _ = $reply.send(Err(error));
+            }};
+        }
+        match self {
+            StoreRequest::Open(_, reply) => no!(reply),
+            StoreRequest::Admit { reply, .. } => no!(reply),
+            StoreRequest::StartTurn { reply, .. }
+            | StoreRequest::FinishTurn { reply, .. }
+            | StoreRequest::SetPosture { reply, .. }
+            | StoreRequest::OpenQuestionnaire(_, reply)
+            | StoreRequest::CreateAgent { reply, .. }
+            | StoreRequest::AgentState { reply, .. }
+            | StoreRequest::ReleaseLease { reply, .. } => no!(reply),
+            StoreRequest::Pending { reply, .. } => no!(reply),
+            StoreRequest::SetMode { reply, .. } => no!(reply),
+            StoreRequest::Answer { reply, .. } => no!(reply),
+            StoreRequest::Audit { reply, .. } => no!(reply),
+            StoreRequest::Admitted { reply, .. } => no!(reply),
+            StoreRequest::Conversation { reply, .. } => no!(reply),
+        }
+    }
+
+    /// Runs the request and answers it.
+    pub(super) fn run(self, s: &mut Store, owner: &LeaseOwner) {
+        match self {
+            StoreRequest::Open(open, reply) => {
+                let _ = reply.send(open_session(s, &open, owner));
+            }
+            StoreRequest::Admit {
+                session_id,
+                content,
+                intent,
+                key,
+                plan_file,
+                start_seq,
+                reply,
+            } => {
+                let admitted = admit(s, &session_id, &content, intent, &key, &plan_file).and_then(
+                    |(backup, admitted)| {
+                        if let Some(seq) = start_seq {
+                            s.start_turn(
+                                &session_id,
+                                admitted.id,
+                                Some((seq, &Message::user(content.clone()))),
+                            )?;
+                        }
+                        Ok((backup, admitted))
+                    },
+                );
+                let _ = reply.send(admitted);
+            }
+            StoreRequest::StartTurn {
+                session_id,
+                queue_id,
+                user,
+                reply,
+            } => {
+                let started =
+                    s.start_turn(&session_id, queue_id, user.as_ref().map(|(i, m)| (*i, m)));
+                let _ = reply.send(started);
+            }
+            StoreRequest::FinishTurn {
+                session_id,
+                queue_id,
+                reply,
+            } => {
+                let _ = reply.send(s.finish_turn(&session_id, queue_id));
+            }
+            StoreRequest::Pending { session_id, reply } => {
+                let _ = reply.send(s.pending(&session_id));
+            }
+            StoreRequest::SetMode {
+                session_id,
+                mode,
+                enter_plan,
+                reply,
+            } => {
+                let set = match enter_plan {
+                    Some(plan_file) => entry(&plan_file, || s.set_mode(&session_id, mode)),
+                    None => s.set_mode(&session_id, mode).map(|()| None),
+                };
+                let _ = reply.send(set);
+            }
+            StoreRequest::SetPosture {
+                session_id,
+                posture,
+                reply,
+            } => {
+                let _ = reply.send(s.set_posture(&session_id, posture));
+            }
+            StoreRequest::OpenQuestionnaire(q, reply) => {
+                let opened = s.open_questionnaire(&NewQuestionnaire {
+                    id: &q.id,
+                    session_id: &q.session_id,
+                    kind: q.kind,
+                    plan_path: &q.plan_path,
+                    snapshot: &q.snapshot,
+                    sha256: &q.sha256,
+                    truncated: q.truncated,
+                });
+                let _ = reply.send(opened);
+            }
+            StoreRequest::Answer {
+                session_id,
+                id,
+                answer,
+                plan_file,
+                reply,
+            } => {
+                let _ = reply.send(answer_questionnaire(
+                    s,
+                    &session_id,
+                    &id,
+                    &answer,
+                    &plan_file,
+                ));
+            }
+            StoreRequest::CreateAgent {
+                id,
+                parent_id,
+                path,
+                role,
+                mode,
+                posture,
+                reply,
+            } => {
+                let created = s.create_agent(&NewAgent {
+                    id: &id,
+                    parent_id: &parent_id,
+                    path: &path,
+                    role: &role,
+                    mode,
+                    posture,
+                });
+                let _ = reply.send(created);
+            }
+            StoreRequest::AgentState {
+                id,
+                state,
+                report,
+                reply,
+            } => {
+                let _ = reply.send(s.set_agent_state(&id, state, report.as_deref()));
+            }
+            StoreRequest::ReleaseLease { session_id, reply } => {
+                let _ = reply.send(s.release_lease(&session_id, owner));
+            }
+            StoreRequest::Audit { session_id, reply } => {
+                let _ = reply.send(s.audit(&session_id));
+            }
+            StoreRequest::Admitted { session_id, reply } => {
+                let _ = reply.send(s.admitted(&session_id));
+            }
+            StoreRequest::Conversation { session_id, reply } => {
+                let _ = reply.send(s.conversation(&session_id));
+            }
+        }
+    }
+}
+
+fn open_session(
+    s: &mut Store,
+    open: &SessionOpen,
+    owner: &LeaseOwner,
+) -> Result<Opened, StoreError> {
+    let id = open.id.as_str();
+    let stored = s.session(id)?;
+    let resumed = stored.is_some();
+    if !resumed {
+        match &open.agent {
+            Some((parent_id, path, role)) => s.create_agent(&NewAgent {
+                id,
+                parent_id,
+                path,
+                role,
+                mode: open.mode,
+                posture: open.posture,
+            })?,
+            None => {
+                s.create_session(&NewSession {
+                    id,
+                    workspace: &open.workspace,
+                    mode: open.mode,
+                    posture: open.posture,
+                })?;
+            }
+        }
+    }
+    if open.lease {
+        s.acquire_lease(id, owner)?;
+    }
+    if resumed && open.mode_given {
+        s.set_mode(id, open.mode)?;
+    }
+    if resumed && open.posture_given {
+        s.set_posture(id, open.posture)?;
+    }
+    let record = s
+        .session(id)?
+        .ok_or_else(|| StoreError::NotFound(format!("session {id} vanished")))?;
+    s.interrupt_agents(id)?;
+    Ok(Opened {
+        record,
+        resumed,
+        conversation: s.conversation(id)?,
+        pending: s.pending(id)?,
+        questionnaire: s.pending_questionnaire(id)?.map(|q| q.id),
+        children: s.agents(id)?,
+    })
+}
+
+/// Admits one user message; a Plan entry backs up the old plan around the
+/// admission, and restores it if the admission fails (PL2).
+fn admit(
+    s: &mut Store,
+    session_id: &str,
+    content: &str,
+    intent: Option<ModeIntent>,
+    key: &str,
+    plan_file: &std::path::Path,
+) -> Result<(Option<PathBuf>, Admitted), StoreError> {
+    let admission = Admission {
+        session_id,
+        content,
+        source: Source::User,
+        intent,
+        idempotency_key: key,
+        front: false,
+        plan_sha256: None,
+    };
+    match intent {
+        Some(ModeIntent::PlanEntry) => {
+            let mut admitted = None;
+            let backup = entry(plan_file, || {
+                admitted = Some(s.admit(&admission)?);
+                Ok(())
+            })?;
+            admitted
+                .map(|a| (backup, a))
+                .ok_or_else(|| StoreError::Sql("the admission vanished".into()))
+        }
+        Some(ModeIntent::PlanExit) | None => s.admit(&admission).map(|a| (None, a)),
+    }
+}
+
+fn answer_questionnaire(
+    s: &mut Store,
+    session_id: &str,
+    id: &str,
+    answer: &QuestionnaireAnswer,
+    plan_file: &std::path::Path,
+) -> Result<AnswerOutcome, StoreError> {
+    let kind = s.questionnaire(id)?.map(|q| q.kind);
+    if kind == Some(QuestionnaireKind::PlanEntry) && *answer == QuestionnaireAnswer::Approve {
+        // A confirmed entry backs up the old plan like any entry.
+        let mut outcome = None;
+        entry(plan_file, || {
+            outcome = Some(s.answer(session_id, id, answer)?);
+            Ok(())
+        })?;
+        outcome.ok_or_else(|| StoreError::Sql("the answer vanished".into()))
+    } else {
+        s.answer(session_id, id, answer)
+    }
+}
+
+/// Enters Plan around `commit`, backing up (and on failure restoring) the
+/// old plan; store errors pass through.
+fn entry(
+    plan_file: &std::path::Path,
+    commit: impl FnOnce() -> Result<(), StoreError>,
+) -> Result<Option<PathBuf>, StoreError> {
+    plan::enter(plan_file, commit)
+        .map(|(backup, ())| backup)
+        .map_err(|e| match e {
+            EntryError::Backup(why) => {
+                StoreError::Conflict(format!("the earlier plan could not be backed up: {why}"))
+            }
+            EntryError::Commit(err) => err,
+        })
+}
