@@ -8,6 +8,7 @@ mod agents;
 mod cancel;
 mod cli;
 mod crash;
+mod kernel;
 mod permissions;
 mod plan_lifecycle;
 mod plan_mode;
