@@ -17,6 +17,7 @@ use cadre_runtime::model::ModelClient;
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::protocol::Event;
+use cadre_runtime::store::StoreError;
 use cadre_runtime::tool::{ToolRunner, Workspace};
 use ractor::{Actor, ActorCell, ActorRef};
 use tokio::sync::mpsc;
@@ -108,13 +109,39 @@ pub struct SpawnedAgent {
     pub events: mpsc::UnboundedReceiver<Event>,
 }
 
+/// Why an agent did not start.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The store could not open the agent (busy, leased to another
+    /// process, unreadable); [`StoreError::is_retryable`] says whether to
+    /// try again later.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The actor could not start. Not retryable.
+    #[error("the agent could not start: {0}")]
+    Actor(String),
+}
+
+impl From<ractor::SpawnErr> for StartError {
+    fn from(err: ractor::SpawnErr) -> Self {
+        match err {
+            ractor::SpawnErr::StartupFailed(inner) => match inner.downcast_ref::<StoreError>() {
+                Some(store) => StartError::Store(store.clone()),
+                None => StartError::Actor(inner.to_string()),
+            },
+            other => StartError::Actor(other.to_string()),
+        }
+    }
+}
+
 /// Starts an agent, linked to `supervisor` when given (its failure is then
 /// the supervisor's supervision event).
 pub async fn spawn_agent(
     spec: AgentSpec,
     services: AgentServices,
     supervisor: Option<ActorCell>,
-) -> Result<SpawnedAgent, ractor::SpawnErr> {
+) -> Result<SpawnedAgent, StartError> {
     let (events, receiver) = mpsc::unbounded_channel();
     let args = SessionArgs {
         spec,

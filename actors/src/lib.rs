@@ -31,7 +31,7 @@ pub mod store;
 pub mod turn;
 
 pub use events::EventSink;
-pub use kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
+pub use kernel::{AgentServices, AgentSpec, SpawnedAgent, StartError, spawn_agent};
 pub use session::{
     PermissionConfig, SessionActor, SessionConfig, SessionHandle, SessionMsg, SessionServices,
     SessionSnapshot, Subagents, spawn_session,

@@ -54,6 +54,9 @@ pub struct RunConfig {
     pub plan_only: bool,
     /// The starting mode.
     pub mode: Mode,
+    /// `--mode` was given: a resumed session switches to it; otherwise it
+    /// keeps its stored mode.
+    pub mode_given: bool,
     /// The workspace root.
     pub workspace: PathBuf,
     /// The data directory.
@@ -70,6 +73,9 @@ pub struct RunConfig {
     pub tool_timeout: Duration,
     /// The starting posture.
     pub posture: Posture,
+    /// `--posture` (or `CADRE_POSTURE`) was given: a resumed session
+    /// switches to it; otherwise it keeps its stored posture.
+    pub posture_given: bool,
     /// Every rule: the files' and this run's.
     pub rules: RuleSet,
     /// The guardian's model and deadline.
@@ -160,6 +166,7 @@ impl RunConfig {
         defaults: UserDefaults,
     ) -> Result<Self, CliError> {
         let settings = &files.settings;
+        let (mode_given, posture_given) = (args.mode.is_some(), args.posture.is_some());
         let mode: Mode = match &args.mode {
             Some(mode) => mode
                 .parse()
@@ -249,6 +256,7 @@ impl RunConfig {
             approve_plan: false,
             plan_only: false,
             mode,
+            mode_given,
             workspace,
             data_dir,
             model,
@@ -260,6 +268,7 @@ impl RunConfig {
             },
             tool_timeout: Duration::from_secs(args.tool_timeout.max(1)),
             posture,
+            posture_given,
             rules,
             guardian,
             roles: files.roles,

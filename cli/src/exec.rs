@@ -163,6 +163,18 @@ impl Driver {
                 self.pending = None;
             }
             Event::InputAdmitted { .. } => self.awaiting_prompt = false,
+            // exec's own prompt was refused: nothing will run.
+            Event::OpRejected { op, retryable, .. }
+                if op == "user_input" && self.awaiting_prompt =>
+            {
+                self.awaiting_prompt = false;
+                self.ending = Some(if *retryable {
+                    Ending::Infrastructure { retryable: true }
+                } else {
+                    Ending::AgentFailed
+                });
+                return self.stop();
+            }
             Event::SessionIdle { .. }
             | Event::SessionStatus {
                 activity: Activity::Idle,

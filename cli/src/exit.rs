@@ -37,6 +37,15 @@ impl CliError {
         Self::usage(message)
     }
 
+    /// A retryable infrastructure failure (exit 75): the store is busy or
+    /// another process runs the session.
+    pub fn tempfail(message: impl Into<String>) -> Self {
+        Self {
+            code: TEMPFAIL,
+            message: message.into(),
+        }
+    }
+
     /// Anything else that stops the run before it starts (exit 1).
     pub fn internal(message: impl Into<String>) -> Self {
         Self {

@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use cadre_actors::store::StoreHandle;
 use cadre_actors::{
-    PermissionConfig, SessionConfig, SessionHandle, SessionServices, Subagents, spawn_session,
+    PermissionConfig, SessionConfig, SessionHandle, SessionServices, StartError, Subagents,
+    spawn_session,
 };
 use cadre_runtime::paths::DataDir;
 use cadre_runtime::protocol::Event;
-use cadre_runtime::store::{Store, store_path};
+use cadre_runtime::store::{Store, StoreError, store_path};
 use cadre_runtime::tool::{ToolRegistry, ToolRunner, Workspace};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
@@ -42,8 +43,7 @@ pub struct Launched {
 /// a denial that says why, P7).
 pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, CliError> {
     let model = config.model_client()?;
-    let store =
-        Store::open(&store_path(&config.data_dir)).map_err(|e| CliError::config(e.to_string()))?;
+    let store = Store::open(&store_path(&config.data_dir)).map_err(store_error)?;
     let (session_id, workspace) = match &config.resume {
         Resume::New => (uuid::Uuid::new_v4().to_string(), config.workspace.clone()),
         Resume::Spec(spec) => {
@@ -85,6 +85,8 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
     );
     let mut session = SessionConfig::new(session_id.clone(), workspace, paths);
     session.mode = config.mode;
+    session.mode_given = config.mode_given || matches!(config.resume, Resume::New);
+    session.posture_given = config.posture_given || matches!(config.resume, Resume::New);
     session.max_iterations = config.max_iterations;
     session.permissions = PermissionConfig {
         posture: config.posture,
@@ -96,7 +98,10 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
     session.plan_agent_entry = config.plan_agent_entry;
     let (handle, events) = spawn_session(session, services)
         .await
-        .map_err(|e| CliError::internal(format!("the session could not start: {e}")))?;
+        .map_err(|e| match e {
+            StartError::Store(err) => store_error(err),
+            other => CliError::internal(format!("the session could not start: {other}")),
+        })?;
     Ok(Launched {
         handle,
         events,
@@ -104,4 +109,15 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
         store_task,
         session_id,
     })
+}
+
+/// A store that is busy, leased to another process or failing to write is
+/// worth trying again (exit 75); one that is unreadable or too new is not
+/// (exit 2).
+fn store_error(err: StoreError) -> CliError {
+    if err.is_retryable() {
+        CliError::tempfail(err.to_string())
+    } else {
+        CliError::config(err.to_string())
+    }
 }

@@ -149,11 +149,12 @@ impl TextView {
             Event::SessionStarted {
                 session_id,
                 mode,
+                posture,
                 workspace,
                 model,
                 ..
             } => err(format!(
-                "cadre · session {session_id} · {mode} mode · {model}\n  workspace {workspace}"
+                "cadre · session {session_id} · {mode} mode · posture {posture} · {model}\n  workspace {workspace}"
             )),
             Event::InputAdmitted { queue_length } => {
                 if *queue_length > 0 {

@@ -497,6 +497,11 @@ pub enum Event {
         op: String,
         /// Why, and what to do instead.
         message: String,
+        /// The refusal came from the infrastructure (the store could not
+        /// record the submission): trying again later may succeed. Absent
+        /// (false) for refusals of the request itself.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        retryable: bool,
     },
     /// The session's state, answering [`Op::Status`].
     #[serde(rename = "session.status")]

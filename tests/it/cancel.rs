@@ -157,7 +157,7 @@ async fn a_mode_change_while_a_turn_runs_is_refused_and_status_still_answers() {
     session.submit(Op::Status);
     let refused = session.next_event().await;
     assert!(
-        matches!(&refused, Event::OpRejected { op, message } if op == "set_mode" && message.contains("cancel it first")),
+        matches!(&refused, Event::OpRejected { op, message, .. } if op == "set_mode" && message.contains("cancel it first")),
         "{refused:?}"
     );
     let status = session.next_event().await;
@@ -185,7 +185,7 @@ async fn a_model_change_is_refused_while_a_turn_runs_and_the_next_turn_asks_the_
     });
     let refused = session.next_event().await;
     assert!(
-        matches!(&refused, Event::OpRejected { op, message } if op == "set_model" && message.contains("cancel it first")),
+        matches!(&refused, Event::OpRejected { op, message, .. } if op == "set_model" && message.contains("cancel it first")),
         "{refused:?}"
     );
     cancel_and_expect_cancelled(&mut session).await;
@@ -196,7 +196,7 @@ async fn a_model_change_is_refused_while_a_turn_runs_and_the_next_turn_asks_the_
     session.submit(Op::SetModel { model: "  ".into() });
     let empty = session.next_event().await;
     assert!(
-        matches!(&empty, Event::OpRejected { op, message } if op == "set_model" && message.contains("empty")),
+        matches!(&empty, Event::OpRejected { op, message, .. } if op == "set_model" && message.contains("empty")),
         "{empty:?}"
     );
     session.submit(Op::SetModel {

@@ -8,6 +8,7 @@ mod agents;
 mod cancel;
 mod cli;
 mod crash;
+mod durability;
 mod kernel;
 mod permissions;
 mod plan_lifecycle;

@@ -300,7 +300,7 @@ impl SessionHandle {
 pub async fn spawn_session(
     config: SessionConfig,
     services: SessionServices,
-) -> Result<(SessionHandle, mpsc::UnboundedReceiver<Event>), ractor::SpawnErr> {
+) -> Result<(SessionHandle, mpsc::UnboundedReceiver<Event>), crate::kernel::StartError> {
     let SpawnedAgent {
         actor,
         join,
@@ -499,6 +499,7 @@ impl SessionState {
         self.emit(Event::OpRejected {
             op: op.to_string(),
             message: message.into(),
+            retryable: false,
         });
     }
 

@@ -158,7 +158,11 @@ impl SessionState {
         let (backup, admitted) = match admitted {
             Ok(done) => done,
             Err(err) => {
-                return self.reject("user_input", format!("the message was not admitted: {err}"));
+                return self.emit(Event::OpRejected {
+                    op: "user_input".into(),
+                    message: format!("the message was not admitted: {err}"),
+                    retryable: err.is_retryable(),
+                });
             }
         };
         match intent {

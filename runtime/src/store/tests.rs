@@ -284,3 +284,146 @@ fn a_corrupt_store_file_is_an_error_not_a_panic() {
         "{text}"
     );
 }
+
+fn owner(token: &str, pid: u32, started: i64) -> LeaseOwner {
+    LeaseOwner {
+        token: token.into(),
+        host: LeaseOwner::this_process().host,
+        pid,
+        started,
+    }
+}
+
+#[test]
+fn a_session_is_run_by_one_process_at_a_time() {
+    let (dir, mut store) = store();
+    session(&mut store, "s1", "/ws");
+    let me = LeaseOwner::this_process();
+    store.acquire_lease("s1", &me).expect("first");
+    store.acquire_lease("s1", &me).expect("the holder again");
+    // A second process on the same store, with the holder alive (this
+    // process, under another token): refused, naming the holder.
+    let mut other = Store::open(&store_path(dir.path())).expect("open");
+    let rival = LeaseOwner {
+        token: "rival".into(),
+        ..me.clone()
+    };
+    let refused = other.acquire_lease("s1", &rival).expect_err("leased");
+    assert!(matches!(refused, StoreError::Leased { .. }), "{refused:?}");
+    assert!(refused.is_retryable());
+    assert!(
+        refused.to_string().contains(&format!("process {}", me.pid)),
+        "{refused}"
+    );
+    // Released, it is free.
+    store.release_lease("s1", &me).expect("release");
+    other.acquire_lease("s1", &rival).expect("free now");
+}
+
+#[test]
+fn a_lease_left_by_a_dead_process_on_this_machine_is_taken_over_at_once() {
+    let (_dir, mut store) = store();
+    session(&mut store, "s1", "/ws");
+    // A process that no longer runs: its recorded start time does not match.
+    store
+        .acquire_lease("s1", &owner("ghost", std::process::id(), -1))
+        .expect("ghost");
+    store
+        .acquire_lease("s1", &LeaseOwner::this_process())
+        .expect("the ghost does not hold");
+    // A holder on another machine holds until it stops renewing.
+    let remote = LeaseOwner {
+        host: "elsewhere.invalid".into(),
+        ..owner("remote", 1, 1)
+    };
+    let (_dir2, mut shared) = self::store();
+    session(&mut shared, "s2", "/ws");
+    shared.acquire_lease("s2", &remote).expect("remote");
+    let refused = shared
+        .acquire_lease("s2", &LeaseOwner::this_process())
+        .expect_err("a fresh remote lease holds");
+    assert!(matches!(refused, StoreError::Leased { .. }));
+}
+
+#[test]
+fn a_store_locked_by_another_process_is_busy_and_retryable() {
+    let (dir, mut store) = store();
+    session(&mut store, "s1", "/ws");
+    // Another connection holds the write lock for the whole attempt.
+    let holder = rusqlite::Connection::open(store_path(dir.path())).expect("open");
+    holder
+        .execute_batch("BEGIN EXCLUSIVE; UPDATE sessions SET title = 'x';")
+        .expect("lock");
+    store
+        .conn
+        .busy_timeout(std::time::Duration::from_millis(50))
+        .expect("timeout");
+    let err = store.set_mode("s1", Mode::Plan).expect_err("locked");
+    assert!(matches!(err, StoreError::Busy { .. }), "{err:?}");
+    assert!(err.is_retryable());
+    holder.execute_batch("ROLLBACK").expect("unlock");
+    store.set_mode("s1", Mode::Plan).expect("free again");
+}
+
+#[test]
+fn sub_agents_are_listed_under_their_parent_and_a_crash_interrupts_the_running_ones() {
+    let (_dir, mut store) = store();
+    session(&mut store, "s1", "/ws");
+    let one: crate::agent::AgentPath = "1".parse().expect("path");
+    let two: crate::agent::AgentPath = "2".parse().expect("path");
+    for (id, path) in [("s1/1", &one), ("s1/2", &two)] {
+        store
+            .create_agent(&NewAgent {
+                id,
+                parent_id: "s1",
+                path,
+                role: "worker",
+                mode: Mode::Plan,
+                posture: Posture::Never,
+            })
+            .expect("agent");
+    }
+    // The agents' rows are not sessions a user resumes or lists.
+    assert_eq!(store.list(10).expect("list").len(), 1);
+    assert!(store.resolve("s1/1", None).is_err());
+    let report = crate::agent::AgentReport {
+        agent_id: "1".into(),
+        status: "completed".into(),
+        summary: "done".into(),
+        ..Default::default()
+    };
+    store
+        .set_agent_state("s1/1", crate::agent::ChildState::Idle, Some(&report))
+        .expect("state");
+    let queued = admit(&mut store, "s1/2", "work", "k-agent-2");
+    store.start_turn("s1/2", queued.id, None).expect("start");
+    assert_eq!(store.interrupt_agents("s1").expect("interrupt"), ["s1/2"]);
+    let agents = store.agents("s1").expect("agents");
+    let states: Vec<(String, crate::agent::ChildState, Option<String>)> = agents
+        .iter()
+        .map(|a| {
+            (
+                a.path.to_string(),
+                a.state,
+                a.report.as_ref().map(|r| r.summary.clone()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (
+                "1".into(),
+                crate::agent::ChildState::Idle,
+                Some("done".into())
+            ),
+            ("2".into(), crate::agent::ChildState::Interrupted, None),
+        ]
+    );
+    assert!(
+        store.pending("s1/2").expect("pending").is_empty(),
+        "nothing re-runs by itself"
+    );
+    let child = store.session("s1/2").expect("row").expect("exists");
+    assert_eq!((child.mode, child.posture), (Mode::Plan, Posture::Never));
+}

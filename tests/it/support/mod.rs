@@ -1,5 +1,6 @@
 //! Shared test support: the mock server and a session harness.
 
+pub mod cli;
 pub mod mock;
 
 use std::path::PathBuf;
@@ -52,6 +53,7 @@ pub struct SessionBuilder {
     permissions: PermissionConfig,
     subagents: Option<(BTreeMap<String, RoleConfig>, u32)>,
     plan_agent_entry: bool,
+    store_limit: Option<u64>,
 }
 
 impl SessionBuilder {
@@ -82,6 +84,7 @@ impl SessionBuilder {
             },
             subagents: None,
             plan_agent_entry: false,
+            store_limit: None,
         }
     }
 
@@ -129,6 +132,12 @@ impl SessionBuilder {
         self
     }
 
+    /// Caps the store file's size, as a full disk would.
+    pub fn store_limit(mut self, bytes: u64) -> Self {
+        self.store_limit = Some(bytes);
+        self
+    }
+
     pub fn tool_timeout(mut self, timeout: Duration) -> Self {
         self.tool_timeout = timeout;
         self
@@ -160,7 +169,10 @@ impl SessionBuilder {
                 max,
             ))
         });
-        let store = Store::open(&store_path(data.path())).expect("store");
+        let mut store = Store::open(&store_path(data.path())).expect("store");
+        if let Some(bytes) = self.store_limit {
+            store.limit_size(bytes).expect("limit");
+        }
         let (store, _) = StoreHandle::start(store).await.expect("store actor");
         let services = SessionServices {
             model: self.model,
