@@ -359,6 +359,8 @@ fn tool_context(
     cadre::runtime::tool::ToolContext {
         workspace: Workspace::new(workspace).expect("workspace"),
         mode: Mode::Work,
+        posture: cadre::runtime::permission::Posture::Suggest,
+        sandbox: Default::default(),
         session_dir: paths.dir.clone(),
         plan_file: paths.plan_file(),
         allowed_tools: None,

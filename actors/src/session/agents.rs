@@ -339,6 +339,7 @@ impl SessionState {
                 .flatten(),
             subagents: self.config.subagents.clone(),
             plan_agent_entry: false,
+            sandbox: self.config.sandbox.clone(),
         }
     }
 

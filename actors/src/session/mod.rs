@@ -38,6 +38,7 @@ use cadre_runtime::model::ModelClient;
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::Decision;
 use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op, STREAM_VERSION, Usage};
+use cadre_runtime::sandbox::{SandboxConfig, sandbox_status};
 use cadre_runtime::tool::{
     AgentRequest, Authorization, ErrorCode, ToolOutcome, ToolRunner, Workspace,
 };
@@ -115,6 +116,8 @@ pub struct SessionConfig {
     pub subagents: Option<Arc<Subagents>>,
     /// Offer `enter_plan_mode` in Work (config `plan.agent_entry`).
     pub plan_agent_entry: bool,
+    /// How `bash` commands are sandboxed; sub-agents share it.
+    pub sandbox: Arc<SandboxConfig>,
 }
 
 impl SessionConfig {
@@ -138,6 +141,7 @@ impl SessionConfig {
             model_override: None,
             subagents: None,
             plan_agent_entry: false,
+            sandbox: Arc::default(),
         }
     }
 }
@@ -370,6 +374,7 @@ impl Actor for SessionActor {
             posture: state.authority.posture,
             workspace: state.config.workspace.root().display().to_string(),
             model: state.model_name().to_string(),
+            sandbox: sandbox_status().to_string(),
         });
         Ok(state)
     }

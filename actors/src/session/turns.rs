@@ -305,6 +305,8 @@ impl SessionState {
         let tool_context = ToolContext {
             workspace: config.workspace.clone(),
             mode: self.mode,
+            posture: self.authority.effective_posture(),
+            sandbox: config.sandbox.clone(),
             session_dir: config.paths.dir.clone(),
             plan_file,
             allowed_tools: config.allowed_tools.clone(),

@@ -12,6 +12,8 @@ use serde_json::Value;
 
 use super::workspace::Workspace;
 use crate::mode::Mode;
+use crate::permission::Posture;
+use crate::sandbox::SandboxConfig;
 
 /// Whether a tool (or one concrete call of it) can change anything (T1, T5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -212,6 +214,11 @@ pub struct ToolContext {
     pub workspace: Workspace,
     /// The session's mode when the call was made.
     pub mode: Mode,
+    /// The posture in force when the turn started; with the mode it decides
+    /// how far a command may write (P9).
+    pub posture: Posture,
+    /// How commands are sandboxed.
+    pub sandbox: Arc<SandboxConfig>,
     /// The session directory (`<data dir>/sessions/<id>`), for session-owned state.
     pub session_dir: PathBuf,
     /// The canonical plan file of this session.

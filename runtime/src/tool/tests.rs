@@ -25,6 +25,7 @@ use tempfile::TempDir;
 use super::*;
 use crate::message::ToolCall;
 use crate::mode::Mode;
+use crate::permission::Posture;
 
 mod behaviour;
 mod confinement;
@@ -135,6 +136,8 @@ impl Env {
         let ctx = ToolContext {
             workspace: Workspace::new(root.path().join("ws")).unwrap(),
             mode,
+            posture: Posture::Suggest,
+            sandbox: Arc::default(),
             plan_file: session.join("artifacts").join("plan.md"),
             session_dir: session,
             allowed_tools: None,
