@@ -13,6 +13,7 @@ mod plan_lifecycle;
 mod plan_mode;
 mod retries;
 mod samples;
+mod sandbox;
 mod settings;
 mod shell;
 mod streaming;
