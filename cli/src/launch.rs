@@ -94,6 +94,7 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
     };
     session.subagents = Some(Arc::new(subagents));
     session.plan_agent_entry = config.plan_agent_entry;
+    session.sandbox = Arc::new(config.sandbox.clone());
     let (handle, events) = spawn_session(session, services)
         .await
         .map_err(|e| CliError::internal(format!("the session could not start: {e}")))?;

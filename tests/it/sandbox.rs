@@ -148,3 +148,67 @@ async fn session_started_names_the_sandbox_in_force() {
     assert_eq!(sandbox, sandbox_status().to_string());
     session.shutdown().await;
 }
+
+/// The binary fills the sandbox from its environment and `[sandbox]`: a
+/// command sees `HOME` and the configured extra variable, never the API key.
+#[tokio::test]
+async fn exec_passes_commands_only_allow_listed_and_configured_variables() {
+    let (ws, data) = (TempDir::new().unwrap(), TempDir::new().unwrap());
+    let script = data.path().join("script.toml");
+    std::fs::write(
+        &script,
+        r#"
+[[response]]
+iteration = 1
+[[response.tool_calls]]
+name = "bash"
+arguments = { command = "printenv HOME CADRE_EXTRA OPENAI_API_KEY CADRE_OTHER" }
+
+[[response]]
+iteration = 2
+text = "done"
+"#,
+    )
+    .unwrap();
+    let config = data.path().join("config.toml");
+    std::fs::write(&config, "[sandbox]\nenv = [\"CADRE_EXTRA\"]\n").unwrap();
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_cadre"))
+        .args(["exec", "--script", path(&script), "--config", path(&config)])
+        .args([
+            "--workspace",
+            path(ws.path()),
+            "--data-dir",
+            path(data.path()),
+        ])
+        .args([
+            "--posture",
+            "bypass",
+            "--output-format",
+            "stream-json",
+            "go",
+        ])
+        .env("HOME", "/home/someone")
+        .env("OPENAI_API_KEY", "sk-secret")
+        .env("CADRE_EXTRA", "extra-value")
+        .env("CADRE_OTHER", "other-value")
+        .env_remove("CADRE_HOME")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let result: serde_json::Value = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .find(|event: &serde_json::Value| event["type"] == "tool.result")
+        .unwrap_or_else(|| panic!("no tool.result in {stdout}"));
+    // printenv exits 1 because two of the four are missing.
+    assert_eq!(
+        result["output"], "exit code: 1\n/home/someone\nextra-value\n",
+        "{stdout}"
+    );
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}

@@ -123,9 +123,13 @@ fn report(finished: &Finished, policy: &Policy, max_output: u64) -> String {
              open; reading stopped]\n",
         );
     }
-    if finished.confined && !finished.status.success() {
+    // Say where a refusal may come from, only when one shows.
+    let refused = ["Permission denied", "Operation not permitted"]
+        .iter()
+        .any(|m| text.contains(m));
+    if finished.confined && !finished.status.success() && refused {
         text.push_str(&format!(
-            "[sandbox: {}; a 'Permission denied' may come from it]\n",
+            "[sandbox: {}; the refusal above may come from it]\n",
             describe(policy)
         ));
     }
