@@ -212,3 +212,37 @@ text = "done"
 fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// The text header says once when commands run without a kernel sandbox,
+/// and says nothing more when one is enforced.
+#[test]
+fn the_text_header_says_when_there_is_no_sandbox() {
+    fn check(sandbox: &str, expected_last_line: &str) {
+        let event = Event::SessionStarted {
+            version: 1,
+            session_id: "s".into(),
+            mode: Mode::Work,
+            posture: Posture::Suggest,
+            workspace: "/ws".into(),
+            model: "m".into(),
+            sandbox: sandbox.into(),
+        };
+        let piece = cadre::cli::render::TextView::default()
+            .event(&event)
+            .expect("a header");
+        assert_eq!(
+            piece.text.trim_end().lines().last(),
+            Some(expected_last_line),
+            "{sandbox}"
+        );
+    }
+    check("landlock-abi-7", "  workspace /ws");
+    check(
+        "landlock-abi-3 (partial)",
+        "  sandbox landlock-abi-3 (partial): this kernel enforces only part of it",
+    );
+    check(
+        "unavailable: this kernel has no Landlock",
+        "  bash commands run under the reader's checks alone",
+    );
+}
