@@ -362,6 +362,7 @@ fn tool_context(
             Mode::Work,
             cadre::runtime::permission::Posture::Bypass,
         ),
+        sandbox: Default::default(),
         session_dir: paths.dir.clone(),
         plan_file: Some(paths.plan_file()),
         allowed_tools: None,

@@ -17,6 +17,7 @@ use cadre_runtime::model::ModelClient;
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::protocol::Event;
+use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::store::StoreError;
 use cadre_runtime::tool::{ToolRunner, Workspace};
 use ractor::{Actor, ActorCell, ActorRef};
@@ -63,6 +64,8 @@ pub struct AgentSpec {
     pub mode_given: bool,
     /// The host chose the posture: see `mode_given`.
     pub posture_given: bool,
+    /// How `bash` commands are sandboxed.
+    pub sandbox: Arc<SandboxConfig>,
 }
 
 impl AgentSpec {

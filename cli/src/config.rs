@@ -12,11 +12,15 @@ use cadre_runtime::Mode;
 use cadre_runtime::agent::ModelSource;
 use cadre_runtime::config::{Config, RoleConfig};
 use cadre_runtime::model::{
-    ModelClient, OpenAiClient, OpenAiConfig, RetryPolicy, Retrying, Script, ScriptedModel,
+    ModelClient, OpenAiClient, OpenAiConfig, ResponseLimits, RetryPolicy, Retrying, Script,
+    ScriptedModel,
 };
 use cadre_runtime::permission::Posture;
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::permission::rules::{PermissionRules, RuleSet, Scope};
+use cadre_runtime::sandbox::{
+    DEFAULT_MAX_OUTPUT, SandboxConfig, default_writable_roots, inherited,
+};
 
 use crate::args::{ExecArgs, OutputFormat, SessionArgs};
 use crate::exit::CliError;
@@ -86,6 +90,10 @@ pub struct RunConfig {
     pub max_subagents: u32,
     /// Offer `enter_plan_mode` (config `plan.agent_entry`).
     pub plan_agent_entry: bool,
+    /// How `bash` commands are sandboxed (`[sandbox]`, `[limits]`).
+    pub sandbox: SandboxConfig,
+    /// How large and how long one model response may be (`[limits]`).
+    pub response_limits: ResponseLimits,
 }
 
 /// A new session, or a stored one to carry on (ST3).
@@ -110,6 +118,9 @@ pub struct Environment {
     pub platform_data_dir: Option<PathBuf>,
     /// The platform configuration directory.
     pub platform_config_dir: Option<PathBuf>,
+    /// The process environment, from which commands get an allow-listed
+    /// part (and the sandbox its `HOME` and `CARGO_HOME`).
+    pub vars: Vec<(String, String)>,
 }
 
 /// The user's defaults from `settings.toml` (M6): the lowest layer, below
@@ -223,6 +234,8 @@ impl RunConfig {
                 ));
             }
         };
+        let sandbox = sandbox_config(settings, &env.vars, &data_dir);
+        let response_limits = response_limits(&settings.limits);
         let base_url = args.base_url.or_else(|| settings.base_url.clone());
         let model_name = args
             .model
@@ -282,6 +295,8 @@ impl RunConfig {
                 .or(settings.max_subagents)
                 .unwrap_or(8)
                 .clamp(1, 128),
+            sandbox,
+            response_limits,
         })
     }
 
@@ -292,6 +307,7 @@ impl RunConfig {
             default,
             choice: self.model.clone(),
             retry: self.retry,
+            limits: self.response_limits,
         })
     }
 
@@ -307,6 +323,7 @@ impl RunConfig {
                 let mut config = OpenAiConfig::new(base_url.clone(), model.clone());
                 config.api_key = api_key.clone();
                 config.stream = *stream;
+                config.limits = self.response_limits;
                 let client =
                     OpenAiClient::new(config).map_err(|e| CliError::config(e.to_string()))?;
                 Arc::new(Retrying::new(Arc::new(client), self.retry))
@@ -330,6 +347,7 @@ struct RoleModels {
     default: Arc<dyn ModelClient>,
     choice: ModelChoice,
     retry: RetryPolicy,
+    limits: ResponseLimits,
 }
 
 impl ModelSource for RoleModels {
@@ -352,7 +370,62 @@ impl ModelSource for RoleModels {
         let mut config = OpenAiConfig::new(base_url.clone(), model);
         config.api_key = api_key;
         config.stream = stream;
+        config.limits = self.limits;
         let client = OpenAiClient::new(config).map_err(|e| e.to_string())?;
         Ok(Arc::new(Retrying::new(Arc::new(client), self.retry)))
+    }
+}
+
+/// The sandbox from `[sandbox]`, `[limits]` and the environment: the
+/// configured writable roots (`~/` is `$HOME`) or the default caches,
+/// cadre's data directory protected (the host adds its configuration
+/// directory), and the allow-listed variables.
+fn sandbox_config(
+    settings: &cadre_runtime::config::ConfigFile,
+    vars: &[(String, String)],
+    data_dir: &std::path::Path,
+) -> SandboxConfig {
+    let var = |name: &str| {
+        vars.iter()
+            .find(|(k, v)| k == name && !v.is_empty())
+            .map(|(_, v)| PathBuf::from(v))
+    };
+    let home = var("HOME");
+    let writable_roots = match (&settings.sandbox.writable_roots, &home) {
+        (Some(roots), _) => roots
+            .iter()
+            .filter_map(|root| match (root.strip_prefix("~/"), &home) {
+                (Some(rest), Some(home)) => Some(home.join(rest)),
+                (Some(_), None) => None,
+                (None, _) => Some(PathBuf::from(root)),
+            })
+            .collect(),
+        (None, Some(home)) => default_writable_roots(home, var("CARGO_HOME").as_deref()),
+        (None, None) => Vec::new(),
+    };
+    let extra = settings.sandbox.env.clone().unwrap_or_default();
+    SandboxConfig {
+        writable_roots,
+        protected: vec![data_dir.to_path_buf()],
+        env: inherited(vars.iter().cloned(), &extra),
+        max_output: settings
+            .limits
+            .bash_output_mib
+            .map_or(DEFAULT_MAX_OUTPUT, |mib| {
+                mib.max(1).saturating_mul(1024 * 1024)
+            }),
+    }
+}
+
+/// The model response limits from `[limits]`, the defaults for what is unset.
+fn response_limits(limits: &cadre_runtime::config::LimitSettings) -> ResponseLimits {
+    let default = ResponseLimits::default();
+    ResponseLimits {
+        max_bytes: limits.response_mib.map_or(default.max_bytes, |mib| {
+            usize::try_from(mib.max(1).saturating_mul(1024 * 1024)).unwrap_or(usize::MAX)
+        }),
+        max_duration: limits.response_secs.map_or(default.max_duration, |secs| {
+            Duration::from_secs(secs.max(1))
+        }),
     }
 }

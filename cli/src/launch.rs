@@ -96,6 +96,7 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
     };
     session.subagents = Some(Arc::new(subagents));
     session.plan_agent_entry = config.plan_agent_entry;
+    session.sandbox = Arc::new(config.sandbox.clone());
     let (handle, events) = spawn_session(session, services)
         .await
         .map_err(|e| match e {

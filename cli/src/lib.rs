@@ -109,7 +109,8 @@ fn run_exec(
     block_on(async {
         let files = load_config(&args.session, &env, config_dir.as_deref())?;
         let defaults = load_defaults(config_dir.as_deref())?;
-        let config = RunConfig::from_args(args, env, files, defaults)?;
+        let mut config = RunConfig::from_args(args, env, files, defaults)?;
+        config.sandbox.protected.extend(config_dir);
         exec::run(config).await
     })
 }
@@ -122,7 +123,8 @@ fn run_shell(
     block_on(async {
         let files = load_config(&args, &env, config_dir.as_deref())?;
         let defaults = load_defaults(config_dir.as_deref())?;
-        let config = RunConfig::from_session(args, env, files, defaults)?;
+        let mut config = RunConfig::from_session(args, env, files, defaults)?;
+        config.sandbox.protected.extend(config_dir.clone());
         let settings = config_dir.as_deref().map(Settings::in_dir);
         shell::run(config, settings).await
     })
@@ -158,8 +160,11 @@ fn shell_flag(matches: &clap::ArgMatches) -> Option<String> {
         })
 }
 
-/// Prints an error and maps the result to the exit code.
+/// Prints an error and maps the result to the exit code. Every exit path
+/// passes here: commands still running (a turn's `bash` that the runtime,
+/// shut down in the background, never dropped) are killed first.
 fn finish(result: Result<u8, exit::CliError>) -> ExitCode {
+    cadre_runtime::sandbox::kill_live_groups();
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
@@ -180,6 +185,9 @@ fn environment() -> Environment {
         current_dir: std::env::current_dir().ok(),
         platform_data_dir: dirs::data_dir(),
         platform_config_dir: dirs::config_dir(),
+        vars: std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect(),
     }
 }
 

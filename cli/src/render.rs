@@ -152,10 +152,25 @@ impl TextView {
                 posture,
                 workspace,
                 model,
+                sandbox,
                 ..
-            } => err(format!(
-                "cadre · session {session_id} · {mode} mode · posture {posture} · {model}\n  workspace {workspace}"
-            )),
+            } => {
+                let mut text = format!(
+                    "cadre · session {session_id} · {mode} mode · posture {posture} · {model}\n  workspace {workspace}"
+                );
+                // Said once, at the start: without a kernel sandbox only the
+                // reader decides what commands may do.
+                if !sandbox.starts_with("landlock-") {
+                    text.push_str(&format!(
+                        "\n  sandbox {sandbox}\n  bash commands run under the reader's checks alone"
+                    ));
+                } else if sandbox.ends_with("(partial)") {
+                    text.push_str(&format!(
+                        "\n  sandbox {sandbox}: this kernel enforces only part of it"
+                    ));
+                }
+                err(text)
+            }
             Event::InputAdmitted { queue_length } => {
                 if *queue_length > 0 {
                     err(format!("(queued; {queue_length} waiting)"))

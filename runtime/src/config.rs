@@ -55,6 +55,38 @@ pub struct ConfigFile {
     /// The plan lifecycle.
     #[serde(default)]
     pub plan: PlanSettings,
+    /// How `bash` commands are sandboxed. Ignored in the project's file: a
+    /// repository cannot widen its own sandbox.
+    #[serde(default)]
+    pub sandbox: SandboxSettings,
+    /// Bounds on what commands and models may produce.
+    #[serde(default)]
+    pub limits: LimitSettings,
+}
+
+/// `[sandbox]` (see `docs/security/sandbox.md`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSettings {
+    /// Directories writable under `suggest` and `auto` besides the
+    /// workspace; replaces the default list (package caches). `~/` is the
+    /// home directory.
+    pub writable_roots: Option<Vec<String>>,
+    /// More environment variables passed to commands (never `BASH_ENV` and
+    /// the like).
+    pub env: Option<Vec<String>>,
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitSettings {
+    /// MiB of output (stdout and stderr) after which a command is killed (default 32).
+    pub bash_output_mib: Option<u64>,
+    /// MiB of text, reasoning and tool-call arguments in one model response (default 8).
+    pub response_mib: Option<u64>,
+    /// Seconds one model response may take (default 600).
+    pub response_secs: Option<u64>,
 }
 
 /// `[plan]`.
@@ -200,6 +232,17 @@ impl Config {
             s.guardian.model = file.guardian.model.or(s.guardian.model.take());
             s.guardian.timeout_secs = file.guardian.timeout_secs.or(s.guardian.timeout_secs);
             s.plan.agent_entry = file.plan.agent_entry.or(s.plan.agent_entry);
+            if scope != Scope::Project {
+                s.sandbox.writable_roots = file
+                    .sandbox
+                    .writable_roots
+                    .or(s.sandbox.writable_roots.take());
+                s.sandbox.env = file.sandbox.env.or(s.sandbox.env.take());
+            }
+            let l = &mut s.limits;
+            l.bash_output_mib = file.limits.bash_output_mib.or(l.bash_output_mib);
+            l.response_mib = file.limits.response_mib.or(l.response_mib);
+            l.response_secs = file.limits.response_secs.or(l.response_secs);
             merged
                 .rules
                 .extend_from(scope, &file.permissions)
@@ -258,6 +301,26 @@ posture = "never"
         let test = serde_json::json!({"command": "cargo test -p x"});
         assert!(merged.rules.decide("bash", &push, root).is_some());
         assert!(merged.rules.decide("bash", &test, root).is_some());
+    }
+
+    #[test]
+    fn a_project_file_cannot_widen_the_sandbox() {
+        let user = file("[sandbox]\nwritable_roots = [\"~/.cache\"]\n[limits]\nresponse_mib = 4\n");
+        let project = file(
+            "[sandbox]\nwritable_roots = [\"/\"]\nenv = [\"AWS_SECRET\"]\n[limits]\nresponse_secs = 60\n",
+        );
+        let merged = Config::merge(vec![
+            (user, Scope::User, "user.toml".into()),
+            (project, Scope::Project, "project.toml".into()),
+        ])
+        .expect("merges");
+        let s = &merged.settings;
+        assert_eq!(s.sandbox.writable_roots, Some(vec!["~/.cache".to_string()]));
+        assert_eq!(s.sandbox.env, None);
+        assert_eq!(
+            (s.limits.response_mib, s.limits.response_secs),
+            (Some(4), Some(60))
+        );
     }
 
     #[test]

@@ -19,6 +19,8 @@
 //!   agent and approval ids, the child table, reports.
 //! - [`config`]: configuration files and their precedence.
 //! - [`settings`]: user defaults in `settings.toml`, replaced whole under a cross-process lock.
+//! - [`sandbox`]: commands under Landlock, with a clean environment, bounded
+//!   output and process groups that die with the call.
 //!
 //! **Invariant:** this crate knows nothing about ractor, and writes nothing to
 //! stdout or stderr.
@@ -36,6 +38,7 @@ pub mod permission;
 pub mod plan;
 pub mod prompt;
 pub mod protocol;
+pub mod sandbox;
 pub mod settings;
 pub mod store;
 pub mod tool;

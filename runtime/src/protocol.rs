@@ -217,6 +217,10 @@ pub enum Event {
         workspace: String,
         /// The model the session talks to.
         model: String,
+        /// What confines `bash` commands: `landlock-abi-<n>` (with
+        /// ` (partial)` when the kernel lacks some rights), or
+        /// `unavailable: <why>` when only the reader decides (P9).
+        sandbox: String,
     },
     /// A user message was admitted (stored, in a session with a store).
     #[serde(rename = "input.admitted")]

@@ -15,6 +15,7 @@ mod plan_lifecycle;
 mod plan_mode;
 mod retries;
 mod samples;
+mod sandbox;
 mod settings;
 mod shell;
 mod streaming;

@@ -391,6 +391,7 @@ impl SessionState {
             plan_agent_entry: false,
             mode_given: true,
             posture_given: true,
+            sandbox: self.spec.sandbox.clone(),
             authority,
         }
     }

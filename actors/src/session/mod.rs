@@ -35,6 +35,7 @@ use cadre_runtime::message::{Message, unanswered_calls};
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::Decision;
 use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op, Usage};
+use cadre_runtime::sandbox::{SandboxConfig, sandbox_status};
 use cadre_runtime::tool::{
     AgentRequest, Authorization, ErrorCode, PlanRequest, ToolOutcome, Workspace,
 };
@@ -78,6 +79,8 @@ pub struct SessionConfig {
     pub mode_given: bool,
     /// The host chose the posture: see `mode_given`.
     pub posture_given: bool,
+    /// How `bash` commands are sandboxed; sub-agents share it.
+    pub sandbox: Arc<SandboxConfig>,
 }
 
 impl SessionConfig {
@@ -98,6 +101,7 @@ impl SessionConfig {
             plan_agent_entry: false,
             mode_given: true,
             posture_given: true,
+            sandbox: Arc::default(),
         }
     }
 
@@ -131,6 +135,7 @@ impl SessionConfig {
             plan_agent_entry: self.plan_agent_entry,
             mode_given: self.mode_given,
             posture_given: self.posture_given,
+            sandbox: self.sandbox,
         }
     }
 }
@@ -360,6 +365,7 @@ impl Actor for SessionActor {
             posture: state.authority.posture,
             workspace: state.spec.workspace.root().display().to_string(),
             model: state.model_name().to_string(),
+            sandbox: sandbox_status().to_string(),
         });
         Ok(state)
     }

@@ -332,6 +332,7 @@ impl SessionState {
         let tool_context = ToolContext {
             workspace: spec.workspace.clone(),
             authority: self.live.clone(),
+            sandbox: spec.sandbox.clone(),
             session_dir: spec.paths.dir.clone(),
             plan_file: plan_file.clone(),
             allowed_tools: allowed,

@@ -14,11 +14,13 @@
 //!   overwrites a real one; calls without a usable id get one made up;
 //! - finish reason: the last non-empty one, as sent;
 //! - usage: the last non-empty `usage` object;
-//! - an `error` object (or string) anywhere at the top level is an error.
+//! - an `error` object (or string) anywhere at the top level is an error;
+//! - past the content limit ([`ResponseLimits::max_bytes`] of text,
+//!   reasoning and tool-call arguments together) the answer is an error.
 
 use serde_json::Value;
 
-use super::{ModelError, ModelResponse, ProviderUsage};
+use super::{ModelError, ModelResponse, ProviderUsage, ResponseLimits};
 use crate::message::ToolCall;
 
 #[derive(Debug, Default)]
@@ -37,6 +39,10 @@ pub struct Assembler {
     calls: Vec<PartialCall>,
     finish_reason: Option<String>,
     usage: Option<ProviderUsage>,
+    /// Bytes of text, reasoning and arguments so far.
+    size: usize,
+    /// The bound on `size`; none for an assembler made with `new`.
+    limits: Option<ResponseLimits>,
 }
 
 /// The text and reasoning one chunk added, for live display.
@@ -49,9 +55,18 @@ pub struct ChunkDelta {
 }
 
 impl Assembler {
-    /// An empty assembler.
+    /// An empty assembler with no size limit.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty assembler that fails once the answer carries more than
+    /// `limits.max_bytes` of text, reasoning and tool-call arguments.
+    pub fn limited(limits: ResponseLimits) -> Self {
+        Self {
+            limits: Some(limits),
+            ..Self::default()
+        }
     }
 
     /// Adds one chunk. An error the chunk carries ends the answer.
@@ -78,9 +93,15 @@ impl Assembler {
             delta.reasoning.push_str(&reasoning);
             if let Some(calls) = d.get("tool_calls").and_then(Value::as_array) {
                 for call in calls {
-                    self.merge_call(call);
+                    self.size += self.merge_call(call);
                 }
             }
+        }
+        self.size += delta.text.len() + delta.reasoning.len();
+        if let Some(limits) = self.limits
+            && self.size > limits.max_bytes
+        {
+            return Err(limits.too_large());
         }
         self.text.push_str(&delta.text);
         if !delta.reasoning.is_empty() {
@@ -91,7 +112,8 @@ impl Assembler {
         Ok(delta)
     }
 
-    fn merge_call(&mut self, call: &Value) {
+    /// Merges one tool-call delta; returns the argument bytes it added.
+    fn merge_call(&mut self, call: &Value) -> usize {
         let index = call.get("index").and_then(Value::as_i64);
         let id = non_empty(call.get("id"));
         let function = call.get("function");
@@ -129,9 +151,11 @@ impl Assembler {
         {
             target.name = name;
         }
+        let added = arguments.as_ref().map_or(0, String::len);
         if let Some(arguments) = arguments {
             target.arguments.push_str(&arguments);
         }
+        added
     }
 
     /// The answer so far, with ids made up for calls that had none.
@@ -160,9 +184,12 @@ impl Assembler {
     }
 }
 
-/// Parses a whole non-streaming chat completion.
-pub fn parse_completion(body: &Value) -> Result<ModelResponse, ModelError> {
-    let mut assembler = Assembler::new();
+/// Parses a whole non-streaming chat completion, within `limits` when given.
+pub fn parse_completion(
+    body: &Value,
+    limits: Option<ResponseLimits>,
+) -> Result<ModelResponse, ModelError> {
+    let mut assembler = limits.map_or_else(Assembler::new, Assembler::limited);
     assembler.push(body)?;
     if body.get("choices").and_then(Value::as_array).is_none() {
         return Err(ModelError::Malformed(

@@ -4,6 +4,7 @@
 //! # Layout
 //! - `assemble`: turns provider chunks (as loose JSON) into a [`ModelResponse`],
 //!   tolerating the deviations of real OpenAI-compatible servers.
+//! - `limits`: [`ResponseLimits`], how large and how long one response may be.
 //! - `openai`: [`OpenAiClient`], async-openai over any base URL.
 //! - `retry`: [`RetryPolicy`] and [`Retrying`], the only place retries happen.
 //! - `script`: [`Script`] and [`ScriptedModel`], scripted responses with no network.
@@ -11,9 +12,13 @@
 //! **Invariant:** only `openai` speaks HTTP.
 
 mod assemble;
+mod limits;
 mod openai;
 mod retry;
 mod script;
+
+#[cfg(test)]
+mod tests;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -23,6 +28,7 @@ use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 
 pub use assemble::{Assembler, parse_completion};
+pub use limits::ResponseLimits;
 pub use openai::{OpenAiClient, OpenAiConfig};
 pub use retry::{RetryPolicy, Retrying};
 pub use script::{DEMO_SCRIPT, Script, ScriptError, ScriptedModel};
@@ -180,6 +186,11 @@ pub enum ModelError {
     /// The request could not be built. Not retryable.
     #[error("invalid request: {0}")]
     Request(String),
+    /// The response went past a [`ResponseLimits`] bound (its size or its
+    /// wall time) and was abandoned. Not retryable: the same request would
+    /// likely do it again.
+    #[error("response limit: {0}")]
+    Limit(String),
     /// Retryable failures went on past the retry policy. Not retryable again.
     #[error("gave up after {attempts} attempts: {last}")]
     RetriesExhausted {
@@ -204,6 +215,7 @@ impl ModelError {
             | ModelError::Malformed(_)
             | ModelError::Script(_)
             | ModelError::Request(_)
+            | ModelError::Limit(_)
             | ModelError::RetriesExhausted { .. } => false,
         }
     }

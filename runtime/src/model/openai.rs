@@ -1,17 +1,20 @@
 //! The OpenAI-compatible client (LLM2), on async-openai.
 //!
 //! async-openai builds and sends the request, frames the SSE stream (once
-//! [`end_with_blank_line`] has fixed up its end) and maps HTTP errors; cadre
-//! reads each chunk as loose JSON (`byot`) and assembles it with
-//! [`Assembler`], because real servers break the strict types. async-openai's own silent retry layer is replaced by a plain
-//! transport ([`Transport`]): retries belong to [`super::Retrying`] alone, so
-//! each one is visible (`model.retry`) and bounded in one place.
+//! [`guard_body`] has bounded it and fixed up its end) and maps HTTP errors;
+//! cadre reads each chunk as loose JSON (`byot`) and assembles it with
+//! [`Assembler`], because real servers break the strict types.
+//! async-openai's own silent retry layer is replaced by a plain transport
+//! ([`Transport`]): retries belong to [`super::Retrying`] alone, so each one
+//! is visible (`model.retry`) and bounded in one place. One response is
+//! bounded in size and wall time by [`ResponseLimits`].
 
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_openai::config::OpenAIConfig;
@@ -32,7 +35,8 @@ use serde_json::Value;
 
 use super::assemble::{error_kind, error_message};
 use super::{
-    Assembler, ModelClient, ModelError, ModelEvent, ModelRequest, ModelStream, parse_completion,
+    Assembler, ModelClient, ModelError, ModelEvent, ModelRequest, ModelStream, ResponseLimits,
+    parse_completion,
 };
 use crate::message::Message;
 
@@ -52,10 +56,13 @@ pub struct OpenAiConfig {
     /// How long a response may stay silent (between stream chunks, too)
     /// before the request counts as timed out.
     pub idle_timeout: Duration,
+    /// How large and how long one response may be.
+    pub limits: ResponseLimits,
 }
 
 impl OpenAiConfig {
-    /// Streaming, 10 s to connect, 120 s of silence allowed.
+    /// Streaming, 10 s to connect, 120 s of silence allowed, the default
+    /// [`ResponseLimits`] (8 MiB, 600 s).
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
             base_url: base_url.into(),
@@ -64,6 +71,7 @@ impl OpenAiConfig {
             stream: true,
             connect_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(120),
+            limits: ResponseLimits::default(),
         }
     }
 }
@@ -96,7 +104,11 @@ impl OpenAiClient {
         // async-openai reads OPENAI_API_KEY itself when no key is set; an
         // explicit empty key keeps configuration in the caller's hands.
         api = api.with_api_key(config.api_key.clone().unwrap_or_default());
-        let client = async_openai::Client::with_config(api).with_http_service(Transport { http });
+        let transport = Transport {
+            http,
+            max_wire_bytes: config.limits.max_wire_bytes(),
+        };
+        let client = async_openai::Client::with_config(api).with_http_service(transport);
         Ok(Self {
             client,
             config: Arc::new(config),
@@ -117,17 +129,31 @@ impl ModelClient for OpenAiClient {
     fn stream(&self, request: ModelRequest) -> ModelStream {
         let body = chat_request(&request, &self.config);
         let client = self.client.clone();
+        let limits = self.config.limits;
         if !self.config.stream {
             return Box::pin(futures::stream::once(async move {
-                let (result, hint) =
-                    with_hint(async { client.chat().create_byot::<_, Value>(body).await }).await;
-                let value = result.map_err(|e| map_error(e, hint))?;
-                parse_completion(&value).map(ModelEvent::Completed)
+                let oversize = Arc::new(AtomicBool::new(false));
+                let call = OVERSIZE.scope(
+                    oversize.clone(),
+                    with_hint(async { client.chat().create_byot::<_, Value>(body).await }),
+                );
+                let Ok((result, hint)) = tokio::time::timeout(limits.max_duration, call).await
+                else {
+                    return Err(limits.too_long());
+                };
+                let value = result.map_err(|e| match oversize.load(Ordering::Relaxed) {
+                    true => limits.too_large_on_the_wire(),
+                    false => map_error(e, hint),
+                })?;
+                parse_completion(&value, Some(limits)).map(ModelEvent::Completed)
             }));
         }
         let state = StreamState {
             phase: Phase::Connect(client, Box::new(body)),
             pending: VecDeque::new(),
+            limits,
+            deadline: None,
+            oversize: Arc::new(AtomicBool::new(false)),
         };
         Box::pin(futures::stream::unfold(state, StreamState::next))
     }
@@ -147,6 +173,11 @@ enum Phase {
 struct StreamState {
     phase: Phase,
     pending: VecDeque<Result<ModelEvent, ModelError>>,
+    limits: ResponseLimits,
+    /// When the response must have ended; set when the request is sent.
+    deadline: Option<tokio::time::Instant>,
+    /// Set by the transport when the body went past the wire limit.
+    oversize: Arc<AtomicBool>,
 }
 
 impl StreamState {
@@ -155,38 +186,53 @@ impl StreamState {
             if let Some(item) = self.pending.pop_front() {
                 return Some((item, self));
             }
+            let limits = self.limits;
+            let deadline = *self
+                .deadline
+                .get_or_insert_with(|| tokio::time::Instant::now() + limits.max_duration);
             match std::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Done => return None,
                 Phase::Connect(client, body) => {
-                    let (result, hint) = with_hint(async {
-                        client.chat().create_stream_byot::<_, Value>(*body).await
-                    })
-                    .await;
-                    match result {
-                        Ok(chunks) => self.phase = Phase::Reading(chunks, Assembler::new()),
-                        Err(e) => self.pending.push_back(Err(map_error(e, hint))),
+                    let connect = OVERSIZE.scope(
+                        self.oversize.clone(),
+                        with_hint(async {
+                            client.chat().create_stream_byot::<_, Value>(*body).await
+                        }),
+                    );
+                    match tokio::time::timeout_at(deadline, connect).await {
+                        Err(_) => self.pending.push_back(Err(limits.too_long())),
+                        Ok((Ok(chunks), _)) => {
+                            self.phase = Phase::Reading(chunks, Assembler::limited(limits));
+                        }
+                        Ok((Err(e), hint)) => self.pending.push_back(Err(map_error(e, hint))),
                     }
                 }
-                Phase::Reading(mut chunks, mut assembler) => match chunks.next().await {
-                    None => self
-                        .pending
-                        .push_back(Ok(ModelEvent::Completed(assembler.finish()))),
-                    Some(Err(e)) => self.pending.push_back(Err(stream_error(e))),
-                    Some(Ok(chunk)) => match assembler.push(&chunk) {
-                        Err(e) => self.pending.push_back(Err(e)),
-                        Ok(delta) => {
-                            if !delta.reasoning.is_empty() {
-                                self.pending
-                                    .push_back(Ok(ModelEvent::ReasoningDelta(delta.reasoning)));
-                            }
-                            if !delta.text.is_empty() {
-                                self.pending
-                                    .push_back(Ok(ModelEvent::TextDelta(delta.text)));
-                            }
-                            self.phase = Phase::Reading(chunks, assembler);
+                Phase::Reading(mut chunks, mut assembler) => {
+                    match tokio::time::timeout_at(deadline, chunks.next()).await {
+                        Err(_) => self.pending.push_back(Err(limits.too_long())),
+                        Ok(None) => self
+                            .pending
+                            .push_back(Ok(ModelEvent::Completed(assembler.finish()))),
+                        Ok(Some(Err(_))) if self.oversize.load(Ordering::Relaxed) => {
+                            self.pending.push_back(Err(limits.too_large_on_the_wire()));
                         }
-                    },
-                },
+                        Ok(Some(Err(e))) => self.pending.push_back(Err(stream_error(e))),
+                        Ok(Some(Ok(chunk))) => match assembler.push(&chunk) {
+                            Err(e) => self.pending.push_back(Err(e)),
+                            Ok(delta) => {
+                                if !delta.reasoning.is_empty() {
+                                    self.pending
+                                        .push_back(Ok(ModelEvent::ReasoningDelta(delta.reasoning)));
+                                }
+                                if !delta.text.is_empty() {
+                                    self.pending
+                                        .push_back(Ok(ModelEvent::TextDelta(delta.text)));
+                                }
+                                self.phase = Phase::Reading(chunks, assembler);
+                            }
+                        },
+                    }
+                }
             }
         }
     }
@@ -203,6 +249,11 @@ struct Hint {
 
 tokio::task_local! {
     static HINT: Cell<Hint>;
+    /// Set by the transport when a body of this request went past the wire
+    /// limit. A flag the body carries along, because async-openai reads
+    /// event streams on a task of its own and hands their errors on as
+    /// text only.
+    static OVERSIZE: Arc<AtomicBool>;
 }
 
 async fn with_hint<T>(work: impl Future<Output = T>) -> (T, Hint) {
@@ -214,10 +265,13 @@ async fn with_hint<T>(work: impl Future<Output = T>) -> (T, Hint) {
 }
 
 /// async-openai's plain reqwest transport, minus its retry layer, plus a
-/// look at error responses' status and `Retry-After`.
+/// look at error responses' status and `Retry-After`, and a bound on what
+/// a successful body may make the framing layer hold.
 #[derive(Clone)]
 struct Transport {
     http: reqwest::Client,
+    /// See [`ResponseLimits::max_wire_bytes`].
+    max_wire_bytes: u64,
 }
 
 type TransportFuture = Pin<Box<dyn Future<Output = Result<reqwest::Response, OpenAIError>> + Send>>;
@@ -236,6 +290,7 @@ impl tower::Service<HttpRequestFactory> for Transport {
 
     fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
         let http = self.http.clone();
+        let max_wire_bytes = self.max_wire_bytes;
         Box::pin(async move {
             let request = factory.build().await?;
             let response = http.execute(request).await.map_err(OpenAIError::Reqwest)?;
@@ -248,28 +303,39 @@ impl tower::Service<HttpRequestFactory> for Transport {
                 let _ = HINT.try_with(|cell| cell.set(hint));
                 return Ok(response);
             }
-            end_with_blank_line(response)
+            guard_body(response, max_wire_bytes)
         })
     }
 }
 
-/// Makes a successful event stream end with a blank line, so that its last
-/// event is dispatched at EOF as the SSE rules say.
+/// Bounds a successful body, and makes an event stream end with a blank
+/// line.
 ///
-/// async-openai frames SSE with `eventsource-stream` 0.2, which at EOF
-/// silently drops whatever it has not dispatched yet: a last event not
-/// followed by a blank line (`data: {...}\n` then close), and any event
-/// whose lines end in a lone CR (held back in case an LF follows). Servers
-/// that close the stream after their last chunk instead of sending
-/// `data: [DONE]` would lose that chunk, and with it the finish reason, the
-/// usage, or an error, which would then pass for a normal, truncated answer.
-/// Appending `\n\n` after the server's last byte completes a pending line
-/// (a trailing CR becomes CRLF) and dispatches the pending event; where the
-/// stream already ended with a blank line, the extra lines dispatch nothing.
-/// A stream closed mid-chunk now yields an unreadable chunk (an interrupted
-/// stream) instead of a silently shortened answer. A body that breaks off
-/// reports its transport error first, which ends the stream before the tail.
-fn end_with_blank_line(response: reqwest::Response) -> Result<reqwest::Response, OpenAIError> {
+/// **The bound.** async-openai's framing holds an event until its blank
+/// line, and a whole non-streamed body until its end: a server that never
+/// ends a line would grow the process without limit. Past `max_wire_bytes`
+/// in one event (or in a whole plain body) the body ends with an error and
+/// the request's `OVERSIZE` flag is set, so the caller reports a response
+/// limit rather than a broken stream that would be retried.
+///
+/// **The blank line.** async-openai frames SSE with `eventsource-stream`
+/// 0.2, which at EOF silently drops whatever it has not dispatched yet: a
+/// last event not followed by a blank line (`data: {...}\n` then close),
+/// and any event whose lines end in a lone CR (held back in case an LF
+/// follows). Servers that close the stream after their last chunk instead
+/// of sending `data: [DONE]` would lose that chunk, and with it the finish
+/// reason, the usage, or an error, which would then pass for a normal,
+/// truncated answer. Appending `\n\n` after the server's last byte completes
+/// a pending line (a trailing CR becomes CRLF) and dispatches the pending
+/// event; where the stream already ended with a blank line, the extra lines
+/// dispatch nothing. A stream closed mid-chunk now yields an unreadable
+/// chunk (an interrupted stream) instead of a silently shortened answer. A
+/// body that breaks off reports its transport error first, which ends the
+/// stream before the tail.
+fn guard_body(
+    response: reqwest::Response,
+    max_wire_bytes: u64,
+) -> Result<reqwest::Response, OpenAIError> {
     let is_event_stream = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
@@ -279,9 +345,6 @@ fn end_with_blank_line(response: reqwest::Response) -> Result<reqwest::Response,
                 .to_ascii_lowercase()
                 .starts_with("text/event-stream")
         });
-    if !is_event_stream {
-        return Ok(response);
-    }
     let mut builder = http::Response::builder()
         .status(response.status())
         .version(response.version())
@@ -289,13 +352,84 @@ fn end_with_blank_line(response: reqwest::Response) -> Result<reqwest::Response,
     if let Some(headers) = builder.headers_mut() {
         *headers = response.headers().clone();
     }
-    let tail = futures::stream::once(async { Ok(b"\n\n"[..].into()) });
-    let body = reqwest::Body::wrap_stream(response.bytes_stream().chain(tail));
+    let mut size = WireSize::new(is_event_stream);
+    // Outside an `OVERSIZE` scope there is nobody to tell.
+    let oversize = OVERSIZE.try_with(Arc::clone).ok();
+    let guarded = response.bytes_stream().map(move |chunk| {
+        let chunk = chunk.map_err(BoxError::from)?;
+        if size.add(&chunk) > max_wire_bytes {
+            if let Some(flag) = &oversize {
+                flag.store(true, Ordering::Relaxed);
+            }
+            return Err(BoxError::from(format!(
+                "the body went past {max_wire_bytes} bytes in one event"
+            )));
+        }
+        Ok(chunk)
+    });
+    let body = if is_event_stream {
+        let tail = futures::stream::once(async { Ok(b"\n\n"[..].into()) });
+        reqwest::Body::wrap_stream(guarded.chain(tail))
+    } else {
+        reqwest::Body::wrap_stream(guarded)
+    };
     // Cannot fail: the status and headers come from a response.
     builder
         .body(body)
         .map(reqwest::Response::from)
-        .map_err(|e| OpenAIError::InvalidArgument(format!("re-wrapping the event stream: {e}")))
+        .map_err(|e| OpenAIError::InvalidArgument(format!("re-wrapping the body: {e}")))
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Bytes the framing layer may be holding: for an event stream, those since
+/// the last blank line (the event being built); for any other body, all.
+struct WireSize {
+    events: bool,
+    size: u64,
+    /// The last byte ended a line (the stream starts at a line start).
+    line_start: bool,
+    /// The last byte was a CR, whose LF (if it comes) ends nothing more.
+    after_cr: bool,
+}
+
+impl WireSize {
+    fn new(events: bool) -> Self {
+        Self {
+            events,
+            size: 0,
+            line_start: true,
+            after_cr: false,
+        }
+    }
+
+    /// Adds a chunk; returns the largest size reached while adding it.
+    fn add(&mut self, chunk: &[u8]) -> u64 {
+        if !self.events {
+            self.size += chunk.len() as u64;
+            return self.size;
+        }
+        let mut largest = self.size;
+        for &byte in chunk {
+            match byte {
+                b'\n' if self.after_cr => self.after_cr = false,
+                b'\r' | b'\n' => {
+                    if self.line_start {
+                        self.size = 0;
+                    }
+                    self.line_start = true;
+                    self.after_cr = byte == b'\r';
+                }
+                _ => {
+                    self.size += 1;
+                    largest = largest.max(self.size);
+                    self.line_start = false;
+                    self.after_cr = false;
+                }
+            }
+        }
+        largest
+    }
 }
 
 /// `retry-after-ms` (OpenAI's) or `Retry-After` in seconds, capped at a minute.

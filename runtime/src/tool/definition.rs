@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::workspace::Workspace;
 use crate::agent::LiveAuthority;
 use crate::mode::Mode;
+use crate::sandbox::SandboxConfig;
 
 /// Whether a tool (or one concrete call of it) can change anything (T1, T5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -214,6 +215,8 @@ pub struct ToolContext {
     /// The agent's mode and posture as they are now: read at every call, so
     /// a parent that narrows narrows this agent's next call (S2).
     pub authority: Arc<LiveAuthority>,
+    /// How commands are sandboxed.
+    pub sandbox: Arc<SandboxConfig>,
     /// The session directory (`<data dir>/sessions/<id>`), for session-owned state.
     pub session_dir: PathBuf,
     /// The canonical plan file of this session; `None` for an agent that has

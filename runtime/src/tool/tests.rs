@@ -25,6 +25,7 @@ use tempfile::TempDir;
 use super::*;
 use crate::message::ToolCall;
 use crate::mode::Mode;
+use crate::permission::Posture;
 
 mod behaviour;
 mod confinement;
@@ -134,7 +135,8 @@ impl Env {
         let session = root.path().join("session");
         let ctx = ToolContext {
             workspace: Workspace::new(root.path().join("ws")).unwrap(),
-            authority: crate::agent::LiveAuthority::root(mode, crate::permission::Posture::Bypass),
+            authority: crate::agent::LiveAuthority::root(mode, Posture::Suggest),
+            sandbox: Arc::default(),
             plan_file: Some(session.join("artifacts").join("plan.md")),
             session_dir: session,
             allowed_tools: None,

@@ -101,6 +101,12 @@ impl ToolContext {
         self.authority.mode()
     }
 
+    /// The agent's posture now, narrowed by its ancestors': with the mode
+    /// it decides how far a command may write (P9).
+    pub fn posture(&self) -> crate::permission::Posture {
+        self.authority.posture()
+    }
+
     /// Resolves a file tool's `path` argument: the exact canonical plan file,
     /// or a path confined to the workspace.
     pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {

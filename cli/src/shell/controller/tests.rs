@@ -353,6 +353,7 @@ fn config_shows_what_the_events_said() {
                 posture: Posture::Suggest,
                 workspace: "/real/ws".into(),
                 model: "m".into(),
+                sandbox: "landlock-abi-7".into(),
             }),
             Step::Event(Event::ModeChanged { mode: Mode::Plan }),
             Step::Event(Event::PostureChanged {

@@ -1,15 +1,17 @@
 //! `bash`: one shell command in the workspace.
 //!
-//! The command runs in its own process group. When the call is dropped
-//! before the command finishes (timeout, cancel) the whole group is killed,
-//! so a cancelled turn leaves no process behind.
-
-use std::process::Stdio;
+//! The command runs under the sandbox (`crate::sandbox`): Landlock confines
+//! its writes by the call's mode and posture, it starts from an
+//! allow-listed environment, its output is kept as a bounded head and tail,
+//! and it runs in its own process group, killed when the command ends, when
+//! it prints past the limit, and when the call is dropped (timeout,
+//! cancel), so a call leaves no process behind.
 
 use serde_json::{Value, json};
 
-use super::{MAX_OUTPUT, required_str, truncate_middle};
+use super::{MAX_OUTPUT, required_str};
 use crate::permission::classify::classify_command;
+use crate::sandbox::{CommandSpec, Finished, OutputLimits, Policy, Reach, run, session_tmp};
 use crate::tool::definition::{Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
 
 /// Runs a shell command.
@@ -32,18 +34,6 @@ impl Bash {
             Safety::SideEffect,
         );
         Self(definition.classifying_calls())
-    }
-}
-
-/// Kills a process group when dropped, unless disarmed.
-struct GroupKill(Option<rustix::process::Pid>);
-
-impl Drop for GroupKill {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0.take() {
-            // The group may already be gone; nothing to do then.
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
     }
 }
 
@@ -71,51 +61,94 @@ impl Tool for Bash {
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let command = required_str(&args, "command")?;
-            let child = tokio::process::Command::new("bash")
-                .arg("-c")
-                .arg(command)
-                .current_dir(ctx.workspace.root())
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .process_group(0)
-                .kill_on_drop(true)
-                .spawn()
-                .map_err(|e| ToolError::failed(format!("could not start bash: {e}")))?;
-            // pid 1 would mean "every process"; a child is never pid 1.
-            let group = child
-                .id()
-                .and_then(|id| i32::try_from(id).ok())
-                .filter(|&id| id > 1)
-                .and_then(rustix::process::Pid::from_raw);
-            let mut guard = GroupKill(group);
-            let output = child
-                .wait_with_output()
-                .await
-                .map_err(|e| ToolError::failed(format!("bash failed: {e}")))?;
-            guard.0 = None;
-            let stdout = String::from_utf8_lossy(&output.stdout);
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let code = output
-                .status
-                .code()
-                .map_or_else(|| "killed by a signal".to_string(), |c| c.to_string());
-            let mut text = format!("exit code: {code}\n");
-            if !stdout.is_empty() {
-                text.push_str(&truncate_middle(&stdout, MAX_OUTPUT / 2));
-                if !stdout.ends_with('\n') {
-                    text.push('\n');
-                }
-            }
-            if !stderr.is_empty() {
-                text.push_str("[stderr]\n");
-                text.push_str(&truncate_middle(&stderr, MAX_OUTPUT / 2));
-            }
-            if output.status.success() {
+            let tmp = session_tmp(&ctx.session_dir);
+            let root = ctx.workspace.root();
+            let policy = Policy::resolve(ctx.mode(), ctx.posture(), root, &tmp, &ctx.sandbox);
+            let finished = run(CommandSpec {
+                script: command,
+                cwd: root,
+                policy: &policy,
+                env: &ctx.sandbox.env,
+                tmp: &tmp,
+                limits: OutputLimits {
+                    head: MAX_OUTPUT / 4,
+                    tail: MAX_OUTPUT / 4,
+                    kill_after: ctx.sandbox.max_output,
+                },
+            })
+            .await
+            .map_err(|e| ToolError::failed(e.to_string()))?;
+            let text = report(&finished, &policy, ctx.sandbox.max_output);
+            if finished.status.success() && !finished.killed_for_output {
                 Ok(text)
             } else {
                 Err(ToolError::failed(text))
             }
         })
+    }
+}
+
+/// What the model reads of a finished command: its exit, its output (head
+/// and tail of each stream), and what cadre did to it.
+fn report(finished: &Finished, policy: &Policy, max_output: u64) -> String {
+    let code = finished
+        .status
+        .code()
+        .map_or_else(|| "killed by a signal".to_string(), |c| c.to_string());
+    let mut text = format!("exit code: {code}\n");
+    if !finished.stdout.is_empty() {
+        text.push_str(&finished.stdout.render());
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    if !finished.stderr.is_empty() {
+        text.push_str("[stderr]\n");
+        text.push_str(&finished.stderr.render());
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    if finished.killed_for_output {
+        text.push_str(&format!(
+            "[cadre: the command printed more than {} MiB in all ({} bytes seen); its process \
+             group was killed]\n",
+            max_output / (1024 * 1024),
+            finished.stdout.total() + finished.stderr.total(),
+        ));
+    }
+    if finished.output_abandoned {
+        text.push_str(
+            "[cadre: a process that left the command's process group still held its output \
+             open; reading stopped]\n",
+        );
+    }
+    // Say where a refusal may come from, only when one shows.
+    let refused = ["Permission denied", "Operation not permitted"]
+        .iter()
+        .any(|m| text.contains(m));
+    if finished.confined && !finished.status.success() && refused {
+        text.push_str(&format!(
+            "[sandbox: {}; the refusal above may come from it]\n",
+            describe(policy)
+        ));
+    }
+    text
+}
+
+/// The sandbox in one phrase, for the model.
+fn describe(policy: &Policy) -> &'static str {
+    match policy.reach {
+        Reach::ReadOnly => {
+            "read-only: nothing is writable but /dev/null and $TMPDIR, and TCP is off"
+        }
+        Reach::Workspace => {
+            "workspace-write: only the workspace, $TMPDIR and the configured writable roots \
+             are writable"
+        }
+        Reach::Everywhere => {
+            "full access: everything but cadre's configuration and data directories is \
+             writable, except new entries in the directories leading to them"
+        }
     }
 }

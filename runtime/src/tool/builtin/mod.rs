@@ -3,8 +3,9 @@
 //! # Layout
 //! - `files`: `read_file`, `list_dir`, `write_file`, `edit_file`.
 //! - `search`: `glob`, `grep`.
-//! - `bash`: `bash`, a shell command in the workspace, killed with its
-//!   process group on timeout or cancel.
+//! - `bash`: `bash`, a shell command in the workspace under the sandbox
+//!   (`crate::sandbox`), killed with its process group when it ends, on
+//!   timeout or cancel.
 //! - `todo`: `todo_write`, the agent's task list in the session directory.
 //! - `agent`: `agent`, delegation to sub-agents through the host.
 //! - `plan`: `exit_plan_mode` (Plan only) and `enter_plan_mode` (Work only,

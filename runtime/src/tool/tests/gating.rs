@@ -184,7 +184,8 @@ async fn plan_mode_runs_readers_and_read_only_bash_and_writes_only_the_plan_file
         "bash",
         json!({"command": "cat seed.txt | wc -l && ls"}),
         ok("exit code: 0\n1\nseed.txt\n"),
-        &[],
+        // The session's private temp dir, the command's $TMPDIR.
+        &["session/tmp/"],
     )
     .await;
     check_plan(

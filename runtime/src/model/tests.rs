@@ -1,0 +1,209 @@
+//! Response limits: the assembler's content bound, and the client against
+//! loopback servers that never stop.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use super::*;
+
+fn limits(max_bytes: usize) -> ResponseLimits {
+    ResponseLimits {
+        max_bytes,
+        max_duration: Duration::from_secs(30),
+    }
+}
+
+fn text(t: &str) -> Value {
+    json!({"choices": [{"index": 0, "delta": {"content": t}}]})
+}
+
+fn reasoning(t: &str) -> Value {
+    json!({"choices": [{"index": 0, "delta": {"reasoning_content": t}}]})
+}
+
+fn arguments(t: &str) -> Value {
+    json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "c", "function": {"name": "bash", "arguments": t}}
+    ]}}]})
+}
+
+#[test]
+fn the_assembler_counts_text_reasoning_and_arguments_together() {
+    /// `Ok(())` when every chunk fits in `max` bytes, else the index of the
+    /// chunk that went past it.
+    fn check(chunks: &[Value], max: usize, expected: Result<(), usize>) {
+        let mut assembler = Assembler::limited(limits(max));
+        let got = match chunks.iter().position(|c| assembler.push(c).is_err()) {
+            Some(at) => Err(at),
+            None => Ok(()),
+        };
+        assert_eq!(got, expected, "{chunks:?} within {max}");
+    }
+    check(
+        &[text("abcd"), reasoning("efgh"), arguments("ij")],
+        10,
+        Ok(()),
+    );
+    check(
+        &[text("abcd"), reasoning("efgh"), arguments("ijk")],
+        10,
+        Err(2),
+    );
+    check(&[reasoning("0123456789a")], 10, Err(0));
+    check(&[arguments("{\"a\":"), arguments("\"bcdef\"}")], 10, Err(1));
+    let mut assembler = Assembler::limited(limits(3));
+    assert_eq!(
+        assembler.push(&text("abcd")),
+        Err(ModelError::Limit(
+            "the response carried more than 3 bytes of text, reasoning and tool-call arguments"
+                .into()
+        ))
+    );
+    // `new` has no limit.
+    let mut unbounded = Assembler::new();
+    assert!(unbounded.push(&text(&"x".repeat(1 << 20))).is_ok());
+}
+
+/// A loopback server that answers every request with an event stream whose
+/// `n`th write is `piece(n)`, forever, `gap` apart, until the client leaves.
+async fn endless_server(piece: fn(u64) -> String, gap: Duration) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                            connection: close\r\n\r\n";
+                if socket.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                for n in 0.. {
+                    if socket.write_all(piece(n).as_bytes()).await.is_err() {
+                        return;
+                    }
+                    if !gap.is_zero() {
+                        tokio::time::sleep(gap).await;
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
+fn request() -> ModelRequest {
+    ModelRequest {
+        system: "s".into(),
+        history: Arc::from(Vec::new()),
+        turn: vec![Arc::new(crate::message::Message::user("hi".to_string()))],
+        reminder: None,
+        tools: Arc::from(Vec::new()),
+        context: RequestContext {
+            agent_id: "main".into(),
+            role: "main".into(),
+            mode: crate::mode::Mode::Work,
+            turn: 1,
+            iteration: 1,
+            session_id: "s".into(),
+            workspace: "/w".into(),
+            plan_file: "/p".into(),
+        },
+        model: None,
+        single_attempt: false,
+    }
+}
+
+/// Streams one request to `url` with `limits` behind the default retry
+/// policy and returns how it ended.
+async fn ask(url: &str, limits: ResponseLimits) -> Result<ModelResponse, ModelError> {
+    let mut config = OpenAiConfig::new(url, "m");
+    config.limits = limits;
+    let client: Arc<dyn ModelClient> = Arc::new(OpenAiClient::new(config).unwrap());
+    let retrying = Retrying::new(client, RetryPolicy::default());
+    complete(retrying.stream(request())).await
+}
+
+fn sse(chunk: Value) -> String {
+    format!("data: {chunk}\n\n")
+}
+
+#[tokio::test]
+async fn regression_a_model_streaming_text_forever_is_cut_at_the_size_limit() {
+    let url = endless_server(|_| sse(text(&"lorem ipsum ".repeat(100))), Duration::ZERO).await;
+    assert_eq!(
+        ask(&url, limits(64 * 1024)).await,
+        Err(ModelError::Limit(
+            "the response carried more than 64 KiB of text, reasoning and tool-call arguments"
+                .into()
+        ))
+    );
+}
+
+#[tokio::test]
+async fn tool_call_arguments_streaming_forever_are_cut_at_the_size_limit() {
+    let url = endless_server(|_| sse(arguments("\"aaaaaaaaaaaaaaaa")), Duration::ZERO).await;
+    let got = ask(&url, limits(64 * 1024)).await;
+    assert!(
+        matches!(&got, Err(ModelError::Limit(m)) if m.contains("64 KiB")),
+        "{got:?}"
+    );
+}
+
+#[tokio::test]
+async fn one_line_that_never_ends_is_cut_on_the_wire() {
+    let url = endless_server(
+        |n| match n {
+            0 => "data: {\"choices\": [{\"delta\": {\"content\": \"".into(),
+            _ => "x".repeat(8192),
+        },
+        Duration::ZERO,
+    )
+    .await;
+    let got = ask(&url, limits(16 * 1024)).await;
+    assert_eq!(
+        got,
+        Err(ModelError::Limit(
+            "one event of the response took more than 96 KiB on the wire".into()
+        ))
+    );
+}
+
+#[tokio::test]
+async fn a_response_that_never_ends_is_cut_at_the_wall_time_limit() {
+    // Keep-alive comments: the connection is never idle, the answer never comes.
+    let url = endless_server(|_| ": ping\n\n".into(), Duration::from_millis(20)).await;
+    let started = std::time::Instant::now();
+    let got = ask(
+        &url,
+        ResponseLimits {
+            max_bytes: 1024,
+            max_duration: Duration::from_millis(300),
+        },
+    )
+    .await;
+    assert_eq!(
+        got,
+        Err(ModelError::Limit(
+            "the response took longer than 0.3 s".into()
+        ))
+    );
+    // Not retried: one attempt's worth of time.
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -1,0 +1,90 @@
+//! Running commands under the kernel's sandbox (P9): the reader decides
+//! what runs, Landlock enforces what it may write.
+//!
+//! Every `bash` call runs confined by a [`Policy`] derived from its mode and
+//! posture, with an allow-listed environment, bounded output, and in its own
+//! process group that dies with the call. Where the kernel has no Landlock,
+//! [`sandbox_status`] says so and commands run under the reader alone.
+//! `docs/security/sandbox.md` states the policies and their limits.
+//!
+//! # Layout
+//! - `policy`: [`Reach`] and [`Policy`] from a mode and a posture; [`cover`],
+//!   the grants around protected paths.
+//! - `landlock`: the policy as a Landlock ruleset; [`sandbox_status`].
+//! - `env`: the environment a command gets.
+//! - `output`: [`Capture`], a head, a tail and a count.
+//! - `groups`: the registry of live process groups; [`kill_live_groups`].
+//! - `run`: [`run`], one command from spawn to end.
+
+mod env;
+mod groups;
+mod landlock;
+mod output;
+mod policy;
+mod run;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+pub use env::{ALLOWED, DEFAULT_PATH, NEVER, inherited};
+pub use groups::{GroupGuard, kill_live_groups, live_groups};
+pub use landlock::{PINNED, SandboxStatus, sandbox_status};
+pub use output::Capture;
+pub use policy::{Policy, Reach, cover};
+pub use run::{CommandSpec, Finished, OutputLimits, RunError, run, session_tmp};
+
+/// The default hard limit on one command's output: past it the command's
+/// process group is killed.
+pub const DEFAULT_MAX_OUTPUT: u64 = 32 * 1024 * 1024;
+
+/// How commands are sandboxed, fixed for a session; the host fills it from
+/// the environment and the configuration (`[sandbox]`, `[limits]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxConfig {
+    /// Directories writable besides the workspace and the temp dir under
+    /// `suggest` and `auto` (caches builds need; see
+    /// [`default_writable_roots`]).
+    pub writable_roots: Vec<PathBuf>,
+    /// Paths no command may write under any posture: cadre's configuration
+    /// and data directories.
+    pub protected: Vec<PathBuf>,
+    /// The whole environment a command starts with (see [`inherited`]);
+    /// `TMPDIR` is set on top of it.
+    pub env: Vec<(String, String)>,
+    /// Total output bytes after which a command is killed.
+    pub max_output: u64,
+}
+
+impl Default for SandboxConfig {
+    /// No writable roots, nothing protected, only `PATH`, a 32 MiB output
+    /// limit: what a library host gets until it says more.
+    fn default() -> Self {
+        Self {
+            writable_roots: Vec::new(),
+            protected: Vec::new(),
+            env: inherited(std::iter::empty(), &[]),
+            max_output: DEFAULT_MAX_OUTPUT,
+        }
+    }
+}
+
+/// The writable roots that keep ordinary builds working under `suggest`
+/// and `auto`: package caches, never a place whose files run later
+/// outside the sandbox (so not `~/.cargo/bin`, `~/.cargo/config.toml` or
+/// the rustup toolchains).
+///
+/// `home` is `$HOME`; `cargo_home` is `$CARGO_HOME` when set.
+pub fn default_writable_roots(home: &Path, cargo_home: Option<&Path>) -> Vec<PathBuf> {
+    let cargo = cargo_home.map_or_else(|| home.join(".cargo"), Path::to_path_buf);
+    vec![
+        cargo.join("registry"),
+        cargo.join("git"),
+        home.join(".cache"),
+        home.join(".npm"),
+        home.join(".m2").join("repository"),
+        home.join(".gradle").join("caches"),
+        home.join("go").join("pkg").join("mod"),
+    ]
+}

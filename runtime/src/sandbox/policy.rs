@@ -1,0 +1,152 @@
+//! What one command may write, from the call's mode and posture (P9).
+
+use std::path::{Path, PathBuf};
+
+use crate::mode::Mode;
+use crate::permission::Posture;
+
+use super::SandboxConfig;
+
+/// How far a command's writes reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Plan, and the `never` posture: nothing but `/dev/null` and the
+    /// private temp dir; no TCP.
+    ReadOnly,
+    /// Work and Operate under `suggest` or `auto`: the workspace, the temp
+    /// dir and the configured writable roots.
+    Workspace,
+    /// Full Access (`bypass`): everything but the protected paths.
+    Everywhere,
+}
+
+impl Reach {
+    /// The reach of a call made in `mode` under `posture`.
+    pub fn of(mode: Mode, posture: Posture) -> Self {
+        match (mode, posture) {
+            (Mode::Plan, _) | (_, Posture::Never) => Reach::ReadOnly,
+            (Mode::Work | Mode::Operate, Posture::Suggest | Posture::Auto) => Reach::Workspace,
+            (Mode::Work | Mode::Operate, Posture::Bypass) => Reach::Everywhere,
+        }
+    }
+
+    /// The name used in results and documentation.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reach::ReadOnly => "read-only",
+            Reach::Workspace => "workspace-write",
+            Reach::Everywhere => "full-access",
+        }
+    }
+}
+
+/// One command's confinement, resolved to paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// How far writes reach.
+    pub reach: Reach,
+    /// Directories (and files) granted every right: `/dev/null`, the temp
+    /// dir, and for the wider reaches the workspace and the writable roots,
+    /// or under [`Reach::Everywhere`] the entries that cover the file
+    /// system around the protected paths (see [`cover`]).
+    pub writable: Vec<PathBuf>,
+    /// Paths that stay read-only whatever the reach (cadre's configuration
+    /// and data directories), symlinks resolved.
+    pub protected: Vec<PathBuf>,
+    /// TCP connect and bind are allowed.
+    pub network: bool,
+    /// Signals and abstract unix sockets are confined to the command's own
+    /// processes.
+    pub scoped: bool,
+}
+
+impl Policy {
+    /// The policy of a call made in `mode` under `posture` in `workspace`,
+    /// with `tmp` as its private temp dir.
+    ///
+    /// A protected path is never granted, whatever the reach: a grant that
+    /// contains one is split around it (see [`cover`]), which reads the
+    /// directories on the way to it. Under [`Reach::Everywhere`] the grant
+    /// is `/`.
+    pub fn resolve(
+        mode: Mode,
+        posture: Posture,
+        workspace: &Path,
+        tmp: &Path,
+        config: &SandboxConfig,
+    ) -> Self {
+        let reach = Reach::of(mode, posture);
+        let protected: Vec<PathBuf> = config.protected.iter().map(|p| real(p)).collect();
+        let grants: Vec<PathBuf> = match reach {
+            Reach::ReadOnly => Vec::new(),
+            Reach::Workspace => std::iter::once(workspace.to_path_buf())
+                .chain(config.writable_roots.iter().map(|root| real(root)))
+                .collect(),
+            Reach::Everywhere => vec![PathBuf::from("/")],
+        };
+        let mut writable = vec![PathBuf::from("/dev/null"), tmp.to_path_buf()];
+        for grant in &grants {
+            writable.extend(cover(grant, &protected));
+        }
+        Policy {
+            reach,
+            writable,
+            protected,
+            network: reach != Reach::ReadOnly,
+            scoped: reach != Reach::Everywhere,
+        }
+    }
+}
+
+/// Paths beneath `root` that, granted write access, make everything under
+/// `root` writable except the `protected` paths and the directories that
+/// lead to them.
+///
+/// Landlock only adds rights: a read-only rule under a writable directory
+/// changes nothing. So instead of granting `root`, each directory on the
+/// way to a protected path is split into its entries, every one granted but
+/// the one that leads on. Those directories themselves get no write rights:
+/// nothing can be created, removed or renamed directly in them (`/`, `/home`,
+/// `$HOME`, `~/.config`, … when those lead to a protected path).
+///
+/// Symlinks are left out: a rule on one would follow it, possibly into a
+/// protected path; writes through a symlink are judged at its target
+/// anyway. Protected paths must be given with their symlinks resolved.
+pub fn cover(root: &Path, protected: &[PathBuf]) -> Vec<PathBuf> {
+    if protected.iter().any(|p| root.starts_with(p)) {
+        return Vec::new();
+    }
+    if !protected.iter().any(|p| p.starts_with(root)) {
+        return vec![root.to_path_buf()];
+    }
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
+        if !is_link {
+            out.extend(cover(&entry.path(), protected));
+        }
+    }
+    out
+}
+
+/// `path` with its symlinks resolved, as far as it exists: a protected
+/// directory that does not exist yet is still protected where it would be.
+fn real(path: &Path) -> PathBuf {
+    let mut missing = Vec::new();
+    let mut existing = path;
+    loop {
+        if let Ok(found) = existing.canonicalize() {
+            return missing.iter().rev().fold(found, |acc, part| acc.join(part));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
