@@ -14,6 +14,8 @@
 //!   to its supervisor as [`turn::TurnReport`]s.
 //! - [`guardian`]: [`guardian::GuardianActor`], one Auto-Review per held
 //!   call, answering with a [`guardian::GuardianVerdict`].
+//! - [`host`]: [`Host`], what a program embedding cadre builds once: the
+//!   store, the model, the tools, the roles; it starts and resumes sessions.
 //! - [`events`]: [`EventSink`], an agent's event output and stored transcript.
 //! - [`audit`]: the audit log, in the store.
 //! - [`store`]: [`store::StoreActor`], the one owner of the SQLite store,
@@ -25,12 +27,14 @@
 pub mod audit;
 pub mod events;
 pub mod guardian;
+pub mod host;
 pub mod kernel;
 pub mod session;
 pub mod store;
 pub mod turn;
 
 pub use events::EventSink;
+pub use host::{Host, HostBuilder, HostError, ModelChoice, Resume, SessionOptions, Started};
 pub use kernel::{AgentServices, AgentSpec, SpawnedAgent, StartError, spawn_agent};
 pub use session::{
     PermissionConfig, SessionActor, SessionConfig, SessionHandle, SessionMsg, SessionServices,

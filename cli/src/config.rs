@@ -3,18 +3,13 @@
 //! (exit code 2) that names what is wrong and where.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use std::collections::BTreeMap;
 
 use cadre_runtime::Mode;
-use cadre_runtime::agent::ModelSource;
 use cadre_runtime::config::{Config, RoleConfig};
-use cadre_runtime::model::{
-    ModelClient, OpenAiClient, OpenAiConfig, ResponseLimits, RetryPolicy, Retrying, Script,
-    ScriptedModel,
-};
+use cadre_runtime::model::{ResponseLimits, RetryPolicy};
 use cadre_runtime::permission::Posture;
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::permission::rules::{PermissionRules, RuleSet, Scope};
@@ -25,25 +20,7 @@ use cadre_runtime::sandbox::{
 use crate::args::{ExecArgs, OutputFormat, SessionArgs};
 use crate::exit::CliError;
 
-/// Which model the run talks to.
-#[derive(Debug, Clone)]
-pub enum ModelChoice {
-    /// An OpenAI-compatible server.
-    Server {
-        /// Its base URL.
-        base_url: String,
-        /// The model name.
-        model: String,
-        /// The bearer token, if any.
-        api_key: Option<String>,
-        /// Stream or not.
-        stream: bool,
-    },
-    /// A script file.
-    Script(PathBuf),
-    /// The built-in demo script.
-    Demo,
-}
+pub use cadre_actors::host::ModelChoice;
 
 /// A validated run: `exec`'s, or the shell's (no prompt, text output).
 #[derive(Debug, Clone)]
@@ -298,81 +275,6 @@ impl RunConfig {
             sandbox,
             response_limits,
         })
-    }
-
-    /// Model clients for roles: a role naming its own server gets a client
-    /// for it; the others share the session's.
-    pub fn model_source(&self, default: Arc<dyn ModelClient>) -> Arc<dyn ModelSource> {
-        Arc::new(RoleModels {
-            default,
-            choice: self.model.clone(),
-            retry: self.retry,
-            limits: self.response_limits,
-        })
-    }
-
-    /// Builds the model client; a script that does not parse is a config error.
-    pub fn model_client(&self) -> Result<Arc<dyn ModelClient>, CliError> {
-        Ok(match &self.model {
-            ModelChoice::Server {
-                base_url,
-                model,
-                api_key,
-                stream,
-            } => {
-                let mut config = OpenAiConfig::new(base_url.clone(), model.clone());
-                config.api_key = api_key.clone();
-                config.stream = *stream;
-                config.limits = self.response_limits;
-                let client =
-                    OpenAiClient::new(config).map_err(|e| CliError::config(e.to_string()))?;
-                Arc::new(Retrying::new(Arc::new(client), self.retry))
-            }
-            ModelChoice::Script(path) => {
-                let script = Script::load(path).map_err(|e| CliError::config(e.to_string()))?;
-                Arc::new(ScriptedModel::new(
-                    script,
-                    format!("script:{}", path.display()),
-                ))
-            }
-            ModelChoice::Demo => {
-                let script = Script::demo().map_err(|e| CliError::config(e.to_string()))?;
-                Arc::new(ScriptedModel::new(script, "built-in demo script"))
-            }
-        })
-    }
-}
-
-struct RoleModels {
-    default: Arc<dyn ModelClient>,
-    choice: ModelChoice,
-    retry: RetryPolicy,
-    limits: ResponseLimits,
-}
-
-impl ModelSource for RoleModels {
-    fn client(&self, role: &RoleConfig) -> Result<Arc<dyn ModelClient>, String> {
-        let Some(base_url) = &role.base_url else {
-            return Ok(self.default.clone());
-        };
-        let (api_key, stream, default_model) = match &self.choice {
-            ModelChoice::Server {
-                api_key,
-                stream,
-                model,
-                ..
-            } => (api_key.clone(), *stream, Some(model.clone())),
-            ModelChoice::Script(_) | ModelChoice::Demo => (None, true, None),
-        };
-        let Some(model) = role.model.clone().or(default_model) else {
-            return Err(format!("base_url {base_url} needs a model"));
-        };
-        let mut config = OpenAiConfig::new(base_url.clone(), model);
-        config.api_key = api_key;
-        config.stream = stream;
-        config.limits = self.limits;
-        let client = OpenAiClient::new(config).map_err(|e| e.to_string())?;
-        Ok(Arc::new(Retrying::new(Arc::new(client), self.retry)))
     }
 }
 

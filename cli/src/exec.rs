@@ -38,8 +38,7 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
     let Launched {
         handle,
         mut events,
-        store,
-        store_task,
+        host,
         ..
     } = launch(&config, false).await?;
     let mut driver = Driver::new(&config);
@@ -81,7 +80,7 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
         }
     }
     handle.stopped().await;
-    store.close(store_task).await;
+    host.close().await;
     let (status, code) = driver.ending().status_and_code();
     renderer.event(&Event::SessionCompleted {
         status: status.to_string(),

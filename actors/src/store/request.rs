@@ -203,6 +203,16 @@ pub enum StoreRequest {
         /// Done.
         reply: Reply<()>,
     },
+    /// Finds a session by id, unique prefix or `latest` (in a workspace
+    /// when given).
+    Resolve {
+        /// The id, prefix or `latest`.
+        spec: String,
+        /// Only sessions in this workspace.
+        workspace: Option<PathBuf>,
+        /// The session.
+        reply: Reply<SessionRecord>,
+    },
     /// The audit records (JSON), oldest first.
     Audit {
         /// The session.
@@ -248,6 +258,7 @@ impl StoreRequest {
             StoreRequest::SetMode { reply, .. } => no!(reply),
             StoreRequest::Answer { reply, .. } => no!(reply),
             StoreRequest::Audit { reply, .. } => no!(reply),
+            StoreRequest::Resolve { reply, .. } => no!(reply),
             StoreRequest::Admitted { reply, .. } => no!(reply),
             StoreRequest::Conversation { reply, .. } => no!(reply),
         }
@@ -377,6 +388,13 @@ impl StoreRequest {
             }
             StoreRequest::ReleaseLease { session_id, reply } => {
                 let _ = reply.send(s.release_lease(&session_id, owner));
+            }
+            StoreRequest::Resolve {
+                spec,
+                workspace,
+                reply,
+            } => {
+                let _ = reply.send(s.resolve(&spec, workspace.as_deref()));
             }
             StoreRequest::Audit { session_id, reply } => {
                 let _ = reply.send(s.audit(&session_id));

@@ -40,8 +40,7 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
     let Launched {
         handle,
         mut events,
-        store,
-        store_task,
+        host,
         session_id,
     } = launch(&config, true).await?;
     // Before the terminal: rustyline saves the SIGINT handler around each
@@ -114,7 +113,7 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
         }
     }
     handle.stopped().await;
-    store.close(store_task).await;
+    host.close().await;
     terminal.finish();
     Ok(exit::SUCCESS)
 }

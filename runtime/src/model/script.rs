@@ -2,7 +2,8 @@
 //!
 //! A script is a TOML (or JSON, by extension) list of `[[response]]`
 //! entries. Each entry may name the `role`, `mode`, `turn` and `iteration` it
-//! answers; an absent key matches anything. Every agent keeps its own cursor:
+//! answers; an absent key matches anything. Every agent (of every session)
+//! keeps its own cursor:
 //! a request gets the first entry, in file order, that matches it and that
 //! this agent has not used yet; `repeat = true` entries are never used up.
 //! So concurrent sub-agents each follow their own script. Strings may use
@@ -175,7 +176,7 @@ pub struct ScriptedModel {
     script: Script,
     name: String,
     /// Per agent, which entries it has used.
-    used: Mutex<HashMap<Arc<str>, Vec<bool>>>,
+    used: Mutex<HashMap<(Arc<str>, Arc<str>), Vec<bool>>>,
 }
 
 impl ScriptedModel {
@@ -194,7 +195,7 @@ impl ScriptedModel {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let mine = used
-            .entry(ctx.agent_id.clone())
+            .entry((ctx.session_id.clone(), ctx.agent_id.clone()))
             .or_insert_with(|| vec![false; self.script.entries.len()]);
         let (n, entry) = self
             .script

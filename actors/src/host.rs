@@ -1,0 +1,524 @@
+//! A library host: everything a program needs to run cadre sessions.
+//!
+//! A [`Host`] owns what sessions share: the data directory (sessions'
+//! files, and the store in it unless it is kept in memory), the model client and the clients of roles that
+//! name their own server, the tool registry (the built-ins plus the host's
+//! own tools), the sub-agent roles and limit, the sandbox. It is built once
+//! with a [`HostBuilder`] (from the configuration layers, or by hand), then
+//! starts or resumes any number of sessions with [`Host::start`]. The
+//! `cadre` command line is one such host.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cadre_runtime::Mode;
+use cadre_runtime::agent::ModelSource;
+use cadre_runtime::config::{Config, ConfigError, ConfigPaths, RoleConfig};
+use cadre_runtime::model::{
+    ModelClient, OpenAiClient, OpenAiConfig, ResponseLimits, RetryPolicy, Retrying, Script,
+    ScriptedModel,
+};
+use cadre_runtime::paths::DataDir;
+use cadre_runtime::permission::Posture;
+use cadre_runtime::permission::guardian::GuardianConfig;
+use cadre_runtime::permission::rules::RuleSet;
+use cadre_runtime::protocol::Event;
+use cadre_runtime::sandbox::SandboxConfig;
+use cadre_runtime::store::{Store, StoreError, store_path};
+use cadre_runtime::tool::{Tool, ToolRegistry, ToolRunner, Workspace};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinHandle;
+
+use crate::kernel::StartError;
+use crate::session::{
+    PermissionConfig, SessionConfig, SessionHandle, SessionServices, Subagents, spawn_session,
+};
+use crate::store::StoreHandle;
+
+/// Which model a host talks to.
+#[derive(Clone)]
+pub enum ModelChoice {
+    /// An OpenAI-compatible server.
+    Server {
+        /// Its base URL, including `/v1`.
+        base_url: String,
+        /// The model name.
+        model: String,
+        /// The bearer token, if any.
+        api_key: Option<String>,
+        /// Stream responses (else ask for whole ones).
+        stream: bool,
+    },
+    /// A model script file (TOML, or JSON by extension).
+    Script(PathBuf),
+    /// A model script's text, named for error messages.
+    ScriptText {
+        /// The TOML text.
+        text: String,
+        /// Its name in messages.
+        name: String,
+    },
+    /// The built-in demo script (no network, no key).
+    Demo,
+    /// A client the host built itself.
+    Client(Arc<dyn ModelClient>),
+}
+
+impl std::fmt::Debug for ModelChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelChoice::Server {
+                base_url, model, ..
+            } => write!(f, "Server({base_url}, {model})"),
+            ModelChoice::Script(path) => write!(f, "Script({})", path.display()),
+            ModelChoice::ScriptText { name, .. } => write!(f, "ScriptText({name})"),
+            ModelChoice::Demo => f.write_str("Demo"),
+            ModelChoice::Client(client) => write!(f, "Client({})", client.model()),
+        }
+    }
+}
+
+/// Why a host or a session could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// A configuration file, a model script or a setting is wrong; the
+    /// message names the file and the place. Not retryable.
+    #[error("{0}")]
+    Config(String),
+    /// What the host was asked for cannot be done (no such session to
+    /// resume, a workspace that does not exist). Not retryable.
+    #[error("{0}")]
+    Usage(String),
+    /// The store: [`StoreError::is_retryable`] says whether to try again.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The session's actor did not start. Not retryable.
+    #[error("the session could not start: {0}")]
+    Start(String),
+}
+
+impl From<ConfigError> for HostError {
+    fn from(err: ConfigError) -> Self {
+        HostError::Config(err.to_string())
+    }
+}
+
+impl From<StartError> for HostError {
+    fn from(err: StartError) -> Self {
+        match err {
+            StartError::Store(store) => HostError::Store(store),
+            other => HostError::Start(other.to_string()),
+        }
+    }
+}
+
+/// Builds a [`Host`].
+pub struct HostBuilder {
+    data_dir: PathBuf,
+    memory_store: bool,
+    model: ModelChoice,
+    retry: RetryPolicy,
+    response_limits: ResponseLimits,
+    roles: BTreeMap<String, RoleConfig>,
+    tools: Vec<Arc<dyn Tool>>,
+    tool_timeout: Duration,
+    max_subagents: u32,
+    sandbox: SandboxConfig,
+}
+
+impl HostBuilder {
+    /// A host keeping sessions under `data_dir` (the store is
+    /// `data_dir/cadre.db`, each session's files `data_dir/sessions/<id>`),
+    /// on the built-in demo model, with the built-in tools, a 120 s tool
+    /// timeout and up to 8 sub-agents at once.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            data_dir: data_dir.into(),
+            memory_store: false,
+            model: ModelChoice::Demo,
+            retry: RetryPolicy::default(),
+            response_limits: ResponseLimits::default(),
+            roles: BTreeMap::new(),
+            tools: Vec::new(),
+            tool_timeout: Duration::from_secs(120),
+            max_subagents: 8,
+            sandbox: SandboxConfig::default(),
+        }
+    }
+
+    /// Takes roles, the sub-agent limit and the model (when a file names a
+    /// `base_url` and `model`) from configuration already loaded.
+    pub fn config(mut self, config: &Config) -> Self {
+        let settings = &config.settings;
+        self.roles = config.roles.clone();
+        if let Some(max) = settings.max_subagents {
+            self.max_subagents = max;
+        }
+        if let (Some(base_url), Some(model)) = (&settings.base_url, &settings.model) {
+            self.model = ModelChoice::Server {
+                base_url: base_url.clone(),
+                model: model.clone(),
+                api_key: None,
+                stream: true,
+            };
+        }
+        self
+    }
+
+    /// Loads the configuration layers (user, project, local, explicit) and
+    /// takes what [`HostBuilder::config`] takes; a file that does not parse
+    /// is an error naming the file and the line.
+    pub fn load_config(self, paths: &ConfigPaths) -> Result<(Self, Config), HostError> {
+        let config = Config::load(paths)?;
+        Ok((self.config(&config), config))
+    }
+
+    /// Keeps the store in memory: nothing is resumable after the host
+    /// stops (tests, throwaway hosts).
+    pub fn memory_store(mut self) -> Self {
+        self.memory_store = true;
+        self
+    }
+
+    /// The model to talk to.
+    pub fn model(mut self, model: ModelChoice) -> Self {
+        self.model = model;
+        self
+    }
+
+    /// How failed model requests are retried.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// How large and how long one model response may be.
+    pub fn response_limits(mut self, limits: ResponseLimits) -> Self {
+        self.response_limits = limits;
+        self
+    }
+
+    /// Adds a tool of the host's own, offered and gated like the built-ins.
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// The default timeout of a tool call.
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = timeout;
+        self
+    }
+
+    /// Sub-agent roles.
+    pub fn roles(mut self, roles: BTreeMap<String, RoleConfig>) -> Self {
+        self.roles = roles;
+        self
+    }
+
+    /// How many sub-agents may run at once across a session's tree.
+    pub fn max_subagents(mut self, max: u32) -> Self {
+        self.max_subagents = max;
+        self
+    }
+
+    /// How `bash` commands are sandboxed.
+    pub fn sandbox(mut self, sandbox: SandboxConfig) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// Builds the model client and the registry and opens the store.
+    pub async fn build(self) -> Result<Host, HostError> {
+        let model = self.client()?;
+        let mut registry = ToolRegistry::with_builtins();
+        for tool in self.tools {
+            registry
+                .register(tool)
+                .map_err(|e| HostError::Config(e.to_string()))?;
+        }
+        let (store, store_task) = if self.memory_store {
+            (StoreHandle::in_memory().await?, None)
+        } else {
+            let store = Store::open(&store_path(&self.data_dir))?;
+            let (handle, task) = StoreHandle::start(store)
+                .await
+                .map_err(|e| HostError::Start(format!("the store actor could not start: {e}")))?;
+            (handle, Some(task))
+        };
+        let models = Arc::new(RoleModels {
+            default: model.clone(),
+            choice: self.model.clone(),
+            retry: self.retry,
+            limits: self.response_limits,
+        });
+        Ok(Host {
+            data: DataDir::new(self.data_dir),
+            store,
+            store_task,
+            model,
+            models,
+            tools: ToolRunner::new(Arc::new(registry), self.tool_timeout),
+            roles: self.roles,
+            max_subagents: self.max_subagents,
+            sandbox: Arc::new(self.sandbox),
+        })
+    }
+
+    fn client(&self) -> Result<Arc<dyn ModelClient>, HostError> {
+        Ok(match &self.model {
+            ModelChoice::Server {
+                base_url,
+                model,
+                api_key,
+                stream,
+            } => {
+                let mut config = OpenAiConfig::new(base_url.clone(), model.clone());
+                config.api_key = api_key.clone();
+                config.stream = *stream;
+                config.limits = self.response_limits;
+                let client =
+                    OpenAiClient::new(config).map_err(|e| HostError::Config(e.to_string()))?;
+                Arc::new(Retrying::new(Arc::new(client), self.retry))
+            }
+            ModelChoice::Script(path) => {
+                let script = Script::load(path).map_err(|e| HostError::Config(e.to_string()))?;
+                Arc::new(ScriptedModel::new(
+                    script,
+                    format!("script:{}", path.display()),
+                ))
+            }
+            ModelChoice::ScriptText { text, name } => {
+                let script =
+                    Script::from_toml(text, name).map_err(|e| HostError::Config(e.to_string()))?;
+                Arc::new(ScriptedModel::new(script, name.clone()))
+            }
+            ModelChoice::Demo => {
+                let script = Script::demo().map_err(|e| HostError::Config(e.to_string()))?;
+                Arc::new(ScriptedModel::new(script, "built-in demo script"))
+            }
+            ModelChoice::Client(client) => client.clone(),
+        })
+    }
+}
+
+/// Which session to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// A new session.
+    New,
+    /// A stored session: its id, a unique prefix, or `latest`.
+    Session(String),
+    /// The most recent session in the workspace.
+    LatestInWorkspace,
+}
+
+/// One session's settings.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// The workspace root (a resumed session keeps its own).
+    pub workspace: PathBuf,
+    /// A new session, or which stored one.
+    pub resume: Resume,
+    /// The mode; `None` starts a new session in Work and keeps a resumed
+    /// session's stored mode.
+    pub mode: Option<Mode>,
+    /// The posture; `None` starts a new session with Ask and keeps a
+    /// resumed session's stored posture.
+    pub posture: Option<Posture>,
+    /// Every rule in force.
+    pub rules: Arc<RuleSet>,
+    /// Whether a person can answer approval prompts (else Ask denies, with
+    /// the reason).
+    pub interactive: bool,
+    /// The guardian's model and deadline.
+    pub guardian: GuardianConfig,
+    /// Model requests one turn may make.
+    pub max_iterations: u32,
+    /// Offer `enter_plan_mode` in Work.
+    pub plan_agent_entry: bool,
+}
+
+impl SessionOptions {
+    /// A new session in `workspace`: Work, Ask, a person at the prompt, no
+    /// rules, 50 model requests per turn.
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace: workspace.into(),
+            resume: Resume::New,
+            mode: None,
+            posture: None,
+            rules: Arc::new(RuleSet::default()),
+            interactive: true,
+            guardian: GuardianConfig::default(),
+            max_iterations: 50,
+            plan_agent_entry: false,
+        }
+    }
+}
+
+/// A started session.
+pub struct Started {
+    /// Its id (new, or the resumed one).
+    pub session_id: String,
+    /// Submits `Op`s.
+    pub handle: SessionHandle,
+    /// Its events, `session.started` first.
+    pub events: UnboundedReceiver<Event>,
+}
+
+/// What sessions share; see the module documentation.
+pub struct Host {
+    data: DataDir,
+    store: StoreHandle,
+    store_task: Option<JoinHandle<()>>,
+    model: Arc<dyn ModelClient>,
+    models: Arc<dyn ModelSource>,
+    tools: ToolRunner,
+    roles: BTreeMap<String, RoleConfig>,
+    max_subagents: u32,
+    sandbox: Arc<SandboxConfig>,
+}
+
+impl Host {
+    /// A builder for a host keeping sessions under `data_dir`, with the
+    /// defaults of [`HostBuilder::new`].
+    pub fn builder(data_dir: impl Into<PathBuf>) -> HostBuilder {
+        HostBuilder::new(data_dir)
+    }
+
+    /// The model sessions talk to.
+    pub fn model(&self) -> &Arc<dyn ModelClient> {
+        &self.model
+    }
+
+    /// The store sessions keep their state in.
+    pub fn store(&self) -> &StoreHandle {
+        &self.store
+    }
+
+    /// Starts a new session or resumes a stored one.
+    pub async fn start(&self, options: SessionOptions) -> Result<Started, HostError> {
+        let (session_id, workspace) = self.resolve(&options).await?;
+        let workspace = Workspace::new(&workspace)
+            .map_err(|e| HostError::Usage(format!("workspace {}: {e}", workspace.display())))?;
+        let paths = self.data.session(&session_id);
+        paths.create().map_err(|e| {
+            HostError::Config(format!(
+                "data directory {}: {e}",
+                self.data.path().display()
+            ))
+        })?;
+        let new = options.resume == Resume::New;
+        let mut config = SessionConfig::new(session_id.clone(), workspace, paths);
+        config.mode = options.mode.unwrap_or_default();
+        config.mode_given = new || options.mode.is_some();
+        config.posture_given = new || options.posture.is_some();
+        config.max_iterations = options.max_iterations;
+        config.permissions = PermissionConfig {
+            posture: options.posture.unwrap_or_default(),
+            rules: options.rules,
+            interactive: options.interactive,
+            guardian: options.guardian,
+        };
+        config.subagents = Some(Arc::new(Subagents::new(
+            self.roles.clone(),
+            self.models.clone(),
+            self.max_subagents,
+        )));
+        config.plan_agent_entry = options.plan_agent_entry;
+        config.sandbox = self.sandbox.clone();
+        let services = SessionServices {
+            model: self.model.clone(),
+            tools: self.tools.clone(),
+            store: Some(self.store.clone()),
+        };
+        let (handle, events) = spawn_session(config, services).await?;
+        Ok(Started {
+            session_id,
+            handle,
+            events,
+        })
+    }
+
+    /// The session id and workspace `options` ask for.
+    async fn resolve(&self, options: &SessionOptions) -> Result<(String, PathBuf), HostError> {
+        let (spec, here) = match &options.resume {
+            Resume::New => {
+                return Ok((uuid::Uuid::new_v4().to_string(), options.workspace.clone()));
+            }
+            Resume::Session(spec) => (spec.clone(), None),
+            Resume::LatestInWorkspace => (
+                "latest".to_string(),
+                Some(
+                    options
+                        .workspace
+                        .canonicalize()
+                        .unwrap_or_else(|_| options.workspace.clone()),
+                ),
+            ),
+        };
+        let found = self
+            .store
+            .ask(|reply| crate::store::StoreRequest::Resolve {
+                spec,
+                workspace: here,
+                reply,
+            })
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound(why) => HostError::Usage(why),
+                other => HostError::Store(other),
+            })?;
+        Ok((found.id, PathBuf::from(found.workspace)))
+    }
+
+    /// Writes everything the store buffered and stops it. Call it once
+    /// every session has stopped.
+    pub async fn close(self) {
+        if let Some(task) = self.store_task {
+            self.store.close(task).await;
+        }
+    }
+}
+
+/// Model clients for roles: a role naming its own server gets a client for
+/// it; the others share the host's.
+struct RoleModels {
+    default: Arc<dyn ModelClient>,
+    choice: ModelChoice,
+    retry: RetryPolicy,
+    limits: ResponseLimits,
+}
+
+impl ModelSource for RoleModels {
+    fn client(&self, role: &RoleConfig) -> Result<Arc<dyn ModelClient>, String> {
+        let Some(base_url) = &role.base_url else {
+            return Ok(self.default.clone());
+        };
+        let (api_key, stream, default_model) = match &self.choice {
+            ModelChoice::Server {
+                api_key,
+                stream,
+                model,
+                ..
+            } => (api_key.clone(), *stream, Some(model.clone())),
+            ModelChoice::Script(_)
+            | ModelChoice::ScriptText { .. }
+            | ModelChoice::Demo
+            | ModelChoice::Client(_) => (None, true, None),
+        };
+        let Some(model) = role.model.clone().or(default_model) else {
+            return Err(format!("base_url {base_url} needs a model"));
+        };
+        let mut config = OpenAiConfig::new(base_url.clone(), model);
+        config.api_key = api_key;
+        config.stream = stream;
+        config.limits = self.limits;
+        let client = OpenAiClient::new(config).map_err(|e| e.to_string())?;
+        Ok(Arc::new(Retrying::new(Arc::new(client), self.retry)))
+    }
+}
