@@ -171,12 +171,15 @@ impl Script {
     }
 }
 
+/// An agent of a session: (session id, agent id).
+type AgentKey = (Arc<str>, Arc<str>);
+
 /// A model that answers from a [`Script`].
 pub struct ScriptedModel {
     script: Script,
     name: String,
     /// Per agent, which entries it has used.
-    used: Mutex<HashMap<(Arc<str>, Arc<str>), Vec<bool>>>,
+    used: Mutex<HashMap<AgentKey, Vec<bool>>>,
 }
 
 impl ScriptedModel {
