@@ -338,7 +338,7 @@ async fn cadre_round(
         .expect("session");
     let start = Instant::now();
     session.submit(Op::user("what is here?")).expect("submit");
-    while let Some(event) = events.recv().await {
+    while let Some(cadre::runtime::protocol::Envelope { event, .. }) = events.recv().await {
         match event {
             Event::TurnCompleted { .. } => break,
             Event::TurnFailed { message, .. } => panic!("turn failed: {message}"),
@@ -431,7 +431,7 @@ async fn admission_latency(n: usize, workspace: &std::path::Path) -> (Duration, 
     session
         .submit(Op::user("the turn that keeps the session busy"))
         .expect("submit");
-    while let Some(event) = events.recv().await {
+    while let Some(cadre::runtime::protocol::Envelope { event, .. }) = events.recv().await {
         if matches!(event, Event::TurnStarted { .. }) {
             break;
         }
@@ -442,7 +442,7 @@ async fn admission_latency(n: usize, workspace: &std::path::Path) -> (Duration, 
         session
             .submit(Op::user(format!("message {i}")))
             .expect("submit");
-        while let Some(event) = events.recv().await {
+        while let Some(cadre::runtime::protocol::Envelope { event, .. }) = events.recv().await {
             if matches!(event, Event::InputAdmitted { .. }) {
                 break;
             }
@@ -526,7 +526,7 @@ async fn fan_out(
     let start = Instant::now();
     session.submit(Op::user("fan out")).expect("submit");
     let mut completed = 0;
-    while let Some(event) = events.recv().await {
+    while let Some(cadre::runtime::protocol::Envelope { event, .. }) = events.recv().await {
         match event {
             Event::AgentCompleted { .. } => completed += 1,
             Event::TurnCompleted { .. } => break,

@@ -66,11 +66,12 @@ text = "Earlier I counted 4 words."
 
 /// Sends one message and prints the session's events until its turn ends.
 async fn one_turn(session: &mut Started, text: &str) -> Result<(), Box<dyn std::error::Error>> {
-    session.handle.submit(Op::user(text))?;
-    while let Some(event) = session.events.recv().await {
-        println!("{}", serde_json::to_string(&event)?);
+    // Every event this message causes echoes the id it was submitted under.
+    session.handle.submit_as(text, Op::user(text))?;
+    while let Some(envelope) = session.events.recv().await {
+        println!("{}", serde_json::to_string(&envelope)?);
         if matches!(
-            event,
+            envelope.event,
             Event::TurnCompleted { .. } | Event::TurnFailed { .. }
         ) {
             return Ok(());

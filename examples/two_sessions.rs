@@ -30,8 +30,8 @@ async fn run(mut session: Started, prompt: &str) -> Result<(String, String), Str
         .submit(Op::user(prompt))
         .map_err(|e| e.to_string())?;
     let mut answer = String::new();
-    while let Some(event) = session.events.recv().await {
-        match event {
+    while let Some(envelope) = session.events.recv().await {
+        match envelope.event {
             Event::AssistantMessage { text, .. } => answer = text,
             Event::TurnCompleted { .. } | Event::TurnFailed { .. } => {
                 let _ = session.handle.submit(Op::Shutdown);

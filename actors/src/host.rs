@@ -24,7 +24,7 @@ use cadre_runtime::paths::DataDir;
 use cadre_runtime::permission::Posture;
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::permission::rules::RuleSet;
-use cadre_runtime::protocol::Event;
+use cadre_runtime::protocol::Envelope;
 use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::store::{Store, StoreError, store_path};
 use cadre_runtime::tool::{Tool, ToolRegistry, ToolRunner, Workspace};
@@ -366,8 +366,9 @@ pub struct Started {
     pub session_id: String,
     /// Submits `Op`s.
     pub handle: SessionHandle,
-    /// Its events, `session.started` first.
-    pub events: UnboundedReceiver<Event>,
+    /// Its events, `session.started` first, each with the id of the
+    /// submission that caused it when there is one.
+    pub events: UnboundedReceiver<Envelope>,
 }
 
 /// What sessions share; see the module documentation.

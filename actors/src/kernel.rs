@@ -16,7 +16,7 @@ use cadre_runtime::agent::{AgentPath, Authority, LiveAuthority};
 use cadre_runtime::model::ModelClient;
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::guardian::GuardianConfig;
-use cadre_runtime::protocol::Event;
+use cadre_runtime::protocol::Envelope;
 use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::store::StoreError;
 use cadre_runtime::tool::{ToolRunner, Workspace};
@@ -109,7 +109,7 @@ pub struct SpawnedAgent {
     /// Ends when the actor has stopped.
     pub join: tokio::task::JoinHandle<()>,
     /// Its events, `session.started` first.
-    pub events: mpsc::UnboundedReceiver<Event>,
+    pub events: mpsc::UnboundedReceiver<Envelope>,
 }
 
 /// Why an agent did not start.

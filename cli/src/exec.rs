@@ -1,6 +1,6 @@
 //! `cadre exec`: one prompt, one session, no terminal UI.
 
-use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op};
+use cadre_runtime::protocol::{Activity, Envelope, Event, FailureCategory, Op};
 use cadre_runtime::store::QuestionnaireAnswer;
 
 use crate::args::OutputFormat;
@@ -60,7 +60,7 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
     loop {
         tokio::select! {
             event = events.recv() => {
-                let Some(event) = event else { break };
+                let Some(Envelope { event, .. }) = event else { break };
                 renderer.event(&event);
                 if matches!(event, Event::SessionStopped { .. }) {
                     break;

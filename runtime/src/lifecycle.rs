@@ -18,6 +18,9 @@ pub struct Queued {
     pub text: String,
     /// Its turn started before a crash: continue it, do not run it again.
     pub interrupted: bool,
+    /// The id of the submission that admitted it, echoed by its turn's
+    /// events (none after a resume).
+    pub cause: Option<String>,
 }
 
 /// What happened.
@@ -212,6 +215,7 @@ mod tests {
             id: Some(id),
             text: format!("m{id}"),
             interrupted: false,
+            cause: None,
         }
     }
 

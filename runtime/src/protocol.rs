@@ -84,6 +84,33 @@ pub enum Op {
     Shutdown,
 }
 
+/// A submission: an [`Op`] with the host's id for it. Every event the op
+/// causes (its direct answer, and for a user message everything its turn
+/// emits) carries the same id back in its [`Envelope`], so a host with many
+/// requests in flight can tell whose events are whose.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Submission {
+    /// The host's id for this submission; none when it does not care.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// What to do.
+    #[serde(flatten)]
+    pub op: Op,
+}
+
+/// An event as a host receives it: the event, and the id of the submission
+/// that caused it when the host gave one. On the wire (stream-json) the id
+/// is an `op_id` field beside the event's own, absent when there is none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// The id of the submission that caused the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op_id: Option<String>,
+    /// The event.
+    #[serde(flatten)]
+    pub event: Event,
+}
+
 impl Op {
     /// A user message with no mode intent.
     pub fn user(text: impl Into<String>) -> Op {

@@ -263,3 +263,83 @@ async fn a_background_child_stops_writing_once_its_parent_enters_plan() {
     );
     session.shutdown().await;
 }
+
+/// Events echo the id of the submission that caused them, even when two
+/// submissions are in flight at once.
+#[tokio::test]
+async fn every_event_echoes_the_id_of_the_submission_that_caused_it() {
+    let mock = MockServer::start().await;
+    mock.push([
+        Reply::sse(&tool_call_chunks("c1", "list_dir", &json!({}))),
+        Reply::sse(&text_chunks("listed")),
+    ]);
+    let mut session = SessionBuilder::openai(&mock.url).start().await;
+    session
+        .handle()
+        .submit_as("req-7", Op::user("list the files"))
+        .expect("submit");
+    session
+        .handle()
+        .submit_as("req-8", Op::SetMode { mode: Mode::Plan })
+        .expect("submit");
+    let mut seen = Vec::new();
+    loop {
+        let envelope = session.next_envelope().await;
+        let end = matches!(envelope.event, Event::TurnCompleted { .. });
+        seen.push(envelope);
+        if end {
+            break;
+        }
+    }
+    let untagged: Vec<&Event> = seen
+        .iter()
+        .filter(|e| e.op_id.is_none())
+        .map(|e| &e.event)
+        .collect();
+    assert!(
+        untagged
+            .iter()
+            .all(|e| matches!(e, Event::SessionStarted { .. })),
+        "only session.started has no cause: {untagged:#?}"
+    );
+    let of = |id: &str| -> Vec<&str> {
+        seen.iter()
+            .filter(|e| e.op_id.as_deref() == Some(id))
+            .map(|e| match &e.event {
+                Event::InputAdmitted { .. } => "input.admitted",
+                Event::TurnStarted { .. } => "turn.started",
+                Event::ToolCall { .. } => "tool.call",
+                Event::ToolResult { .. } => "tool.result",
+                Event::TurnCompleted { .. } => "turn.completed",
+                Event::OpRejected { .. } => "op.rejected",
+                Event::PermissionDecision { .. } => "permission.decision",
+                Event::AssistantDelta { .. } => "assistant.delta",
+                Event::AssistantMessage { .. } => "assistant.message",
+                _ => "other",
+            })
+            .filter(|kind| *kind != "assistant.delta")
+            .collect()
+    };
+    assert_eq!(of("req-8"), ["op.rejected"], "the refused mode change");
+    let turn = of("req-7");
+    assert_eq!(turn.first(), Some(&"input.admitted"));
+    assert_eq!(turn.last(), Some(&"turn.completed"));
+    for kind in [
+        "turn.started",
+        "tool.call",
+        "tool.result",
+        "assistant.message",
+    ] {
+        assert!(turn.contains(&kind), "{kind} missing from {turn:?}");
+    }
+    // A plain submission's events carry no id.
+    session.submit(Op::Status);
+    let status = loop {
+        let envelope = session.next_envelope().await;
+        if matches!(envelope.event, Event::SessionStatus { .. }) {
+            break envelope;
+        }
+    };
+    assert_eq!(status.op_id, None);
+    session.shutdown().await;
+}

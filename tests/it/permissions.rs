@@ -12,7 +12,7 @@ use cadre::runtime::model::{
 };
 use cadre::runtime::permission::guardian::GuardianConfig;
 use cadre::runtime::permission::{Layer, Posture, Risk, Verdict};
-use cadre::runtime::protocol::{ApprovalDecision, Event, FailureCategory, Op};
+use cadre::runtime::protocol::{ApprovalDecision, Envelope, Event, FailureCategory, Op};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -351,7 +351,7 @@ async fn a_guardian_that_never_answers_is_denied_after_its_90_second_deadline() 
     session.submit(Op::user("write"));
     // No test timeout here: on the paused clock it would fire first.
     let mut events = Vec::new();
-    while let Some(event) = session.events.recv().await {
+    while let Some(Envelope { event, .. }) = session.events.recv().await {
         let done = is_turn_end(&event);
         events.push(event);
         if done {

@@ -581,7 +581,7 @@ struct SpawnedChild {
 async fn pump(
     path: AgentPath,
     role: String,
-    mut stream: mpsc::UnboundedReceiver<Event>,
+    mut stream: mpsc::UnboundedReceiver<cadre_runtime::protocol::Envelope>,
     parent_events: EventSink,
     parent: ActorRef<SessionMsg>,
 ) {
@@ -592,7 +592,7 @@ async fn pump(
         agent_id: agent_id.clone(),
         status,
     };
-    while let Some(event) = stream.recv().await {
+    while let Some(cadre_runtime::protocol::Envelope { event, .. }) = stream.recv().await {
         match &event {
             Event::TurnStarted { .. } => {
                 let _ = parent_events.send(status(AgentStatus::Running));

@@ -236,7 +236,7 @@ impl SessionState {
             Asked::Earlier(call, decision) => {
                 let _ = call.reply.send(decision);
             }
-            Asked::Prompt(id) => self.emit(Event::ApprovalRequested {
+            Asked::Prompt(id) => self.emit_for_turn(Event::ApprovalRequested {
                 id: id.to_string(),
                 agent_id: self.spec.path.to_string(),
                 call_id,
@@ -392,7 +392,7 @@ impl SessionState {
             decision: decision.clone(),
             line: line.clone(),
         });
-        self.emit(Event::PermissionDecision {
+        self.emit_for_turn(Event::PermissionDecision {
             agent_id,
             call_id: call.call_id,
             tool: call.tool,

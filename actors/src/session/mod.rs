@@ -34,7 +34,7 @@ use cadre_runtime::lifecycle::{QueueEffect, QueueInput, TurnQueue};
 use cadre_runtime::message::{Message, unanswered_calls};
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::Decision;
-use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op, Usage};
+use cadre_runtime::protocol::{Activity, Envelope, Event, FailureCategory, Op, Usage};
 use cadre_runtime::sandbox::{SandboxConfig, sandbox_status};
 use cadre_runtime::tool::{
     AgentRequest, Authorization, ErrorCode, PlanRequest, ToolOutcome, Workspace,
@@ -148,8 +148,10 @@ pub type SessionServices = AgentServices;
 /// `RpcReplyPort`s.
 #[derive(Debug)]
 pub enum SessionMsg {
-    /// A submission from the host.
+    /// A submission from the host, or from the agent's parent.
     Op(Op),
+    /// A submission with the host's id: the events it causes echo the id.
+    Submit(cadre_runtime::protocol::Submission),
     /// A snapshot of the session's state, by reply.
     Snapshot(RpcReplyPort<SessionSnapshot>),
     /// The running turn recorded a message or ended.
@@ -271,6 +273,8 @@ pub struct SessionState {
     questionnaire: Option<String>,
     /// The stored queue read back at the start, run once started.
     resumed_queue: Vec<cadre_runtime::lifecycle::Queued>,
+    /// The submission the running turn answers, for its closing event.
+    turn_cause: Option<String>,
     span: tracing::Span,
     authority: authority::Authority,
     children: agents::Children,
@@ -289,6 +293,21 @@ impl SessionHandle {
         self.actor.cast(SessionMsg::Op(op))
     }
 
+    /// Submits an operation under the host's id `id`: every event it causes
+    /// (for a user message, everything its turn emits) carries `id` as its
+    /// envelope's `op_id`.
+    pub fn submit_as(
+        &self,
+        id: impl Into<String>,
+        op: Op,
+    ) -> Result<(), ractor::MessagingErr<SessionMsg>> {
+        self.actor
+            .cast(SessionMsg::Submit(cadre_runtime::protocol::Submission {
+                id: Some(id.into()),
+                op,
+            }))
+    }
+
     /// The session's state now.
     pub async fn snapshot(&self) -> Result<SessionSnapshot, ractor::RactorErr<SessionMsg>> {
         ractor::call!(self.actor, SessionMsg::Snapshot)
@@ -305,7 +324,7 @@ impl SessionHandle {
 pub async fn spawn_session(
     config: SessionConfig,
     services: SessionServices,
-) -> Result<(SessionHandle, mpsc::UnboundedReceiver<Event>), crate::kernel::StartError> {
+) -> Result<(SessionHandle, mpsc::UnboundedReceiver<Envelope>), crate::kernel::StartError> {
     let SpawnedAgent {
         actor,
         join,
@@ -354,6 +373,7 @@ impl Actor for SessionActor {
             store,
             questionnaire: None,
             resumed_queue: Vec::new(),
+            turn_cause: None,
             span,
             spec,
         };
@@ -390,6 +410,11 @@ impl Actor for SessionActor {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             SessionMsg::Op(op) => state.on_op(&myself, op).await,
+            SessionMsg::Submit(submission) => {
+                let previous = state.events.set_cause(submission.id);
+                state.on_op(&myself, submission.op).await;
+                state.events.set_cause(previous);
+            }
             SessionMsg::Snapshot(reply) => {
                 let _ = reply.send(state.snapshot());
             }
@@ -499,6 +524,14 @@ impl SessionState {
 
     fn emit(&self, event: Event) {
         let _ = self.events.send(event);
+    }
+
+    /// Emits an event the running turn caused (a permission decision, an
+    /// approval prompt), under the turn's submission id.
+    fn emit_for_turn(&mut self, event: Event) {
+        let previous = self.events.set_cause(self.turn_cause.clone());
+        let _ = self.events.send(event);
+        self.events.set_cause(previous);
     }
 
     fn reject(&self, op: &str, message: impl Into<String>) {
@@ -673,6 +706,7 @@ impl SessionState {
         self.withdraw(turn_id);
         self.close_unanswered("the turn ended before this call was answered");
         let stored = self.finish_turn(queue_id).await;
+        let previous = self.events.set_cause(self.turn_cause.take());
         match (stored, ending) {
             (Ok(()), Some(ending)) => self.emit(ending),
             (Ok(()), None) => {}
@@ -696,6 +730,7 @@ impl SessionState {
                 });
             }
         }
+        self.events.set_cause(previous);
         let effects = self.queue.step(QueueInput::Finished { turn_id });
         self.perform(myself, effects, false).await;
     }

@@ -36,6 +36,7 @@ fn queued(m: QueuedMessage) -> Queued {
         id: Some(m.id),
         text: m.content,
         interrupted: m.interrupted,
+        cause: None,
     }
 }
 
@@ -185,6 +186,7 @@ impl SessionState {
             id: Some(admitted.id),
             text,
             interrupted: false,
+            cause: self.events.cause().map(str::to_string),
         };
         let effects = self.queue.step(QueueInput::Admitted(message));
         self.perform(myself, effects, starts_now).await;
@@ -259,7 +261,9 @@ impl SessionState {
             self.conversation
                 .push(Arc::new(Message::user(next.text.clone())));
         }
-        let args = self.turn_args(myself, turn_id);
+        self.turn_cause = next.cause.clone();
+        let mut args = self.turn_args(myself, turn_id);
+        args.events = self.events.caused_by(next.cause);
         match Actor::spawn_linked(None, TurnActor, args, myself.get_cell()).await {
             Ok((actor, _join)) => {
                 self.turn = Some(actor);

@@ -21,7 +21,7 @@ pub mod terminal;
 pub mod view;
 
 use cadre_runtime::Mode;
-use cadre_runtime::protocol::Event;
+use cadre_runtime::protocol::{Envelope, Event};
 use cadre_runtime::settings::Settings;
 
 use crate::config::RunConfig;
@@ -63,7 +63,7 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
     loop {
         tokio::select! {
             event = events.recv() => {
-                let Some(event) = event else { break };
+                let Some(Envelope { event, .. }) = event else { break };
                 if let Some(piece) = view.event(&event) {
                     terminal.show(piece);
                 }

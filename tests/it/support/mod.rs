@@ -21,7 +21,7 @@ use cadre::runtime::paths::DataDir;
 use cadre::runtime::permission::Posture;
 use cadre::runtime::permission::guardian::GuardianConfig;
 use cadre::runtime::permission::rules::RuleSet;
-use cadre::runtime::protocol::{Event, Op};
+use cadre::runtime::protocol::{Envelope, Event, Op};
 use cadre::runtime::store::{Store, store_path};
 use cadre::runtime::tool::{Tool, ToolRegistry, ToolRunner, Workspace};
 use serde_json::Value;
@@ -198,7 +198,7 @@ impl SessionBuilder {
 /// A running session and its directories.
 pub struct TestSession {
     handle: Option<SessionHandle>,
-    pub events: UnboundedReceiver<Event>,
+    pub events: UnboundedReceiver<Envelope>,
     pub plan_file: PathBuf,
     pub session_dir: PathBuf,
     pub session_id: String,
@@ -232,6 +232,11 @@ impl TestSession {
 
     /// The next event, failing the test after [`PATIENCE`].
     pub async fn next_event(&mut self) -> Event {
+        self.next_envelope().await.event
+    }
+
+    /// The next event with the id of the submission that caused it.
+    pub async fn next_envelope(&mut self) -> Envelope {
         tokio::time::timeout(PATIENCE, self.events.recv())
             .await
             .expect("timed out waiting for an event")
