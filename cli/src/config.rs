@@ -14,9 +14,9 @@ use cadre_runtime::config::{Config, RoleConfig};
 use cadre_runtime::model::{
     ModelClient, OpenAiClient, OpenAiConfig, RetryPolicy, Retrying, Script, ScriptedModel,
 };
-use cadre_runtime::permission::Posture;
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::permission::rules::{PermissionRules, RuleSet, Scope};
+use cadre_runtime::permission::{Posture, ProtectedPaths};
 
 use crate::args::{ExecArgs, OutputFormat, SessionArgs};
 use crate::exit::CliError;
@@ -80,6 +80,8 @@ pub struct RunConfig {
     pub max_subagents: u32,
     /// Offer `enter_plan_mode` (config `plan.agent_entry`).
     pub plan_agent_entry: bool,
+    /// cadre's data and configuration, which no tool call writes.
+    pub protected: ProtectedPaths,
 }
 
 /// A new session, or a stored one to carry on (ST3).
@@ -104,6 +106,8 @@ pub struct Environment {
     pub platform_data_dir: Option<PathBuf>,
     /// The platform configuration directory.
     pub platform_config_dir: Option<PathBuf>,
+    /// The user's home directory.
+    pub home: Option<PathBuf>,
 }
 
 /// The user's defaults from `settings.toml` (M6): the lowest layer, below
@@ -216,6 +220,13 @@ impl RunConfig {
                 ));
             }
         };
+        let mut protected = ProtectedPaths::new().data_dir(&data_dir);
+        if let Some(dir) = &env.platform_config_dir {
+            protected = protected.config_dir(dir.join("cadre"));
+        }
+        if let Some(home) = &env.home {
+            protected = protected.home(home);
+        }
         let base_url = args.base_url.or_else(|| settings.base_url.clone());
         let model_name = args
             .model
@@ -273,7 +284,18 @@ impl RunConfig {
                 .or(settings.max_subagents)
                 .unwrap_or(8)
                 .clamp(1, 128),
+            protected,
         })
+    }
+
+    /// Protects cadre's configuration directory (`--config-dir`, else the
+    /// platform's) and the settings file in it from tool calls.
+    pub fn protect_config_dir(&mut self, dir: Option<&std::path::Path>) {
+        if let Some(dir) = dir {
+            self.protected = std::mem::take(&mut self.protected)
+                .config_dir(dir)
+                .settings_file(dir.join(cadre_runtime::settings::FILE_NAME));
+        }
     }
 
     /// Model clients for roles: a role naming its own server gets a client

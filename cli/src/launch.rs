@@ -91,6 +91,7 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
         rules: Arc::new(config.rules.clone()),
         interactive,
         guardian: config.guardian.clone(),
+        protected: config.protected.clone().with_real_spellings(),
     };
     session.subagents = Some(Arc::new(subagents));
     session.plan_agent_entry = config.plan_agent_entry;

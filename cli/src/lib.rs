@@ -109,7 +109,8 @@ fn run_exec(
     block_on(async {
         let files = load_config(&args.session, &env, config_dir.as_deref())?;
         let defaults = load_defaults(config_dir.as_deref())?;
-        let config = RunConfig::from_args(args, env, files, defaults)?;
+        let mut config = RunConfig::from_args(args, env, files, defaults)?;
+        config.protect_config_dir(config_dir.as_deref());
         exec::run(config).await
     })
 }
@@ -122,7 +123,8 @@ fn run_shell(
     block_on(async {
         let files = load_config(&args, &env, config_dir.as_deref())?;
         let defaults = load_defaults(config_dir.as_deref())?;
-        let config = RunConfig::from_session(args, env, files, defaults)?;
+        let mut config = RunConfig::from_session(args, env, files, defaults)?;
+        config.protect_config_dir(config_dir.as_deref());
         let settings = config_dir.as_deref().map(Settings::in_dir);
         shell::run(config, settings).await
     })
@@ -180,6 +182,7 @@ fn environment() -> Environment {
         current_dir: std::env::current_dir().ok(),
         platform_data_dir: dirs::data_dir(),
         platform_config_dir: dirs::config_dir(),
+        home: dirs::home_dir(),
     }
 }
 

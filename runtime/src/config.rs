@@ -253,8 +253,17 @@ posture = "never"
         let root = Path::new("/ws");
         let push = serde_json::json!({"command": "git push"});
         let test = serde_json::json!({"command": "cargo test -p x"});
-        assert!(merged.rules.decide("bash", &push, root).is_some());
-        assert!(merged.rules.decide("bash", &test, root).is_some());
+        let bash = crate::tool::builtin_definitions()
+            .iter()
+            .find(|def| def.shell)
+            .expect("a shell tool");
+        let decide = |args| {
+            let call =
+                crate::permission::Call::new(bash, args, crate::tool::Safety::SideEffect, root);
+            merged.rules.decide(&call)
+        };
+        assert!(decide(&push).is_some());
+        assert!(decide(&test).is_some());
     }
 
     #[test]

@@ -266,9 +266,15 @@ impl SessionState {
         let (actor, _) = Actor::spawn_linked(None, SessionActor, args, myself.get_cell())
             .await
             .map_err(|e| ToolError::failed(format!("the sub-agent could not start: {e}")))?;
+        // The child's tools decide which calls are evidence and changes.
+        let report = ReportBuilder::for_tools(
+            &agent_id,
+            &role_name,
+            self.services.tools.registry().definitions(),
+        );
         tokio::spawn(pump(
             agent_id.clone(),
-            role_name.clone(),
+            report,
             stream,
             self.events.clone(),
             myself.clone(),
@@ -510,12 +516,11 @@ fn refusal(refusal: SpawnRefusal) -> ToolError {
 /// parent when a run ends, and forwards what the host must see.
 async fn pump(
     agent_id: String,
-    role: String,
+    mut builder: ReportBuilder,
     mut stream: mpsc::UnboundedReceiver<Event>,
     parent_events: super::EventSink,
     parent: ActorRef<SessionMsg>,
 ) {
-    let mut builder = ReportBuilder::new(&agent_id, &role);
     let status = |status: AgentStatus| Event::AgentStatusChanged {
         agent_id: agent_id.clone(),
         status,

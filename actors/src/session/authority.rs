@@ -14,7 +14,9 @@ use cadre_runtime::model::RequestContext;
 use cadre_runtime::permission::guardian::{self, GuardianConfig, HeldCall};
 use cadre_runtime::permission::ledger::DenialLedger;
 use cadre_runtime::permission::rules::RuleSet;
-use cadre_runtime::permission::{Decision, Evaluation, Layer, Policy, Posture, Verdict, evaluate};
+use cadre_runtime::permission::{
+    Call, Decision, Evaluation, Layer, Policy, Posture, ProtectedPaths, Verdict, evaluate,
+};
 use cadre_runtime::protocol::{ApprovalDecision, ApprovalOutcome, Event, FailureCategory};
 use cadre_runtime::tool::{Authorization, Authorizer, DecisionFuture};
 use ractor::{Actor, ActorRef};
@@ -37,16 +39,21 @@ pub struct PermissionConfig {
     pub interactive: bool,
     /// The guardian's model and deadline.
     pub guardian: GuardianConfig,
+    /// cadre's configuration and data directories, which no tool call
+    /// writes (the workspace's `.cadre` and `.git` are always protected).
+    pub protected: ProtectedPaths,
 }
 
 impl Default for PermissionConfig {
-    /// Ask, no rules, interactive, the default guardian.
+    /// Ask, no rules, interactive, the default guardian, only the
+    /// workspace's own `.cadre` and `.git` protected.
     fn default() -> Self {
         Self {
             posture: Posture::Suggest,
             rules: Arc::new(RuleSet::default()),
             interactive: true,
             guardian: GuardianConfig::default(),
+            protected: ProtectedPaths::default(),
         }
     }
 }
@@ -181,14 +188,19 @@ impl SessionState {
             return self.settle(call, paused);
         }
         let plan_file = self.config.paths.plan_file();
+        let protected = &self.authority.config.protected;
         let policy = Policy {
             posture,
             rules: &self.authority.config.rules,
             interactive: self.authority.config.interactive,
             plan_file: &plan_file,
+            protected,
         };
         let root = self.config.workspace.root().to_path_buf();
-        match evaluate(&policy, def, request.safety, &request.args, &root) {
+        let decided = Call::new(def, &request.args, request.safety, &root)
+            .with_real_paths(&request.paths)
+            .with_home(protected.home_dir());
+        match evaluate(&policy, &decided) {
             Evaluation::Decided(decision) => self.settle(call, decision),
             Evaluation::AskPerson { reason, .. } => self.ask_person(call, reason),
             Evaluation::Review { observations } => self.review(myself, call, observations).await,

@@ -323,6 +323,7 @@ impl SessionState {
                     session: myself.clone(),
                 }) as Arc<dyn cadre_runtime::tool::PlanHost>
             }),
+            rules: Some(config.permissions.rules.clone()),
         };
         let args = TurnArgs {
             machine: TurnMachine::new(turn, self.conversation.as_slice().into()),

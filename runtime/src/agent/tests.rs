@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::permission::rules::{PermissionRules, RuleKind, RuleSet, Scope};
-use crate::permission::{Evaluation, Policy, Verdict, evaluate};
+use crate::permission::{Call, Evaluation, Policy, ProtectedPaths, Verdict, evaluate};
 use crate::tool::ToolRegistry;
 
 const DENY: &[&str] = &[
@@ -175,18 +175,17 @@ fn evaluation(
     args: &Value,
 ) -> Evaluation {
     let t = registry.get(tool).expect("tool");
+    let protected = ProtectedPaths::new();
     let policy = Policy {
         posture: authority.posture,
         rules: &authority.rules,
         interactive: true,
         plan_file: Path::new("/data/plan.md"),
+        protected: &protected,
     };
     evaluate(
         &policy,
-        t.definition(),
-        t.classify(args),
-        args,
-        Path::new("/ws"),
+        &Call::new(t.definition(), args, t.classify(args), Path::new("/ws")),
     )
 }
 
@@ -208,7 +207,9 @@ fn check_hop(
     for (_, (tool, args)) in picked {
         let p = evaluation(parent, registry, tool, &args);
         let c = evaluation(child, registry, tool, &args);
-        if let Some(m) = parent.rules.decide(tool, &args, Path::new("/ws"))
+        let t = registry.get(tool).expect("tool");
+        let call = Call::new(t.definition(), &args, t.classify(&args), Path::new("/ws"));
+        if let Some(m) = parent.rules.decide(&call)
             && m.kind == RuleKind::Deny
         {
             prop_assert!(

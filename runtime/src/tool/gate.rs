@@ -122,7 +122,7 @@ pub fn execution_gate(
         Mode::Plan if safety == Safety::ReadOnly => Ok(()),
         Mode::Plan => match plan_access(def) {
             PlanAccess::PlanFileOnly => {
-                let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
+                let path = def.path_in(args).unwrap_or_default();
                 if ctx.is_plan_file(path) {
                     Ok(())
                 } else {
@@ -188,7 +188,7 @@ pub fn scope_gate(
             ),
         ));
     }
-    let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
+    let path = def.path_in(args).unwrap_or_default();
     let relative = ctx.resolve(path).ok().and_then(|p| {
         p.strip_prefix(ctx.workspace.root())
             .ok()

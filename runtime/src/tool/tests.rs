@@ -142,6 +142,7 @@ impl Env {
             file_scopes: Vec::new(),
             agents: None,
             plans: None,
+            rules: None,
         };
         let mut registry = ToolRegistry::with_builtins();
         for fake in [

@@ -7,6 +7,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::permission::call::Call;
 use crate::permission::rules::{PermissionRules, RuleSet, Scope};
 use crate::tool::{Tool, ToolRegistry};
 
@@ -68,19 +69,16 @@ fn check(
     let registry = ToolRegistry::with_builtins();
     let tool_ref: &Arc<dyn Tool> = registry.get(tool).expect("tool");
     let safety = tool_ref.classify(&args);
+    let protected = ProtectedPaths::new();
     let policy = Policy {
         posture: posture.parse().expect("posture"),
         rules,
         interactive,
         plan_file: Path::new(PLAN),
+        protected: &protected,
     };
-    let got = evaluate(
-        &policy,
-        tool_ref.definition(),
-        safety,
-        &args,
-        Path::new(ROOT),
-    );
+    let call = Call::new(tool_ref.definition(), &args, safety, Path::new(ROOT));
+    let got = evaluate(&policy, &call);
     assert_eq!(outcome(&got), expected, "{posture} {tool} {args}");
 }
 
@@ -238,19 +236,21 @@ fn the_floor_hard_blocks_in_every_posture_even_against_an_allow_rule() {
             let got = {
                 let registry = ToolRegistry::with_builtins();
                 let bash = registry.get("bash").expect("bash");
+                let protected = ProtectedPaths::new();
                 let policy = Policy {
                     posture: posture.parse().expect("posture"),
                     rules: &allow_push,
                     interactive: true,
                     plan_file: Path::new(PLAN),
+                    protected: &protected,
                 };
-                evaluate(
-                    &policy,
+                let call = Call::new(
                     bash.definition(),
-                    bash.classify(&args),
                     &args,
+                    bash.classify(&args),
                     Path::new(ROOT),
-                )
+                );
+                evaluate(&policy, &call)
             };
             assert_eq!(
                 outcome(&got),

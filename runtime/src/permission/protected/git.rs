@@ -1,0 +1,188 @@
+//! Commands that write git's configuration or hooks without naming them.
+
+use crate::permission::call::words::{basename, flag, git_subcommand, loose_pieces};
+use crate::permission::shell::{self, Word};
+
+/// `git config` options that change the configuration.
+const CONFIG_WRITE_OPTIONS: &[&str] = &[
+    "--unset",
+    "--unset-all",
+    "--add",
+    "--replace-all",
+    "--rename-section",
+    "--remove-section",
+    "-e",
+    "--edit",
+];
+
+/// `git config` options that only read it.
+const CONFIG_READ_OPTIONS: &[&str] = &[
+    "--get",
+    "--get-all",
+    "--get-regexp",
+    "--get-urlmatch",
+    "--get-color",
+    "--get-colorbool",
+    "-l",
+    "--list",
+];
+
+/// `git config` options whose value is the next word.
+const CONFIG_VALUE_OPTIONS: &[&str] = &[
+    "-f",
+    "--file",
+    "--blob",
+    "-t",
+    "--type",
+    "--default",
+    "--comment",
+    "--value",
+];
+
+/// Subcommands (of `git remote`, `git submodule`, …) that write the config
+/// or install hooks.
+const WRITING_SUBCOMMANDS: &[(&str, &[&str])] = &[
+    (
+        "remote",
+        &[
+            "add",
+            "rename",
+            "rm",
+            "remove",
+            "set-head",
+            "set-branches",
+            "set-url",
+        ],
+    ),
+    (
+        "submodule",
+        &[
+            "add",
+            "init",
+            "deinit",
+            "update",
+            "sync",
+            "set-branch",
+            "set-url",
+            "absorbgitdirs",
+        ],
+    ),
+    ("lfs", &["install", "uninstall", "update"]),
+];
+
+/// What in `line` writes git's configuration or hooks, if anything.
+pub(super) fn config_writer(line: &str) -> Option<String> {
+    match shell::parse(line) {
+        Ok(script) => script
+            .all_commands()
+            .iter()
+            .find_map(|command| writer(&command.words)),
+        Err(_) => {
+            let words: Vec<Word> = loose_pieces(line)
+                .into_iter()
+                .map(|text| Word {
+                    text,
+                    ..Word::default()
+                })
+                .collect();
+            writer(&words)
+        }
+    }
+}
+
+/// Programs that run the command in their arguments.
+const WRAPPERS: &[&str] = &[
+    "sudo", "doas", "env", "nohup", "command", "exec", "time", "nice", "ionice", "timeout",
+    "setsid", "stdbuf", "xargs", "npx", "pnpx", "bunx",
+];
+
+/// The command itself, and after a wrapper every later word tried as the
+/// program, so a wrapper's options (`sudo -u x`, `env X=1`) cannot hide one.
+fn writer(words: &[Word]) -> Option<String> {
+    let wrapped = words
+        .first()
+        .is_some_and(|w| WRAPPERS.contains(&basename(&w.text)));
+    let last = if wrapped { words.len() } else { 1 };
+    (0..last.min(words.len())).find_map(|at| {
+        let (program, args) = words[at..].split_first()?;
+        let name = basename(&program.text);
+        let shown = || {
+            words[at..]
+                .iter()
+                .map(|w| w.text.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let writes = match name {
+            "git" => git_writes(args),
+            "git-lfs" => subcommand_writes("lfs", args),
+            "pre-commit" => args.first().is_some_and(|w| {
+                matches!(
+                    w.text.as_str(),
+                    "install" | "install-hooks" | "uninstall" | "init-templatedir"
+                )
+            }),
+            "husky" => true,
+            _ => false,
+        };
+        writes.then(|| format!("`{}` writes git's configuration or hooks", shown()))
+    })
+}
+
+fn git_writes(args: &[Word]) -> bool {
+    let Some(at) = git_subcommand(args) else {
+        return false;
+    };
+    let rest = &args[at + 1..];
+    match args[at].text.as_str() {
+        "config" => config_writes(rest),
+        "init" | "clone" => rest.iter().any(|w| {
+            let text = w.text.as_str();
+            text.starts_with("--template")
+                || text.starts_with("--config")
+                || text.starts_with("--separate-git-dir")
+                || text == "-c"
+        }),
+        other => subcommand_writes(other, rest),
+    }
+}
+
+fn subcommand_writes(subcommand: &str, rest: &[Word]) -> bool {
+    let Some((_, writing)) = WRITING_SUBCOMMANDS.iter().find(|(s, _)| *s == subcommand) else {
+        return false;
+    };
+    rest.iter()
+        .find(|w| !w.text.starts_with('-'))
+        .is_some_and(|w| writing.contains(&w.text.as_str()))
+}
+
+/// Whether a `git config` call writes: a writing option or subcommand, or
+/// a key and a value; reads are `--get…`, `--list`, `get`, `list`, or a key
+/// alone.
+fn config_writes(rest: &[Word]) -> bool {
+    if rest
+        .iter()
+        .any(|w| CONFIG_WRITE_OPTIONS.contains(&w.text.as_str()))
+    {
+        return true;
+    }
+    let mut operands = Vec::new();
+    let mut i = 0;
+    while let Some(word) = rest.get(i) {
+        let text = word.text.as_str();
+        if CONFIG_VALUE_OPTIONS.contains(&text) {
+            i += 2;
+            continue;
+        }
+        if !text.starts_with('-') {
+            operands.push(text);
+        }
+        i += 1;
+    }
+    match operands.first() {
+        Some(&("set" | "unset" | "rename-section" | "remove-section" | "edit")) => true,
+        Some(&("get" | "list")) => false,
+        _ if flag(rest, "l", CONFIG_READ_OPTIONS) => false,
+        _ => operands.len() >= 2,
+    }
+}
