@@ -91,7 +91,8 @@ pub fn definition_gate(
 /// The execution gate: whether one call may run in the context's mode.
 ///
 /// `safety` is the tool's classification of this concrete call (T5). The
-/// allow-list is checked first, then the mode: Plan lets read-only calls
+/// allow-list is checked first, then whether a plan-control tool has a plan
+/// lifecycle to drive, then the mode: Plan lets read-only calls
 /// through (including calls a classifying tool proved read-only), and path
 /// writers only when `path` is exactly the plan file.
 pub fn execution_gate(
@@ -104,6 +105,15 @@ pub fn execution_gate(
         return Err(ToolError::new(
             ErrorCode::ToolNotAllowed,
             format!("'{}' is not among this agent's allowed tools", def.name),
+        ));
+    }
+    if def.plan_control && ctx.plans.is_none() {
+        return Err(ToolError::new(
+            ErrorCode::ToolNotAllowed,
+            format!(
+                "'{}' drives the plan lifecycle, which this agent does not have",
+                def.name
+            ),
         ));
     }
     if let Some(only) = def.only_in

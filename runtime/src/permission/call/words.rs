@@ -8,7 +8,8 @@
 //! Words whose value is computed when the line runs (`$X`, `$(…)`) are not
 //! read, except `$HOME`/`${HOME}` and `~`, which name the user's home.
 //!
-//! Each word names the path it spells; a word with `=` also names what
+//! Each word names the path it spells (an option, starting with `-`, does
+//! not); a word with `=` also names what
 //! follows the first `=` (`of=x`, `--file=x`), and a word with `:` what
 //! follows the last `:` (`HEAD:.env`). A glob names its fixed leading
 //! directory, with the pattern kept. Programs that walk whole trees name
@@ -20,8 +21,10 @@
 //! (`tar`, `zip -r`: read; unpacking with `tar x`, `unzip`, `cpio -i`,
 //! `7z x`: the destination written).
 //!
-//! A line that does not parse is split loosely at blanks and operators,
-//! quotes dropped, and every piece read as a word relative to the root.
+//! The command lines other shells run (`bash -c '…'`, `sh -lc "…"`,
+//! `eval …`) are read the same way, four shells deep; deeper, and a line
+//! that does not parse, is split loosely at blanks and operators, quotes
+//! dropped, and every piece read as a word.
 
 use std::path::{Path, PathBuf};
 
@@ -34,32 +37,61 @@ pub(super) fn named(line: &str, root: &Path, home: Option<&Path>) -> Vec<Named> 
         root,
         home,
         cwd: Some(root.to_path_buf()),
+        depth: 0,
         out: Vec::new(),
     };
-    match shell::parse(line) {
-        Ok(script) => {
-            for command in script.all_commands() {
-                reader.command(command);
-            }
-        }
-        Err(_) => {
-            for piece in loose_pieces(line) {
-                reader.text(&piece, Reach::Itself, Access::Any);
-            }
-        }
-    }
+    reader.line(line);
     reader.out
 }
+
+/// Shells whose `-c` argument is a command line.
+const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh"];
+
+/// How many shells deep (`bash -c "sh -c '…'"`) lines are read.
+const MAX_DEPTH: usize = 4;
 
 struct Reader<'a> {
     root: &'a Path,
     home: Option<&'a Path>,
     /// Where relative words lead; `None` once a `cd` went somewhere unknown.
     cwd: Option<PathBuf>,
+    /// How many shells in the line being read runs.
+    depth: usize,
     out: Vec<Named>,
 }
 
 impl Reader<'_> {
+    fn line(&mut self, line: &str) {
+        match shell::parse(line) {
+            Ok(script) => {
+                for command in script.all_commands() {
+                    self.command(command);
+                }
+            }
+            Err(_) => {
+                for piece in loose_pieces(line) {
+                    self.text(&piece, Reach::Itself, Access::Any);
+                }
+            }
+        }
+    }
+
+    /// A command line another shell runs (`bash -c '…'`, `eval …`), read
+    /// in the directory it starts in.
+    fn nested(&mut self, line: &str) {
+        if self.depth >= MAX_DEPTH {
+            for piece in loose_pieces(line) {
+                self.text(&piece, Reach::Itself, Access::Any);
+            }
+            return;
+        }
+        let cwd = self.cwd.clone();
+        self.depth += 1;
+        self.line(line);
+        self.depth -= 1;
+        self.cwd = cwd;
+    }
+
     fn command(&mut self, command: &SimpleCommand) {
         let plain = command
             .words
@@ -77,6 +109,16 @@ impl Reader<'_> {
                     Operand::Text(text) => self.text(&text, Reach::Below, access),
                     Operand::Here => self.here(access),
                 }
+            }
+            if SHELLS.contains(&name)
+                && let Some(at) = args.iter().position(|w| is_command_flag(&w.text))
+                && let Some(line) = args.get(at + 1)
+            {
+                self.nested(&line.text);
+            }
+            if name == "eval" {
+                let line: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+                self.nested(&line.join(" "));
             }
             if matches!(name, "cd" | "pushd" | "popd") {
                 self.cwd = self.cd(name, args);
@@ -112,7 +154,10 @@ impl Reader<'_> {
             None if word.expands => return,
             None => word.text.clone(),
         };
-        self.text(&text, reach.clone(), access);
+        // An option is not a path, but its value may be (`--file=x`).
+        if !text.starts_with('-') {
+            self.text(&text, reach.clone(), access);
+        }
         if let Some((_, value)) = text.split_once('=') {
             self.text(value, reach.clone(), access);
         }
@@ -387,6 +432,15 @@ fn option_value(args: &[Word], short: &str, long: &str) -> Option<String> {
         text.strip_prefix(short)
             .filter(|v| !v.is_empty() && short.len() == 2)
             .map(str::to_string)
+    })
+}
+
+/// `-c`, or a cluster of short options with `c` in it (`-lc`, `-ec`).
+fn is_command_flag(word: &str) -> bool {
+    word.strip_prefix('-').is_some_and(|flags| {
+        !flags.starts_with('-')
+            && flags.contains('c')
+            && flags.chars().all(|c| c.is_ascii_alphabetic())
     })
 }
 

@@ -70,13 +70,17 @@ const WRITING_SUBCOMMANDS: &[(&str, &[&str])] = &[
     ("lfs", &["install", "uninstall", "update"]),
 ];
 
-/// What in `line` writes git's configuration or hooks, if anything.
+/// What in `line` writes git's configuration or hooks, if anything,
+/// looking into the lines other shells run (`bash -c '…'`, `eval …`).
 pub(super) fn config_writer(line: &str) -> Option<String> {
+    config_writer_at(line, 0)
+}
+
+fn config_writer_at(line: &str, depth: usize) -> Option<String> {
     match shell::parse(line) {
-        Ok(script) => script
-            .all_commands()
-            .iter()
-            .find_map(|command| writer(&command.words)),
+        Ok(script) => script.all_commands().iter().find_map(|command| {
+            writer(&command.words, false).or_else(|| nested(&command.words, depth))
+        }),
         Err(_) => {
             let words: Vec<Word> = loose_pieces(line)
                 .into_iter()
@@ -85,9 +89,33 @@ pub(super) fn config_writer(line: &str) -> Option<String> {
                     ..Word::default()
                 })
                 .collect();
-            writer(&words)
+            writer(&words, true)
         }
     }
+}
+
+/// The line a shell (`sh -c '…'`) or `eval` runs, searched in turn.
+fn nested(words: &[Word], depth: usize) -> Option<String> {
+    const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh"];
+    if depth >= 4 {
+        return None;
+    }
+    let (program, args) = words.split_first()?;
+    let name = basename(&program.text);
+    let line = if SHELLS.contains(&name) {
+        let at = args.iter().position(|w| {
+            w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('c')
+        })?;
+        args.get(at + 1)?.text.clone()
+    } else if name == "eval" {
+        args.iter()
+            .map(|w| w.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    } else {
+        return None;
+    };
+    config_writer_at(&line, depth + 1)
 }
 
 /// Programs that run the command in their arguments.
@@ -98,10 +126,13 @@ const WRAPPERS: &[&str] = &[
 
 /// The command itself, and after a wrapper every later word tried as the
 /// program, so a wrapper's options (`sudo -u x`, `env X=1`) cannot hide one.
-fn writer(words: &[Word]) -> Option<String> {
-    let wrapped = words
-        .first()
-        .is_some_and(|w| WRAPPERS.contains(&basename(&w.text)));
+/// With `every` (the loose words of a line that did not parse), every word
+/// is tried.
+fn writer(words: &[Word], every: bool) -> Option<String> {
+    let wrapped = every
+        || words
+            .first()
+            .is_some_and(|w| WRAPPERS.contains(&basename(&w.text)));
     let last = if wrapped { words.len() } else { 1 };
     (0..last.min(words.len())).find_map(|at| {
         let (program, args) = words[at..].split_first()?;
