@@ -132,7 +132,8 @@ pub fn names(
 /// A path a call names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Named {
-    /// The word as written, for messages.
+    /// The word as written, for messages; empty for the directory a
+    /// command runs in, which it walks when given no operand.
     pub text: String,
     /// Absolute, not normalized: the directory it is relative to joined
     /// with the word. The key [`RealPaths`] is filled under, because the
@@ -144,6 +145,18 @@ pub struct Named {
     pub reach: Reach,
     /// How the call uses it, when that is known.
     pub access: Access,
+}
+
+impl Named {
+    /// The path as a message shows it: the word in quotes, or the
+    /// directory the command runs in, which it names by giving no operand.
+    pub fn shown(&self) -> String {
+        if self.text.is_empty() {
+            "the directory it runs in".to_string()
+        } else {
+            format!("'{}'", self.text)
+        }
+    }
 }
 
 /// How much of the file tree under a named path a call touches.

@@ -290,8 +290,8 @@ fn shell_message(named: &Named, area: &str) -> String {
         Reach::Glob(_) => "has a glob that may expand into",
     };
     format!(
-        "the command {how} '{}', in {area}, and is not proven read-only: protected in every \
+        "the command {how} {}, in {area}, and is not proven read-only: protected in every \
          posture, and no rule lets a shell command write there",
-        named.text
+        named.shown()
     )
 }

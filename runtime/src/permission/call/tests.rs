@@ -122,16 +122,18 @@ fn globs_name_their_fixed_directory_and_keep_the_pattern() {
 fn tree_walkers_name_their_trees() {
     check(
         "grep -r KEY .",
+        &["itself any /ws/KEY", "itself any /ws", "below read /ws"],
+    );
+    check("rg KEY", &["itself any /ws/KEY", "below read /ws"]);
+    check(
+        "rg -e KEY -e OTHER src",
         &[
             "itself any /ws/KEY",
-            "itself any /ws",
-            "below read /ws/KEY",
-            "below read /ws",
+            "itself any /ws/OTHER",
+            "itself any /ws/src",
+            "below read /ws/OTHER",
+            "below read /ws/src",
         ],
-    );
-    check(
-        "rg KEY",
-        &["itself any /ws/KEY", "below read /ws", "below read /ws/KEY"],
     );
     check("grep KEY f", &["itself any /ws/KEY", "itself any /ws/f"]);
     check(

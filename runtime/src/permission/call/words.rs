@@ -169,7 +169,7 @@ impl Reader<'_> {
     /// The current directory, as a tree.
     fn here(&mut self, access: Access) {
         let dir = self.cwd.clone().unwrap_or_else(|| self.root.to_path_buf());
-        self.push(".".into(), dir, Reach::Below, access);
+        self.push(String::new(), dir, Reach::Below, access);
     }
 
     fn text(&mut self, text: &str, reach: Reach, access: Access) {
@@ -314,14 +314,16 @@ const FIND_ACTIONS: &[&str] = &[
     "-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls",
 ];
 
-/// A search's operands: the pattern and the trees (the current directory
-/// when only a pattern is given). The pattern is read as a tree too; that
-/// errs towards catching.
+/// A search's operands: the pattern (or the value of `-e`, `-f`, which
+/// comes first too), then the trees; the current directory when no tree
+/// is given.
 fn searches<'w>(operands: &[&'w Word], out: &mut Trees<'w>) {
-    if operands.len() <= 1 {
-        out.push((Operand::Here, Access::Read));
+    match operands.split_first() {
+        Some((_, trees)) if !trees.is_empty() => {
+            out.extend(trees.iter().map(|w| (Operand::Word(*w), Access::Read)))
+        }
+        _ => out.push((Operand::Here, Access::Read)),
     }
-    out.extend(operands.iter().map(|w| (Operand::Word(*w), Access::Read)));
 }
 
 /// A recursive copy: the sources are read, the destination (the last

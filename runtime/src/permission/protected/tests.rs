@@ -334,7 +334,7 @@ fn check(cases: &[(&str, &str)]) {
 
 const GIT: &str = "names '";
 const CONFIG_WRITE: &str = "writes git's configuration or hooks";
-const TREE: &str = "writes into '";
+const TREE: &str = "writes into ";
 
 #[test]
 fn shell_routes_that_name_a_protected_path_are_blocked() {

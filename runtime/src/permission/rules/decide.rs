@@ -139,13 +139,11 @@ impl Rule {
 
 /// How a command line reaches a path, in words.
 fn route(named: &Named) -> String {
+    let shown = named.shown();
     match named.reach {
-        Reach::Itself => format!("the command names '{}'", named.text),
-        Reach::Below if named.text == "." => {
-            "the command walks the whole directory it runs in".to_string()
-        }
-        Reach::Below => format!("the command walks the tree '{}'", named.text),
-        Reach::Glob(_) => format!("the command's glob '{}' may expand to it", named.text),
+        Reach::Itself => format!("the command names {shown}"),
+        Reach::Below => format!("the command walks {shown}"),
+        Reach::Glob(_) => format!("the command's glob {shown} may expand to it"),
     }
 }
 

@@ -1,3 +1,5 @@
+mod routes;
+
 use std::path::Path;
 
 use pretty_assertions::assert_eq;
@@ -27,7 +29,7 @@ fn written(line: &str) -> (RuleKind, Scope, &str) {
     (kind, scope, parts.next().unwrap_or_default())
 }
 
-fn set_of(rules: &[&str]) -> RuleSet {
+pub(super) fn set_of(rules: &[&str]) -> RuleSet {
     let mut set = RuleSet::new();
     for line in rules {
         let (kind, scope, text) = written(line);
