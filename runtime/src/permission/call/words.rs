@@ -254,7 +254,7 @@ type Trees<'w> = Vec<(Operand<'w>, Access)>;
 /// The directories a program walks, and how it uses them.
 fn trees<'w>(name: &str, args: &'w [Word]) -> Trees<'w> {
     let operands = operands(args);
-    let walked = |access: Access| move |w: &&'w Word| (Operand::Word(*w), access);
+    let walked = |access: Access| move |w: &&'w Word| (Operand::Word(w), access);
     let mut out: Trees<'w> = Vec::new();
     match name {
         "rg" | "ag" | "ack" | "ack-grep" => searches(&operands, &mut out),
@@ -320,7 +320,7 @@ const FIND_ACTIONS: &[&str] = &[
 fn searches<'w>(operands: &[&'w Word], out: &mut Trees<'w>) {
     match operands.split_first() {
         Some((_, trees)) if !trees.is_empty() => {
-            out.extend(trees.iter().map(|w| (Operand::Word(*w), Access::Read)))
+            out.extend(trees.iter().map(|w| (Operand::Word(w), Access::Read)))
         }
         _ => out.push((Operand::Here, Access::Read)),
     }
@@ -337,7 +337,7 @@ fn copies<'w>(args: &'w [Word], operands: &[&'w Word], out: &mut Trees<'w>) {
             rest
         }
     };
-    out.extend(sources.iter().map(|w| (Operand::Word(*w), Access::Read)));
+    out.extend(sources.iter().map(|w| (Operand::Word(w), Access::Read)));
     if let Some(dir) = target {
         out.push((Operand::Text(dir), Access::Write));
     }

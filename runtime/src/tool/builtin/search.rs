@@ -10,10 +10,12 @@ use super::limits::withheld_note;
 use super::{FileLimits, MAX_OUTPUT, optional_str, required_str, shown, truncate_middle};
 use crate::tool::definition::{Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
 
-/// Files under `root`, skipping `.git` and what `.gitignore` ignores.
+/// Files under `root` in name order, skipping `.git` and what `.gitignore`
+/// ignores.
 fn walk(root: &Path) -> impl Iterator<Item = PathBuf> {
     ignore::WalkBuilder::new(root)
         .hidden(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(|entry| entry.file_name() != ".git")
         .build()
         .filter_map(Result::ok)

@@ -18,17 +18,14 @@ use crate::tool::{Safety, ToolDefinition};
 fn real(links: &[(&str, &str)]) -> RealPaths {
     let mut real = RealPaths::new();
     for (raw, to) in links {
-        real.insert(
-            PathBuf::from(ROOT).join(raw),
-            PathBuf::from(ROOT).join(to),
-        );
+        real.insert(PathBuf::from(ROOT).join(raw), PathBuf::from(ROOT).join(to));
     }
     real
 }
 
 fn decided(set: &RuleSet, def: &ToolDefinition, args: &Value, real: &RealPaths) -> Option<String> {
-    let call = Call::new(def, args, safety(def, args), std::path::Path::new(ROOT))
-        .with_real_paths(real);
+    let call =
+        Call::new(def, args, safety(def, args), std::path::Path::new(ROOT)).with_real_paths(real);
     set.decide(&call).map(|m| {
         let rule = format!("{} {} {}", m.kind, m.scope, m.rule);
         match m.route {
@@ -38,19 +35,25 @@ fn decided(set: &RuleSet, def: &ToolDefinition, args: &Value, real: &RealPaths) 
     })
 }
 
+/// One file tool call: the tool, its path, where links lead, and what the
+/// rules decide.
+type PathCase<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)], Option<&'a str>);
+
 /// `(tool, path, links, expected)` cases under one rule set.
-fn check_paths(rules: &[&str], cases: &[(&str, &str, &[(&str, &str)], Option<&str>)]) {
+fn check_paths(rules: &[&str], cases: &[PathCase<'_>]) {
     let set = set_of(rules);
     let got: Vec<Option<String>> = cases
         .iter()
         .map(|(tool, path, links, _)| {
-            decided(&set, &definition(tool), &json!({ "path": path }), &real(links))
+            decided(
+                &set,
+                &definition(tool),
+                &json!({ "path": path }),
+                &real(links),
+            )
         })
         .collect();
-    let expected: Vec<Option<String>> = cases
-        .iter()
-        .map(|(.., e)| e.map(str::to_string))
-        .collect();
+    let expected: Vec<Option<String>> = cases.iter().map(|(.., e)| e.map(str::to_string)).collect();
     assert_eq!(got, expected, "{rules:?}");
 }
 
@@ -123,7 +126,12 @@ fn regression_deny_write_passed_through_src_cfg_link_to_cargo_toml() {
         &["allow user write_file(src/**)"],
         &[
             ("write_file", "src/cfg", &[("src/cfg", "Cargo.toml")], None),
-            ("write_file", "src/x", &[("src/x", "src/y")], Some("allow user write_file(src/**)")),
+            (
+                "write_file",
+                "src/x",
+                &[("src/x", "src/y")],
+                Some("allow user write_file(src/**)"),
+            ),
             ("write_file", "cfg", &[("cfg", "src/y")], None),
         ],
     );
@@ -176,8 +184,14 @@ fn regression_deny_read_env_passed_by_cat_and_grep_over_the_workspace() {
             ("rg KEY", walks),
             ("git grep KEY", walks),
             ("git diff", walks),
-            ("find . -type f", Some("deny user read_file(.env): the command walks '.'")),
-            ("tar czf /tmp/all.tgz .", Some("deny user read_file(.env): the command walks '.'")),
+            (
+                "find . -type f",
+                Some("deny user read_file(.env): the command walks '.'"),
+            ),
+            (
+                "tar czf /tmp/all.tgz .",
+                Some("deny user read_file(.env): the command walks '.'"),
+            ),
             // Not a route to `.env`.
             ("cat *", None),
             ("cat src/*.rs", None),
@@ -195,9 +209,15 @@ fn regression_deny_read_env_passed_by_cat_and_grep_over_the_workspace() {
     check_commands(
         &[deep],
         &[
-            ("cat a/secrets/k.pem", Some(&*caught("the command names 'a/secrets/k.pem'"))),
+            (
+                "cat a/secrets/k.pem",
+                Some(&*caught("the command names 'a/secrets/k.pem'")),
+            ),
             ("grep -r x src", Some(&*caught("the command walks 'src'"))),
-            ("cat a/*/k.pem", Some(&*caught("the command's glob 'a/*/k.pem' may expand to it"))),
+            (
+                "cat a/*/k.pem",
+                Some(&*caught("the command's glob 'a/*/k.pem' may expand to it")),
+            ),
             ("cat a/*/k.txt", None),
             ("cat a/secrets", None),
         ],
@@ -245,13 +265,20 @@ fn rules_on_tools_cadre_does_not_know_read_the_calls_marks() {
     check_commands(
         &["deny user mcp_fs_read(.env)"],
         &[
-            ("cat .env", Some("deny user mcp_fs_read(.env): the command names '.env'")),
+            (
+                "cat .env",
+                Some("deny user mcp_fs_read(.env): the command names '.env'"),
+            ),
             ("cat x", None),
         ],
     );
     // A host tool with its path in `file`.
-    let put = ToolDefinition::new("host_put", "", json!({}), Safety::SideEffect).taking_path("file");
-    let set = set_of(&["deny user host_put(secret/**)", "allow user host_put(src/**)"]);
+    let put =
+        ToolDefinition::new("host_put", "", json!({}), Safety::SideEffect).taking_path("file");
+    let set = set_of(&[
+        "deny user host_put(secret/**)",
+        "allow user host_put(src/**)",
+    ]);
     let decide = |args: Value| decided(&set, &put, &args, &RealPaths::new());
     assert_eq!(
         decide(json!({"file": "secret/a"})).as_deref(),
@@ -265,7 +292,14 @@ fn rules_on_tools_cadre_does_not_know_read_the_calls_marks() {
     // A host shell tool takes command patterns.
     let run = ToolDefinition::new("host_sh", "", json!({}), Safety::SideEffect).as_shell();
     let set = set_of(&["deny user host_sh(git push:*)", "deny user read_file(.env)"]);
-    let decide = |command: &str| decided(&set, &run, &json!({ "command": command }), &RealPaths::new());
+    let decide = |command: &str| {
+        decided(
+            &set,
+            &run,
+            &json!({ "command": command }),
+            &RealPaths::new(),
+        )
+    };
     assert_eq!(
         decide("git push").as_deref(),
         Some("deny user host_sh(git push:*)")
@@ -281,7 +315,12 @@ fn rules_on_tools_cadre_does_not_know_read_the_calls_marks() {
         ("deny user mcp_x(a/**)", Some("deny user mcp_x(a/**)")),
         ("allow user mcp_x(a/**)", None),
     ] {
-        let got = decided(&set_of(&[rule]), &opaque, &json!({"path": "a/b"}), &RealPaths::new());
+        let got = decided(
+            &set_of(&[rule]),
+            &opaque,
+            &json!({"path": "a/b"}),
+            &RealPaths::new(),
+        );
         assert_eq!(got.as_deref(), expected);
     }
 }
