@@ -197,9 +197,8 @@ impl SessionState {
             protected,
         };
         let root = self.config.workspace.root().to_path_buf();
-        let decided = Call::new(def, &request.args, request.safety, &root)
-            .with_real_paths(&request.paths)
-            .with_home(protected.home_dir());
+        let decided =
+            Call::new(def, &request.args, request.safety, &root).with_real_paths(&request.paths);
         match evaluate(&policy, &decided) {
             Evaluation::Decided(decision) => self.settle(call, decision),
             Evaluation::AskPerson { reason, .. } => self.ask_person(call, reason),

@@ -448,3 +448,81 @@ fn reports_come_from_what_happened() {
     assert!(!report.verified, "a change without a check is a claim");
     assert!(report.render().contains("UNVERIFIED"));
 }
+
+#[test]
+fn host_tools_marked_shell_or_path_writer_count_as_evidence_and_changes() {
+    use crate::protocol::{Event, ToolStatus, Usage};
+    use crate::tool::{Safety, ToolDefinition};
+    let tools = [
+        ToolDefinition::new("mcp_sh_run", "", json!({}), Safety::SideEffect).as_shell(),
+        ToolDefinition::new("mcp_fs_put", "", json!({}), Safety::SideEffect)
+            .taking_path("file")
+            .writing_path_only(),
+        ToolDefinition::new("mcp_fs_read", "", json!({}), Safety::ReadOnly).taking_path("file"),
+    ];
+    let mut builder = ReportBuilder::for_tools("4", "porter", &tools);
+    let events = [
+        (
+            "a",
+            "mcp_fs_put",
+            json!({"file": "src/x.rs"}),
+            ToolStatus::Ok,
+            "put",
+        ),
+        (
+            "b",
+            "mcp_fs_read",
+            json!({"file": "src/y.rs"}),
+            ToolStatus::Ok,
+            "text",
+        ),
+        (
+            "c",
+            "mcp_sh_run",
+            json!({"command": "make check"}),
+            ToolStatus::Ok,
+            "exit code: 0\n",
+        ),
+        (
+            "d",
+            "bash",
+            json!({"command": "ls"}),
+            ToolStatus::Ok,
+            "exit code: 0\n",
+        ),
+    ];
+    for (id, name, arguments, status, output) in events {
+        builder.push(&Event::ToolCall {
+            turn_id: 1,
+            call_id: id.into(),
+            name: name.into(),
+            arguments,
+        });
+        builder.push(&Event::ToolResult {
+            turn_id: 1,
+            call_id: id.into(),
+            name: name.into(),
+            status,
+            error_code: None,
+            output: output.into(),
+        });
+    }
+    let report = builder
+        .push(&Event::TurnCompleted {
+            turn_id: 1,
+            usage: Usage::default(),
+            iterations: 2,
+        })
+        .expect("ended");
+    // `bash` is not among this agent's tools: its name alone makes it nothing.
+    assert_eq!(
+        (report.changes, report.evidence),
+        (
+            vec!["src/x.rs".to_string()],
+            vec![Evidence {
+                command: "make check".into(),
+                exit_code: Some(0)
+            }]
+        )
+    );
+}

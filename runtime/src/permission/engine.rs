@@ -204,6 +204,11 @@ pub enum Evaluation {
 
 /// Decides one call that passed the execution gate and its schema.
 pub fn evaluate(policy: &Policy<'_>, call: &Call<'_>) -> Evaluation {
+    // `~` in a command line is the home the host named.
+    let call = &Call {
+        home: call.home.or(policy.protected.home_dir()),
+        ..*call
+    };
     let (def, args, root) = (call.def, call.args, call.root);
     let matched = policy.rules.decide(call);
     if let Some(m) = matched.as_ref().filter(|m| m.kind == RuleKind::Deny) {

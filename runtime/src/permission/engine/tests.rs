@@ -7,6 +7,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::permission::ProtectedPaths;
 use crate::permission::call::Call;
 use crate::permission::rules::{PermissionRules, RuleSet, Scope};
 use crate::tool::{Tool, ToolRegistry};
@@ -304,5 +305,52 @@ fn decision_lines_name_the_posture_the_layer_and_the_reason() {
     assert_eq!(
         floor.line(Posture::Bypass, "bash"),
         "Full Access denied 'bash' (deterministic floor): publishes"
+    );
+}
+
+#[test]
+fn decisions_say_how_the_call_reached_a_denied_or_protected_path() {
+    let registry = ToolRegistry::with_builtins();
+    let deny_env = rules(&["deny read_file(.env)"], &[], &[]);
+    let protected = ProtectedPaths::new()
+        .config_dir("/home/u/.config/cadre")
+        .home("/home/u");
+    let policy = Policy {
+        posture: Posture::Bypass,
+        rules: &deny_env,
+        interactive: false,
+        plan_file: Path::new(PLAN),
+        protected: &protected,
+    };
+    let mut real = crate::permission::RealPaths::new();
+    real.insert(Path::new(ROOT).join("l1"), Path::new(ROOT).join(".env"));
+    let line = |tool: &str, args: Value| {
+        let t = registry.get(tool).expect("tool");
+        let call = Call::new(t.definition(), &args, t.classify(&args), Path::new(ROOT))
+            .with_real_paths(&real);
+        match evaluate(&policy, &call) {
+            Evaluation::Decided(d) => d.line(Posture::Bypass, tool),
+            other => format!("{other:?}"),
+        }
+    };
+    assert_eq!(
+        line("read_file", json!({"path": "l1"})),
+        "Full Access denied 'read_file' (user rule read_file(.env)): denied by the user rule \
+         read_file(.env): 'l1' leads to '.env'"
+    );
+    assert_eq!(
+        line("bash", json!({"command": "tail -n 1 .env"})),
+        "Full Access denied 'bash' (user rule read_file(.env)): denied by the user rule \
+         read_file(.env): the command names '.env'"
+    );
+    assert_eq!(
+        line(
+            "bash",
+            json!({"command": "echo 'posture = \"bypass\"' > ~/.config/cadre/config.toml"})
+        ),
+        "Full Access denied 'bash' (deterministic floor): the command names \
+         '~/.config/cadre/config.toml', in cadre's configuration directory \
+         (/home/u/.config/cadre), and is not proven read-only: protected in every posture, \
+         and no rule lets a shell command write there"
     );
 }

@@ -212,3 +212,22 @@ async fn plan_mode_refuses_a_symlink_planted_in_place_of_the_plan_file() {
     symlink(env.ws(), env.session().join("artifacts")).unwrap();
     check_plan(env, "write_file", write(), refused(), &[]).await;
 }
+
+#[tokio::test]
+async fn plan_control_tools_are_refused_where_there_is_no_plan_lifecycle() {
+    for (mode, tool) in [
+        (Mode::Plan, "exit_plan_mode"),
+        (Mode::Work, "enter_plan_mode"),
+    ] {
+        let env = Env::new(mode);
+        let got = seen(
+            env.call(tool, json!({})).await,
+            &err(ErrorCode::ToolNotAllowed, "drives the plan lifecycle"),
+        );
+        assert_eq!(
+            got,
+            err(ErrorCode::ToolNotAllowed, "drives the plan lifecycle"),
+            "{tool}"
+        );
+    }
+}
