@@ -11,14 +11,14 @@ use tempfile::TempDir;
 use crate::support::contents;
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
 
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Output {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 /// Runs `cadre` with `args`, in a clean environment.
-async fn cadre(args: &[&str]) -> Output {
+pub(crate) async fn cadre(args: &[&str]) -> Output {
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_cadre"))
         .args(args)
         .env_remove("OPENAI_BASE_URL")
@@ -62,7 +62,7 @@ fn schema() -> &'static jsonschema::Validator {
 
 /// Parses stream-json output, checking every line against the schema and
 /// the first and last line against the contract.
-fn events(out: &Output) -> Vec<Value> {
+pub(crate) fn events(out: &Output) -> Vec<Value> {
     let mut events = Vec::new();
     for (n, line) in out.stdout.lines().enumerate() {
         let event: Value = serde_json::from_str(line)
@@ -101,7 +101,7 @@ fn dirs() -> (TempDir, TempDir) {
     )
 }
 
-fn s(path: &Path) -> &str {
+pub(crate) fn s(path: &Path) -> &str {
     path.to_str().expect("utf-8 path")
 }
 

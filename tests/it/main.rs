@@ -11,6 +11,7 @@ mod crash;
 mod permissions;
 mod plan_lifecycle;
 mod plan_mode;
+mod protected_paths;
 mod retries;
 mod samples;
 mod settings;

@@ -45,7 +45,7 @@ pub(super) fn named(line: &str, root: &Path, home: Option<&Path>) -> Vec<Named> 
 }
 
 /// Shells whose `-c` argument is a command line.
-const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh"];
+pub(crate) const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh"];
 
 /// How many shells deep (`bash -c "sh -c '…'"`) lines are read.
 const MAX_DEPTH: usize = 4;
@@ -438,7 +438,7 @@ fn option_value(args: &[Word], short: &str, long: &str) -> Option<String> {
 }
 
 /// `-c`, or a cluster of short options with `c` in it (`-lc`, `-ec`).
-fn is_command_flag(word: &str) -> bool {
+pub(crate) fn is_command_flag(word: &str) -> bool {
     word.strip_prefix('-').is_some_and(|flags| {
         !flags.starts_with('-')
             && flags.contains('c')

@@ -1,6 +1,8 @@
 //! Commands that write git's configuration or hooks without naming them.
 
-use crate::permission::call::words::{basename, flag, git_subcommand, loose_pieces};
+use crate::permission::call::words::{
+    SHELLS, basename, flag, git_subcommand, is_command_flag, loose_pieces,
+};
 use crate::permission::shell::{self, Word};
 
 /// `git config` options that change the configuration.
@@ -96,16 +98,13 @@ fn config_writer_at(line: &str, depth: usize) -> Option<String> {
 
 /// The line a shell (`sh -c '…'`) or `eval` runs, searched in turn.
 fn nested(words: &[Word], depth: usize) -> Option<String> {
-    const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh"];
     if depth >= 4 {
         return None;
     }
     let (program, args) = words.split_first()?;
     let name = basename(&program.text);
     let line = if SHELLS.contains(&name) {
-        let at = args.iter().position(|w| {
-            w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('c')
-        })?;
+        let at = args.iter().position(|w| is_command_flag(&w.text))?;
         args.get(at + 1)?.text.clone()
     } else if name == "eval" {
         args.iter()
