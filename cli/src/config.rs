@@ -17,6 +17,7 @@ use cadre_runtime::model::{
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::permission::rules::{PermissionRules, RuleSet, Scope};
 use cadre_runtime::permission::{Posture, ProtectedPaths};
+use cadre_runtime::tool::FileLimits;
 
 use crate::args::{ExecArgs, OutputFormat, SessionArgs};
 use crate::exit::CliError;
@@ -82,6 +83,8 @@ pub struct RunConfig {
     pub plan_agent_entry: bool,
     /// cadre's data and configuration, which no tool call writes.
     pub protected: ProtectedPaths,
+    /// The file and search tools' bounds (`[limits]`).
+    pub limits: FileLimits,
 }
 
 /// A new session, or a stored one to carry on (ST3).
@@ -285,6 +288,7 @@ impl RunConfig {
                 .unwrap_or(8)
                 .clamp(1, 128),
             protected,
+            limits: settings.limits.apply(FileLimits::default()),
         })
     }
 

@@ -72,7 +72,7 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
     let (store, store_task) = StoreHandle::start(store)
         .await
         .map_err(|e| CliError::internal(format!("the store could not start: {e}")))?;
-    let registry = Arc::new(ToolRegistry::with_builtins());
+    let registry = Arc::new(ToolRegistry::with_builtins_bounded(config.limits));
     let services = SessionServices {
         model,
         tools: ToolRunner::new(registry, config.tool_timeout),
