@@ -148,6 +148,52 @@ fn every_writer_to_every_protected_path_is_blocked_in_every_posture_whatever_the
     assert!(cases > 800);
 }
 
+/// Shell routes that write a file, `{}` standing for its path.
+const SHELL_WRITES: &[&str] = &[
+    "echo x > {}",
+    "printf x >> {}",
+    "cp /tmp/x {}",
+    "mv /tmp/x {}",
+    "ln -sf /tmp/x {}",
+    "install -m 644 /tmp/x {}",
+    "echo x | tee {}",
+    "touch {}",
+    "sed -i s/a/b/ {}",
+    "dd if=/tmp/x of={}",
+    "sh -c 'cat /tmp/x > {}'",
+    "sudo cp /tmp/x {}",
+];
+
+#[test]
+fn every_shell_route_to_every_protected_path_is_blocked_in_every_posture() {
+    let shells = [
+        builtin("bash").clone(),
+        ToolDefinition::new("host_sh", "", json!({}), Safety::SideEffect).as_shell(),
+    ];
+    let allow = rules(&["bash", "host_sh", "*"]);
+    let mut wrong = Vec::new();
+    let mut cases = 0;
+    for def in &shells {
+        for path in PROTECTED {
+            for route in SHELL_WRITES {
+                let args = json!({ "command": route.replace("{}", path) });
+                for posture in POSTURES {
+                    cases += 1;
+                    let got = decided(posture, false, &allow, def, &args, &RealPaths::new());
+                    if got != "deny by deterministic floor" {
+                        wrong.push(format!(
+                            "{} `{}` {posture}: {got}",
+                            def.name, args["command"]
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(wrong, Vec::<String>::new(), "of {cases} cases");
+    assert!(cases > 1500);
+}
+
 #[test]
 fn a_symlink_into_a_protected_path_is_blocked_by_where_it_leads() {
     let mut real = RealPaths::new();
