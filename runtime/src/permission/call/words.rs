@@ -21,8 +21,9 @@
 //! (`tar`, `zip -r`: read; unpacking with `tar x`, `unzip`, `cpio -i`,
 //! `7z x`: the destination written).
 //!
-//! The command lines other shells run (`bash -c '…'`, `sh -lc "…"`,
-//! `eval …`) are read the same way, four shells deep; deeper, and a line
+//! Behind a wrapper (`sudo`, `env`, `timeout`, `xargs`, …) every later word
+//! is tried as the program. The command lines other shells run (`bash -c
+//! '…'`, `sh -lc "…"`, `eval …`) are read the same way, four shells deep; deeper, and a line
 //! that does not parse, is split loosely at blanks and operators, quotes
 //! dropped, and every piece read as a word.
 
@@ -42,6 +43,26 @@ pub(super) fn named(line: &str, root: &Path, home: Option<&Path>) -> Vec<Named> 
     };
     reader.line(line);
     reader.out
+}
+
+/// Programs that run the command in their arguments.
+pub(crate) const WRAPPERS: &[&str] = &[
+    "sudo", "doas", "env", "nohup", "command", "exec", "time", "nice", "ionice", "timeout",
+    "setsid", "stdbuf", "xargs", "npx", "pnpx", "bunx",
+];
+
+/// Where a simple command's program may be: its first word, and after a
+/// wrapper every later word, so a wrapper's options (`sudo -u x`, `env
+/// X=1`, `timeout 5`) cannot hide what it runs.
+pub(crate) fn program_starts(words: &[Word]) -> std::ops::Range<usize> {
+    let wrapped = words
+        .first()
+        .is_some_and(|w| WRAPPERS.contains(&basename(&w.text)));
+    0..if wrapped {
+        words.len()
+    } else {
+        words.len().min(1)
+    }
 }
 
 /// Shells whose `-c` argument is a command line.
@@ -101,7 +122,8 @@ impl Reader<'_> {
         for word in plain {
             self.word(word, Reach::Itself, Access::Any);
         }
-        if let Some((program, args)) = command.words.split_first() {
+        for start in program_starts(&command.words) {
+            let (program, args) = (&command.words[start], &command.words[start + 1..]);
             let name = basename(&program.text);
             for (operand, access) in trees(name, args) {
                 match operand {
@@ -120,6 +142,9 @@ impl Reader<'_> {
                 let line: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
                 self.nested(&line.join(" "));
             }
+        }
+        if let Some((program, args)) = command.words.split_first() {
+            let name = basename(&program.text);
             if matches!(name, "cd" | "pushd" | "popd") {
                 self.cwd = self.cd(name, args);
             }

@@ -1,7 +1,7 @@
 //! Commands that write git's configuration or hooks without naming them.
 
 use crate::permission::call::words::{
-    SHELLS, basename, flag, git_subcommand, is_command_flag, loose_pieces,
+    SHELLS, basename, flag, git_subcommand, is_command_flag, loose_pieces, program_starts,
 };
 use crate::permission::shell::{self, Word};
 
@@ -96,44 +96,40 @@ fn config_writer_at(line: &str, depth: usize) -> Option<String> {
     }
 }
 
-/// The line a shell (`sh -c '…'`) or `eval` runs, searched in turn.
+/// The line a shell (`sh -c '…'`) or `eval` runs, behind any wrapper,
+/// searched in turn.
 fn nested(words: &[Word], depth: usize) -> Option<String> {
     if depth >= 4 {
         return None;
     }
-    let (program, args) = words.split_first()?;
-    let name = basename(&program.text);
-    let line = if SHELLS.contains(&name) {
-        let at = args.iter().position(|w| is_command_flag(&w.text))?;
-        args.get(at + 1)?.text.clone()
-    } else if name == "eval" {
-        args.iter()
-            .map(|w| w.text.as_str())
-            .collect::<Vec<_>>()
-            .join(" ")
-    } else {
-        return None;
-    };
-    config_writer_at(&line, depth + 1)
+    program_starts(words).find_map(|at| {
+        let (program, args) = words[at..].split_first()?;
+        let name = basename(&program.text);
+        let line = if SHELLS.contains(&name) {
+            let flag = args.iter().position(|w| is_command_flag(&w.text))?;
+            args.get(flag + 1)?.text.clone()
+        } else if name == "eval" {
+            args.iter()
+                .map(|w| w.text.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        } else {
+            return None;
+        };
+        config_writer_at(&line, depth + 1)
+    })
 }
 
-/// Programs that run the command in their arguments.
-const WRAPPERS: &[&str] = &[
-    "sudo", "doas", "env", "nohup", "command", "exec", "time", "nice", "ionice", "timeout",
-    "setsid", "stdbuf", "xargs", "npx", "pnpx", "bunx",
-];
-
-/// The command itself, and after a wrapper every later word tried as the
-/// program, so a wrapper's options (`sudo -u x`, `env X=1`) cannot hide one.
-/// With `every` (the loose words of a line that did not parse), every word
-/// is tried.
+/// The command itself, behind any wrapper (see `program_starts`). With
+/// `every` (the loose words of a line that did not parse), every word is
+/// tried as the program.
 fn writer(words: &[Word], every: bool) -> Option<String> {
-    let wrapped = every
-        || words
-            .first()
-            .is_some_and(|w| WRAPPERS.contains(&basename(&w.text)));
-    let last = if wrapped { words.len() } else { 1 };
-    (0..last.min(words.len())).find_map(|at| {
+    let starts = if every {
+        0..words.len()
+    } else {
+        program_starts(words)
+    };
+    starts.into_iter().find_map(|at| {
         let (program, args) = words[at..].split_first()?;
         let name = basename(&program.text);
         let shown = || {

@@ -424,6 +424,7 @@ fn shell_routes_that_name_a_protected_path_are_blocked() {
         // Not proven read-only and naming .git: blocked, though it only reads there.
         ("grep -r x .git > out.txt", GIT),
         ("cp -r template/. .", TREE),
+        ("sudo cp -r template/. .", TREE),
         ("rsync -a evil/ ./", TREE),
         ("tar xf evil.tar", TREE),
         ("unzip evil.zip", TREE),
@@ -446,6 +447,7 @@ fn git_config_and_hook_writers_are_blocked_without_naming_a_path() {
         ("echo $(git config a.b c)", CONFIG_WRITE),
         ("bash -c 'git config a.b c'", CONFIG_WRITE),
         ("eval git config a.b c", CONFIG_WRITE),
+        ("sudo bash -c 'git config a.b c'", CONFIG_WRITE),
         ("git remote add origin https://example.com/x", CONFIG_WRITE),
         ("git remote set-url origin x", CONFIG_WRITE),
         ("git submodule add https://example.com/x", CONFIG_WRITE),

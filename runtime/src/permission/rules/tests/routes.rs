@@ -181,6 +181,8 @@ fn regression_deny_read_env_passed_by_cat_and_grep_over_the_workspace() {
                 Some("deny user read_file(.env): the command walks '.'"),
             ),
             ("grep -rn KEY", walks),
+            ("sudo -u me grep -r KEY", walks),
+            ("timeout 5 rg KEY", walks),
             ("rg KEY", walks),
             ("git grep KEY", walks),
             ("git diff", walks),
