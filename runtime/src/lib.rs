@@ -13,7 +13,7 @@
 //! - [`prompt`]: the system prompt and the Plan reminders.
 //! - [`turn`]: the turn loop, `step(input) -> effects`.
 //! - [`paths`]: the data directory and the files of a session.
-//! - [`permission`]: postures, rules, the floor, the guardian's protocol, the ledger.
+//! - [`permission`]: postures, rules, protected paths, the floor, the guardian's protocol, the ledger.
 //! - [`agent`]: sub-agents' authority (it only narrows) and reports.
 //! - [`config`]: configuration files and their precedence.
 //! - [`settings`]: user defaults in `settings.toml`, replaced whole under a cross-process lock.
