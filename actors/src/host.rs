@@ -21,13 +21,13 @@ use cadre_runtime::model::{
     ScriptedModel,
 };
 use cadre_runtime::paths::DataDir;
-use cadre_runtime::permission::Posture;
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::permission::rules::RuleSet;
+use cadre_runtime::permission::{Posture, ProtectedPaths};
 use cadre_runtime::protocol::Envelope;
 use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::store::{Store, StoreError, store_path};
-use cadre_runtime::tool::{Tool, ToolRegistry, ToolRunner, Workspace};
+use cadre_runtime::tool::{FileLimits, Tool, ToolRegistry, ToolRunner, Workspace};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 
@@ -125,6 +125,7 @@ pub struct HostBuilder {
     roles: BTreeMap<String, RoleConfig>,
     tools: Vec<Arc<dyn Tool>>,
     tool_timeout: Duration,
+    file_limits: FileLimits,
     max_subagents: u32,
     sandbox: SandboxConfig,
 }
@@ -144,6 +145,7 @@ impl HostBuilder {
             roles: BTreeMap::new(),
             tools: Vec::new(),
             tool_timeout: Duration::from_secs(120),
+            file_limits: FileLimits::default(),
             max_subagents: 8,
             sandbox: SandboxConfig::default(),
         }
@@ -213,6 +215,12 @@ impl HostBuilder {
         self
     }
 
+    /// How much the file and search tools read and return.
+    pub fn file_limits(mut self, limits: FileLimits) -> Self {
+        self.file_limits = limits;
+        self
+    }
+
     /// Sub-agent roles.
     pub fn roles(mut self, roles: BTreeMap<String, RoleConfig>) -> Self {
         self.roles = roles;
@@ -234,7 +242,7 @@ impl HostBuilder {
     /// Builds the model client and the registry and opens the store.
     pub async fn build(self) -> Result<Host, HostError> {
         let model = self.client()?;
-        let mut registry = ToolRegistry::with_builtins();
+        let mut registry = ToolRegistry::with_builtins_bounded(self.file_limits);
         for tool in self.tools {
             registry
                 .register(tool)
@@ -340,6 +348,9 @@ pub struct SessionOptions {
     pub max_iterations: u32,
     /// Offer `enter_plan_mode` in Work.
     pub plan_agent_entry: bool,
+    /// cadre's configuration and data, beyond the workspace's `.cadre` and
+    /// `.git`: never written by a tool call (P10).
+    pub protected: Arc<ProtectedPaths>,
 }
 
 impl SessionOptions {
@@ -356,6 +367,7 @@ impl SessionOptions {
             guardian: GuardianConfig::default(),
             max_iterations: 50,
             plan_agent_entry: false,
+            protected: Arc::new(ProtectedPaths::new()),
         }
     }
 }
@@ -424,6 +436,7 @@ impl Host {
             rules: options.rules,
             interactive: options.interactive,
             guardian: options.guardian,
+            protected: (*options.protected).clone(),
         };
         config.subagents = Some(Arc::new(Subagents::new(
             self.roles.clone(),

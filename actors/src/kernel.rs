@@ -66,6 +66,8 @@ pub struct AgentSpec {
     pub posture_given: bool,
     /// How `bash` commands are sandboxed.
     pub sandbox: Arc<SandboxConfig>,
+    /// cadre's configuration and data, never written by a tool call (P10).
+    pub protected: Arc<cadre_runtime::permission::ProtectedPaths>,
 }
 
 impl AgentSpec {

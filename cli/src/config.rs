@@ -10,12 +10,13 @@ use std::collections::BTreeMap;
 use cadre_runtime::Mode;
 use cadre_runtime::config::{Config, RoleConfig};
 use cadre_runtime::model::{ResponseLimits, RetryPolicy};
-use cadre_runtime::permission::Posture;
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::permission::rules::{PermissionRules, RuleSet, Scope};
+use cadre_runtime::permission::{Posture, ProtectedPaths};
 use cadre_runtime::sandbox::{
     DEFAULT_MAX_OUTPUT, SandboxConfig, default_writable_roots, inherited,
 };
+use cadre_runtime::tool::FileLimits;
 
 use crate::args::{ExecArgs, OutputFormat, SessionArgs};
 use crate::exit::CliError;
@@ -71,6 +72,10 @@ pub struct RunConfig {
     pub sandbox: SandboxConfig,
     /// How large and how long one model response may be (`[limits]`).
     pub response_limits: ResponseLimits,
+    /// cadre's data and configuration, which no tool call writes.
+    pub protected: ProtectedPaths,
+    /// The file and search tools' bounds (`[limits]`).
+    pub limits: FileLimits,
 }
 
 /// A new session, or a stored one to carry on (ST3).
@@ -98,6 +103,8 @@ pub struct Environment {
     /// The process environment, from which commands get an allow-listed
     /// part (and the sandbox its `HOME` and `CARGO_HOME`).
     pub vars: Vec<(String, String)>,
+    /// The user's home directory.
+    pub home: Option<PathBuf>,
 }
 
 /// The user's defaults from `settings.toml` (M6): the lowest layer, below
@@ -213,6 +220,13 @@ impl RunConfig {
         };
         let sandbox = sandbox_config(settings, &env.vars, &data_dir);
         let response_limits = response_limits(&settings.limits);
+        let mut protected = ProtectedPaths::new().data_dir(&data_dir);
+        if let Some(dir) = &env.platform_config_dir {
+            protected = protected.config_dir(dir.join("cadre"));
+        }
+        if let Some(home) = &env.home {
+            protected = protected.home(home);
+        }
         let base_url = args.base_url.or_else(|| settings.base_url.clone());
         let model_name = args
             .model
@@ -274,7 +288,19 @@ impl RunConfig {
                 .clamp(1, 128),
             sandbox,
             response_limits,
+            protected,
+            limits: settings.limits.apply(FileLimits::default()),
         })
+    }
+
+    /// Protects cadre's configuration directory (`--config-dir`, else the
+    /// platform's) and the settings file in it from tool calls.
+    pub fn protect_config_dir(&mut self, dir: Option<&std::path::Path>) {
+        if let Some(dir) = dir {
+            self.protected = std::mem::take(&mut self.protected)
+                .config_dir(dir)
+                .settings_file(dir.join(cadre_runtime::settings::FILE_NAME));
+        }
     }
 }
 

@@ -38,6 +38,7 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
         .retry(config.retry)
         .response_limits(config.response_limits)
         .tool_timeout(config.tool_timeout)
+        .file_limits(config.limits)
         .roles(config.roles.clone())
         .max_subagents(config.max_subagents)
         .sandbox(config.sandbox.clone())
@@ -65,6 +66,7 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
         guardian: config.guardian.clone(),
         max_iterations: config.max_iterations,
         plan_agent_entry: config.plan_agent_entry,
+        protected: Arc::new(config.protected.clone().with_real_spellings()),
     };
     let Started {
         session_id,

@@ -110,7 +110,8 @@ fn run_exec(
         let files = load_config(&args.session, &env, config_dir.as_deref())?;
         let defaults = load_defaults(config_dir.as_deref())?;
         let mut config = RunConfig::from_args(args, env, files, defaults)?;
-        config.sandbox.protected.extend(config_dir);
+        config.sandbox.protected.extend(config_dir.clone());
+        config.protect_config_dir(config_dir.as_deref());
         exec::run(config).await
     })
 }
@@ -125,6 +126,7 @@ fn run_shell(
         let defaults = load_defaults(config_dir.as_deref())?;
         let mut config = RunConfig::from_session(args, env, files, defaults)?;
         config.sandbox.protected.extend(config_dir.clone());
+        config.protect_config_dir(config_dir.as_deref());
         let settings = config_dir.as_deref().map(Settings::in_dir);
         shell::run(config, settings).await
     })
@@ -188,6 +190,7 @@ fn environment() -> Environment {
         vars: std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
             .collect(),
+        home: dirs::home_dir(),
     }
 }
 

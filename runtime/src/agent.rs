@@ -18,7 +18,7 @@ pub use children::{Child, ChildRefusal, ChildState, ChildTable, Route, Wait};
 pub use live::LiveAuthority;
 pub use path::{AgentPath, ApprovalId, Hop};
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use globset::GlobBuilder;
@@ -30,6 +30,7 @@ use crate::model::ModelClient;
 use crate::permission::Posture;
 use crate::permission::rules::RuleSet;
 use crate::protocol::{Event, ToolStatus};
+use crate::tool::{ToolDefinition, builtin_definitions};
 
 /// Where a role's model client comes from.
 pub trait ModelSource: Send + Sync + 'static {
@@ -226,16 +227,51 @@ pub struct AgentReport {
 }
 
 /// Builds an [`AgentReport`] from a sub-agent's events, so the report says
-/// what happened, not only what the agent claims.
+/// what happened, not only what the agent claims. Which calls are evidence
+/// (a shell tool's commands) and which are changes (a path writer's paths)
+/// comes from the tools' definitions, not their names.
 #[derive(Debug, Default)]
 pub struct ReportBuilder {
     report: AgentReport,
     pending: Vec<(String, String, String)>,
+    kinds: HashMap<String, Kind>,
+}
+
+/// What a tool's calls are to a report.
+#[derive(Debug, Clone)]
+enum Kind {
+    /// Its `command` is evidence, with the exit code.
+    Shell,
+    /// The path in this argument is a change, when the call succeeds.
+    Writer(String),
 }
 
 impl ReportBuilder {
-    /// A builder for `agent_id` of `role`.
+    /// A builder for `agent_id` of `role` whose tools are the built-ins.
     pub fn new(agent_id: &str, role: &str) -> Self {
+        Self::for_tools(agent_id, role, builtin_definitions())
+    }
+
+    /// A builder for `agent_id` of `role` whose tools are `tools` (a
+    /// registry's definitions, host and MCP tools included).
+    pub fn for_tools<'a>(
+        agent_id: &str,
+        role: &str,
+        tools: impl IntoIterator<Item = &'a ToolDefinition>,
+    ) -> Self {
+        let kinds = tools
+            .into_iter()
+            .filter_map(|def| {
+                let kind = if def.shell {
+                    Kind::Shell
+                } else if def.writes_path_only {
+                    Kind::Writer(def.path_arg.clone()?)
+                } else {
+                    return None;
+                };
+                Some((def.name.clone(), kind))
+            })
+            .collect();
         Self {
             report: AgentReport {
                 agent_id: agent_id.to_string(),
@@ -243,6 +279,7 @@ impl ReportBuilder {
                 ..AgentReport::default()
             },
             pending: Vec::new(),
+            kinds,
         }
     }
 
@@ -255,9 +292,10 @@ impl ReportBuilder {
                 arguments,
                 ..
             } => {
-                let subject = match name.as_str() {
-                    "bash" => arguments.get("command"),
-                    _ => arguments.get("path"),
+                let subject = match self.kinds.get(name) {
+                    Some(Kind::Shell) => arguments.get("command"),
+                    Some(Kind::Writer(arg)) => arguments.get(arg),
+                    None => arguments.get("path"),
                 };
                 let subject = subject
                     .and_then(|v| v.as_str())
@@ -273,18 +311,17 @@ impl ReportBuilder {
             } => {
                 let at = self.pending.iter().position(|(id, _, _)| id == call_id)?;
                 let (_, name, subject) = self.pending.remove(at);
-                // The built-in tools whose calls are evidence or changes.
-                match name.as_str() {
-                    "bash" => self.report.evidence.push(Evidence {
+                match self.kinds.get(&name) {
+                    Some(Kind::Shell) => self.report.evidence.push(Evidence {
                         command: subject,
                         exit_code: exit_code(output),
                     }),
-                    "write_file" | "edit_file"
+                    Some(Kind::Writer(_))
                         if *status == ToolStatus::Ok && !self.report.changes.contains(&subject) =>
                     {
                         self.report.changes.push(subject);
                     }
-                    _ => {}
+                    Some(Kind::Writer(_)) | None => {}
                 }
             }
             Event::AssistantMessage { text, .. } => self.report.summary.clone_from(text),

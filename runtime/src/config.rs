@@ -18,6 +18,7 @@ use serde::Deserialize;
 use crate::mode::Mode;
 use crate::permission::Posture;
 use crate::permission::rules::{PermissionRules, RuleError, RuleSet, Scope};
+use crate::tool::FileLimits;
 
 /// A configuration file that could not be read or understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,7 +60,7 @@ pub struct ConfigFile {
     /// repository cannot widen its own sandbox.
     #[serde(default)]
     pub sandbox: SandboxSettings,
-    /// Bounds on what commands and models may produce.
+    /// Bounds on what commands, models and the file tools may produce.
     #[serde(default)]
     pub limits: LimitSettings,
 }
@@ -77,8 +78,12 @@ pub struct SandboxSettings {
     pub env: Option<Vec<String>>,
 }
 
-/// `[limits]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+/// `[limits]`: bounds on what commands and models produce, and overrides
+/// of [`FileLimits`]' defaults (each file key is the field of the same
+/// name: `read_bytes`, `read_lines`, `grep_file_bytes`, `grep_matches`,
+/// `grep_line_bytes`, `glob_files`, `list_entries`, `edit_file_bytes`). A
+/// key set in a higher layer wins.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitSettings {
     /// MiB of output (stdout and stderr) after which a command is killed (default 32).
@@ -87,6 +92,55 @@ pub struct LimitSettings {
     pub response_mib: Option<u64>,
     /// Seconds one model response may take (default 600).
     pub response_secs: Option<u64>,
+    /// `FileLimits::read_bytes`.
+    pub read_bytes: Option<usize>,
+    /// `FileLimits::read_lines`.
+    pub read_lines: Option<usize>,
+    /// `FileLimits::grep_file_bytes`.
+    pub grep_file_bytes: Option<u64>,
+    /// `FileLimits::grep_matches`.
+    pub grep_matches: Option<usize>,
+    /// `FileLimits::grep_line_bytes`.
+    pub grep_line_bytes: Option<usize>,
+    /// `FileLimits::glob_files`.
+    pub glob_files: Option<usize>,
+    /// `FileLimits::list_entries`.
+    pub list_entries: Option<usize>,
+    /// `FileLimits::edit_file_bytes`.
+    pub edit_file_bytes: Option<u64>,
+}
+
+impl LimitSettings {
+    /// These settings over a lower layer's.
+    fn over(self, lower: Self) -> Self {
+        Self {
+            bash_output_mib: self.bash_output_mib.or(lower.bash_output_mib),
+            response_mib: self.response_mib.or(lower.response_mib),
+            response_secs: self.response_secs.or(lower.response_secs),
+            read_bytes: self.read_bytes.or(lower.read_bytes),
+            read_lines: self.read_lines.or(lower.read_lines),
+            grep_file_bytes: self.grep_file_bytes.or(lower.grep_file_bytes),
+            grep_matches: self.grep_matches.or(lower.grep_matches),
+            grep_line_bytes: self.grep_line_bytes.or(lower.grep_line_bytes),
+            glob_files: self.glob_files.or(lower.glob_files),
+            list_entries: self.list_entries.or(lower.list_entries),
+            edit_file_bytes: self.edit_file_bytes.or(lower.edit_file_bytes),
+        }
+    }
+
+    /// `base` with the keys that are set; each at least 1.
+    pub fn apply(&self, base: FileLimits) -> FileLimits {
+        FileLimits {
+            read_bytes: self.read_bytes.unwrap_or(base.read_bytes).max(1),
+            read_lines: self.read_lines.unwrap_or(base.read_lines).max(1),
+            grep_file_bytes: self.grep_file_bytes.unwrap_or(base.grep_file_bytes).max(1),
+            grep_matches: self.grep_matches.unwrap_or(base.grep_matches).max(1),
+            grep_line_bytes: self.grep_line_bytes.unwrap_or(base.grep_line_bytes).max(1),
+            glob_files: self.glob_files.unwrap_or(base.glob_files).max(1),
+            list_entries: self.list_entries.unwrap_or(base.list_entries).max(1),
+            edit_file_bytes: self.edit_file_bytes.unwrap_or(base.edit_file_bytes).max(1),
+        }
+    }
 }
 
 /// `[plan]`.
@@ -239,10 +293,7 @@ impl Config {
                     .or(s.sandbox.writable_roots.take());
                 s.sandbox.env = file.sandbox.env.or(s.sandbox.env.take());
             }
-            let l = &mut s.limits;
-            l.bash_output_mib = file.limits.bash_output_mib.or(l.bash_output_mib);
-            l.response_mib = file.limits.response_mib.or(l.response_mib);
-            l.response_secs = file.limits.response_secs.or(l.response_secs);
+            s.limits = file.limits.over(s.limits);
             merged
                 .rules
                 .extend_from(scope, &file.permissions)
@@ -299,8 +350,17 @@ posture = "never"
         let root = Path::new("/ws");
         let push = serde_json::json!({"command": "git push"});
         let test = serde_json::json!({"command": "cargo test -p x"});
-        assert!(merged.rules.decide("bash", &push, root).is_some());
-        assert!(merged.rules.decide("bash", &test, root).is_some());
+        let bash = crate::tool::builtin_definitions()
+            .iter()
+            .find(|def| def.shell)
+            .expect("a shell tool");
+        let decide = |args| {
+            let call =
+                crate::permission::Call::new(bash, args, crate::tool::Safety::SideEffect, root);
+            merged.rules.decide(&call)
+        };
+        assert!(decide(&push).is_some());
+        assert!(decide(&test).is_some());
     }
 
     #[test]
@@ -343,5 +403,33 @@ posture = "never"
         let err =
             Config::merge(vec![(bad_rule, Scope::Project, "p.toml".into())]).expect_err("bad rule");
         assert_eq!(err.path, "p.toml");
+    }
+
+    #[test]
+    fn limits_from_the_highest_layer_that_sets_each_key() {
+        let merged = Config::merge(vec![
+            (
+                file("[limits]\nread_bytes = 100\ngrep_matches = 5\n"),
+                Scope::User,
+                "user.toml".into(),
+            ),
+            (
+                file("[limits]\nread_bytes = 200\nlist_entries = 0\n"),
+                Scope::Project,
+                "project.toml".into(),
+            ),
+        ])
+        .expect("merges");
+        let limits = merged.settings.limits.apply(FileLimits::default());
+        assert_eq!(
+            limits,
+            FileLimits {
+                read_bytes: 200,
+                grep_matches: 5,
+                list_entries: 1,
+                ..FileLimits::default()
+            }
+        );
+        assert!(ConfigFile::parse("[limits]\nread_byte = 1\n", Path::new("c.toml")).is_err());
     }
 }

@@ -14,7 +14,7 @@
 //! - [`turn`]: the turn loop, `step(input) -> effects`.
 //! - [`lifecycle`]: a session's queue, one turn at a time, `step(input) -> effects`.
 //! - [`paths`]: the data directory and the files of a session.
-//! - [`permission`]: postures, rules, the floor, the guardian's protocol, the ledger.
+//! - [`permission`]: postures, rules, protected paths, the floor, the guardian's protocol, the ledger.
 //! - [`agent`]: sub-agents' authority (it only narrows, also live), typed
 //!   agent and approval ids, the child table, reports.
 //! - [`config`]: configuration files and their precedence.

@@ -13,6 +13,7 @@ mod kernel;
 mod permissions;
 mod plan_lifecycle;
 mod plan_mode;
+mod protected_paths;
 mod retries;
 mod samples;
 mod sandbox;

@@ -58,6 +58,7 @@ impl Host {
             workspace: Workspace::new(ws.path()).unwrap(),
             authority: cadre::runtime::agent::LiveAuthority::root(Mode::Work, Posture::Bypass),
             sandbox: Arc::default(),
+            rules: None,
             plan_file: Some(session.join("artifacts").join("plan.md")),
             session_dir: session,
             allowed_tools: None,

@@ -345,9 +345,15 @@ impl SessionState {
             spawn_agent(spec, services, Some(myself.get_cell()))
                 .await
                 .map_err(|e| ToolError::failed(format!("the sub-agent could not start: {e}")))?;
+        // The child's tools decide which calls are evidence and changes.
+        let report = ReportBuilder::for_tools(
+            &path.to_string(),
+            role_name,
+            self.services.tools.registry().definitions(),
+        );
         tokio::spawn(pump(
             path.clone(),
-            role_name.to_string(),
+            report,
             events,
             self.events.clone(),
             myself.clone(),
@@ -392,6 +398,7 @@ impl SessionState {
             mode_given: true,
             posture_given: true,
             sandbox: self.spec.sandbox.clone(),
+            protected: self.spec.protected.clone(),
             authority,
         }
     }
@@ -580,14 +587,13 @@ struct SpawnedChild {
 /// parent when a run ends, and forwards what the host must see.
 async fn pump(
     path: AgentPath,
-    role: String,
+    mut builder: ReportBuilder,
     mut stream: mpsc::UnboundedReceiver<cadre_runtime::protocol::Envelope>,
     parent_events: EventSink,
     parent: ActorRef<SessionMsg>,
 ) {
     let agent_id = path.to_string();
     let own_prompts = format!("agent:{agent_id}:");
-    let mut builder = ReportBuilder::new(&agent_id, &role);
     let status = |status: AgentStatus| Event::AgentStatusChanged {
         agent_id: agent_id.clone(),
         status,

@@ -16,10 +16,12 @@ use std::sync::Arc;
 use cadre_runtime::agent::{ApprovalId, LiveAuthority, Route};
 use cadre_runtime::model::RequestContext;
 use cadre_runtime::permission::approvals::{ApprovalBook, Asked, Held};
-use cadre_runtime::permission::guardian::{self, GuardianConfig, HeldCall};
+use cadre_runtime::permission::guardian::{self, GuardianConfig, HeldCall as ReviewedCall};
 use cadre_runtime::permission::ledger::DenialLedger;
 use cadre_runtime::permission::rules::RuleSet;
-use cadre_runtime::permission::{Decision, Evaluation, Layer, Policy, Posture, Verdict, evaluate};
+use cadre_runtime::permission::{
+    Call, Decision, Evaluation, Layer, Policy, Posture, ProtectedPaths, Verdict, evaluate,
+};
 use cadre_runtime::protocol::{ApprovalDecision, Event, FailureCategory, Op};
 use cadre_runtime::tool::{Authorization, Authorizer, DecisionFuture};
 use ractor::{Actor, ActorRef, RpcReplyPort};
@@ -42,16 +44,21 @@ pub struct PermissionConfig {
     pub interactive: bool,
     /// The guardian's model and deadline.
     pub guardian: GuardianConfig,
+    /// cadre's configuration and data directories, which no tool call
+    /// writes (the workspace's `.cadre` and `.git` are always protected).
+    pub protected: ProtectedPaths,
 }
 
 impl Default for PermissionConfig {
-    /// Ask, no rules, interactive, the default guardian.
+    /// Ask, no rules, interactive, the default guardian, only the
+    /// workspace's own `.cadre` and `.git` protected.
     fn default() -> Self {
         Self {
             posture: Posture::Suggest,
             rules: Arc::new(RuleSet::default()),
             interactive: true,
             guardian: GuardianConfig::default(),
+            protected: ProtectedPaths::default(),
         }
     }
 }
@@ -92,6 +99,7 @@ impl Authority {
             rules: spec.authority.rules.clone(),
             interactive: self.interactive,
             plan_file: spec.is_session().then(|| spec.paths.plan_file()),
+            protected: spec.protected.clone(),
             root: spec.workspace.root().to_path_buf(),
             live: live.clone(),
         })
@@ -105,6 +113,7 @@ pub(crate) struct TaskPolicy {
     rules: Arc<RuleSet>,
     interactive: bool,
     plan_file: Option<PathBuf>,
+    protected: Arc<ProtectedPaths>,
     root: PathBuf,
     live: Arc<LiveAuthority>,
 }
@@ -116,14 +125,16 @@ impl TaskPolicy {
             rules: &self.rules,
             interactive: self.interactive,
             plan_file: self.plan_file.as_deref(),
+            protected: &self.protected,
         };
-        evaluate(
-            &policy,
+        let call = Call::new(
             request.tool.definition(),
-            request.safety,
             &request.args,
+            request.safety,
             &self.root,
         )
+        .with_real_paths(&request.paths);
+        evaluate(&policy, &call)
     }
 }
 
@@ -162,7 +173,7 @@ impl Authorizer for SessionAuthorizer {
     }
 }
 
-type Call = Held<RpcReplyPort<Decision>>;
+type HeldCall = Held<RpcReplyPort<Decision>>;
 
 impl SessionState {
     /// The posture this agent puts in force: Ask while the ledger has
@@ -229,7 +240,7 @@ impl SessionState {
         }
     }
 
-    fn ask_person(&mut self, call: Call, reason: String) {
+    fn ask_person(&mut self, call: HeldCall, reason: String) {
         let (call_id, tool, arguments) =
             (call.call_id.clone(), call.tool.clone(), call.args.clone());
         match self.authority.book.ask(call) {
@@ -250,10 +261,10 @@ impl SessionState {
     async fn review(
         &mut self,
         myself: &ActorRef<SessionMsg>,
-        call: Call,
+        call: HeldCall,
         observations: Vec<String>,
     ) {
-        let held = HeldCall {
+        let held = ReviewedCall {
             tool: call.tool.clone(),
             arguments: call.args.clone(),
         };
@@ -377,7 +388,7 @@ impl SessionState {
     }
 
     /// Delivers a decision not made by a person: audit, event, ledger.
-    fn settle(&mut self, call: Call, decision: Decision) {
+    fn settle(&mut self, call: HeldCall, decision: Decision) {
         let posture = self.live.posture();
         let line = decision.line(posture, &call.tool);
         let agent_id = self.spec.path.to_string();

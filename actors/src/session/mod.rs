@@ -136,6 +136,7 @@ impl SessionConfig {
             mode_given: self.mode_given,
             posture_given: self.posture_given,
             sandbox: self.sandbox,
+            protected: Arc::new(permissions.protected),
         }
     }
 }

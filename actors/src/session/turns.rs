@@ -356,6 +356,7 @@ impl SessionState {
                     session: myself.clone(),
                 }) as Arc<dyn cadre_runtime::tool::PlanHost>
             }),
+            rules: Some(spec.authority.rules.clone()),
         };
         TurnArgs {
             machine: TurnMachine::new(turn, self.conversation.as_slice().into()),

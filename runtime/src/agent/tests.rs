@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::permission::rules::{PermissionRules, RuleKind, RuleSet, Scope};
-use crate::permission::{Evaluation, Policy, Verdict, evaluate};
+use crate::permission::{Call, Evaluation, Policy, ProtectedPaths, Verdict, evaluate};
 use crate::tool::ToolRegistry;
 
 const DENY: &[&str] = &[
@@ -188,18 +188,17 @@ fn evaluation(
     args: &Value,
 ) -> Evaluation {
     let t = registry.get(tool).expect("tool");
+    let protected = ProtectedPaths::new();
     let policy = Policy {
         posture: authority.posture,
         rules: &authority.rules,
         interactive: true,
         plan_file: Some(Path::new("/data/plan.md")),
+        protected: &protected,
     };
     evaluate(
         &policy,
-        t.definition(),
-        t.classify(args),
-        args,
-        Path::new("/ws"),
+        &Call::new(t.definition(), args, t.classify(args), Path::new("/ws")),
     )
 }
 
@@ -228,7 +227,9 @@ fn check_hop(
         );
         let p = evaluation(parent, registry, tool, &args);
         let c = evaluation(child, registry, tool, &args);
-        if let Some(m) = parent.rules.decide(tool, &args, Path::new("/ws"))
+        let t = registry.get(tool).expect("tool");
+        let call = Call::new(t.definition(), &args, t.classify(&args), Path::new("/ws"));
+        if let Some(m) = parent.rules.decide(&call)
             && m.kind == RuleKind::Deny
         {
             prop_assert!(
@@ -496,4 +497,82 @@ fn reports_come_from_what_happened() {
         .expect("ended");
     assert!(!report.verified, "a change without a check is a claim");
     assert!(report.render().contains("UNVERIFIED"));
+}
+
+#[test]
+fn host_tools_marked_shell_or_path_writer_count_as_evidence_and_changes() {
+    use crate::protocol::{Event, ToolStatus, Usage};
+    use crate::tool::{Safety, ToolDefinition};
+    let tools = [
+        ToolDefinition::new("mcp_sh_run", "", json!({}), Safety::SideEffect).as_shell(),
+        ToolDefinition::new("mcp_fs_put", "", json!({}), Safety::SideEffect)
+            .taking_path("file")
+            .writing_path_only(),
+        ToolDefinition::new("mcp_fs_read", "", json!({}), Safety::ReadOnly).taking_path("file"),
+    ];
+    let mut builder = ReportBuilder::for_tools("4", "porter", &tools);
+    let events = [
+        (
+            "a",
+            "mcp_fs_put",
+            json!({"file": "src/x.rs"}),
+            ToolStatus::Ok,
+            "put",
+        ),
+        (
+            "b",
+            "mcp_fs_read",
+            json!({"file": "src/y.rs"}),
+            ToolStatus::Ok,
+            "text",
+        ),
+        (
+            "c",
+            "mcp_sh_run",
+            json!({"command": "make check"}),
+            ToolStatus::Ok,
+            "exit code: 0\n",
+        ),
+        (
+            "d",
+            "bash",
+            json!({"command": "ls"}),
+            ToolStatus::Ok,
+            "exit code: 0\n",
+        ),
+    ];
+    for (id, name, arguments, status, output) in events {
+        builder.push(&Event::ToolCall {
+            turn_id: 1,
+            call_id: id.into(),
+            name: name.into(),
+            arguments,
+        });
+        builder.push(&Event::ToolResult {
+            turn_id: 1,
+            call_id: id.into(),
+            name: name.into(),
+            status,
+            error_code: None,
+            output: output.into(),
+        });
+    }
+    let report = builder
+        .push(&Event::TurnCompleted {
+            turn_id: 1,
+            usage: Usage::default(),
+            iterations: 2,
+        })
+        .expect("ended");
+    // `bash` is not among this agent's tools: its name alone makes it nothing.
+    assert_eq!(
+        (report.changes, report.evidence),
+        (
+            vec!["src/x.rs".to_string()],
+            vec![Evidence {
+                command: "make check".into(),
+                exit_code: Some(0)
+            }]
+        )
+    );
 }

@@ -1,18 +1,21 @@
-//! The order one call is decided in (P3): rules → deterministic floor →
-//! posture. (The execution gate runs before, in the tool runner.)
+//! The order one call is decided in (P3): rules → deterministic floor
+//! (protected paths first, then `floor::assess`) → posture. (The execution
+//! gate runs before, in the tool runner.)
 //!
 //! [`evaluate`] is pure. It either decides, or says what a host must do
-//! next: ask a person, or have the guardian review the held call.
+//! next: ask a person, or have the guardian review the held call. Where the
+//! call's paths really lead was resolved by the tool layer and comes with
+//! the [`Call`].
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::Posture;
+use super::call::Call;
 use super::floor::{self, FloorVerdict};
+use super::protected::{self, ProtectedPaths};
 use super::rules::{RuleKind, RuleMatch, RuleSet, Scope};
-use crate::tool::{Safety, ToolDefinition};
 
 /// Allow or deny.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,6 +123,10 @@ impl Decision {
     }
 
     fn by_rule(verdict: Verdict, matched: &RuleMatch, reason: impl Into<String>) -> Self {
+        let mut reason = reason.into();
+        if let Some(route) = &matched.route {
+            reason = format!("{reason}: {route}");
+        }
         Self {
             rule: Some(matched.rule.clone()),
             scope: Some(matched.scope),
@@ -171,6 +178,9 @@ pub struct Policy<'a> {
     /// The agent's canonical plan file: writing it is the agent's own
     /// business, never the workspace's. `None` for an agent without one.
     pub plan_file: Option<&'a Path>,
+    /// cadre's configuration and data, beyond the workspace's own `.cadre`
+    /// and `.git`: never written by a tool call (P10).
+    pub protected: &'a ProtectedPaths,
 }
 
 /// What [`evaluate`] concludes.
@@ -193,14 +203,14 @@ pub enum Evaluation {
 }
 
 /// Decides one call that passed the execution gate and its schema.
-pub fn evaluate(
-    policy: &Policy<'_>,
-    def: &ToolDefinition,
-    safety: Safety,
-    args: &Value,
-    workspace_root: &Path,
-) -> Evaluation {
-    let matched = policy.rules.decide(&def.name, args, workspace_root);
+pub fn evaluate(policy: &Policy<'_>, call: &Call<'_>) -> Evaluation {
+    // `~` in a command line is the home the host named.
+    let call = &Call {
+        home: call.home.or(policy.protected.home_dir()),
+        ..*call
+    };
+    let (def, args, root) = (call.def, call.args, call.root);
+    let matched = policy.rules.decide(call);
     if let Some(m) = matched.as_ref().filter(|m| m.kind == RuleKind::Deny) {
         return Evaluation::Decided(Decision::by_rule(
             Verdict::Deny,
@@ -211,12 +221,16 @@ pub fn evaluate(
     let ask_rule = matched.clone().filter(|m| m.kind == RuleKind::Ask);
     let allow_rule = matched.filter(|m| m.kind == RuleKind::Allow);
     if ask_rule.is_none()
-        && let Some(reason) = own_state(policy, def, args)
+        && let Some(reason) = own_state(policy, call)
     {
         return Evaluation::Decided(Decision::new(Verdict::Allow, Layer::Floor, reason));
     }
+    let literally = |path: &Path| policy.rules.names_literally(def, path, root);
+    if let Some(reason) = protected::blocked(call, policy.protected, policy.plan_file, literally) {
+        return Evaluation::Decided(Decision::new(Verdict::Deny, Layer::Floor, reason));
+    }
 
-    let observations = match floor::assess(def, safety, args, workspace_root) {
+    let observations = match floor::assess(def, call.safety, args, root) {
         FloorVerdict::Blocked { reason } => {
             return Evaluation::Decided(Decision::new(Verdict::Deny, Layer::Floor, reason));
         }
@@ -264,14 +278,15 @@ pub fn evaluate(
 
 /// Calls that change only the agent's own state, which the floor proves
 /// safe: its plan file, its task list.
-fn own_state(policy: &Policy<'_>, def: &ToolDefinition, args: &Value) -> Option<String> {
+fn own_state(policy: &Policy<'_>, call: &Call<'_>) -> Option<String> {
+    let def = call.def;
     if def.session_state_only {
         return Some(format!(
             "'{}' changes only the agent's own session state",
             def.name
         ));
     }
-    let path = args.get("path").and_then(Value::as_str)?;
+    let path = def.path_in(call.args)?;
     (def.writes_path_only && policy.plan_file == Some(Path::new(path)))
         .then(|| "writes the session's own plan file".to_string())
 }

@@ -71,7 +71,7 @@ pub enum FloorVerdict {
 const MAX_DEPTH: usize = 4;
 
 /// Assesses one call. `safety` is the tool's classification of this call
-/// (T5); `workspace_root` is compared lexically. The tool named `bash` is
+/// (T5); `workspace_root` is compared lexically. A shell tool is
 /// assessed by its `command`; a path writer (`writes_path_only`) by its
 /// `path`; any other tool by its safety alone.
 pub fn assess(
@@ -80,7 +80,7 @@ pub fn assess(
     args: &Value,
     workspace_root: &Path,
 ) -> FloorVerdict {
-    if def.name == "bash" {
+    if def.shell {
         return assess_bash(safety, args, workspace_root);
     }
     if safety == Safety::ReadOnly {
@@ -130,23 +130,22 @@ fn assess_bash(safety: Safety, args: &Value, root: &Path) -> FloorVerdict {
     FloorVerdict::Unproven { observations }
 }
 
+/// A path writer's observations. Writes to protected paths (`.git`,
+/// `.cadre`, cadre's configuration and data) are blocked before the floor
+/// is asked, by `permission::protected`, which also reads where symlinks
+/// lead and the allow rules that name a path literally.
 fn assess_write(def: &ToolDefinition, args: &Value, root: &Path) -> FloorVerdict {
-    let Some(path) = args.get("path").and_then(Value::as_str) else {
+    let Some(path) = def.path_in(args) else {
         return FloorVerdict::Unproven {
-            observations: vec![format!("'{}' call without a string 'path'", def.name)],
+            observations: vec![format!(
+                "'{}' call without a string '{}'",
+                def.name,
+                def.path_arg.as_deref().unwrap_or("path")
+            )],
         };
     };
     let root = normalize(root);
     let resolved = normalize(&root.join(path));
-    if in_git_dir(&resolved, &root) {
-        return FloorVerdict::Blocked {
-            reason: format!(
-                "'{}' would write '{path}' inside a .git directory, where hooks and \
-                 config run code",
-                def.name
-            ),
-        };
-    }
     let side = if resolved.starts_with(&root) {
         "inside"
     } else {

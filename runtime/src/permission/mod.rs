@@ -8,6 +8,9 @@
 //! - `shell`: a conservative parser for `bash` command lines.
 //! - `classify`: per-call safety of `bash` (T5): read-only only when proven.
 //! - `floor`: the deterministic floor (P4): proven safe, hard-blocked, or unproven.
+//! - `call`: one call as the layers see it, and the paths it names in both
+//!   spellings (as written, and where symlinks lead).
+//! - `protected`: the paths no tool call writes (P10).
 //! - `rules`: allow / ask / deny rules with scopes (P2).
 //! - `engine`: the order of the layers, as a pure function (P3).
 //! - `guardian`: the Auto-Review guardian's request and answer (P5).
@@ -15,15 +18,19 @@
 //! - `approvals`: calls waiting for a person or the guardian, and their answers.
 
 pub mod approvals;
+pub mod call;
 pub mod classify;
 pub mod engine;
 pub mod floor;
 pub mod guardian;
 pub mod ledger;
+pub mod protected;
 pub mod rules;
 pub mod shell;
 
+pub use call::{Call, RealPaths};
 pub use engine::{Decision, Evaluation, Layer, Policy, Risk, Verdict, evaluate};
+pub use protected::ProtectedPaths;
 
 use std::fmt;
 use std::str::FromStr;

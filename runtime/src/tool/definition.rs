@@ -4,7 +4,7 @@ use std::fmt;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -13,6 +13,8 @@ use serde_json::Value;
 use super::workspace::Workspace;
 use crate::agent::LiveAuthority;
 use crate::mode::Mode;
+use crate::permission::RealPaths;
+use crate::permission::rules::RuleSet;
 use crate::sandbox::SandboxConfig;
 
 /// Whether a tool (or one concrete call of it) can change anything (T1, T5).
@@ -40,9 +42,10 @@ pub struct ToolDefinition {
     pub system: bool,
     /// Overrides the runner's default timeout.
     pub timeout: Option<Duration>,
-    /// The tool's only effect is writing the file named by its `path`
-    /// argument. Plan mode offers such tools limited to the canonical plan
-    /// file, and the execution gate holds them to exactly that file.
+    /// The tool's only effect is writing the file named by its path
+    /// argument ([`ToolDefinition::path_arg`]). Plan mode offers such tools
+    /// limited to the canonical plan file, and the execution gate holds them
+    /// to exactly that file.
     pub writes_path_only: bool,
     /// The tool classifies each call (T5): a call it proves read-only runs
     /// in Plan mode although the tool is declared side-effect, and Plan
@@ -55,6 +58,18 @@ pub struct ToolDefinition {
     /// another, and a call made in another is refused (`exit_plan_mode`
     /// only in Plan, `enter_plan_mode` only in Work).
     pub only_in: Option<Mode>,
+    /// The argument naming the file or directory the call works on
+    /// (`path` for the built-in file tools). Path rules (`read_file(.env)`)
+    /// match it, the tool layer resolves it before the decision, and the
+    /// protected paths are checked against it, whatever the tool is called.
+    pub path_arg: Option<String>,
+    /// The tool runs its `command` argument as a shell command line: rules
+    /// read it as command patterns, and the floor and the path checks read
+    /// its words.
+    pub shell: bool,
+    /// The tool drives the plan lifecycle (`exit_plan_mode`,
+    /// `enter_plan_mode`): it needs the host's plan lifecycle to run.
+    pub plan_control: bool,
 }
 
 impl ToolDefinition {
@@ -77,7 +92,34 @@ impl ToolDefinition {
             classifies_calls: false,
             session_state_only: false,
             only_in: None,
+            path_arg: None,
+            shell: false,
+            plan_control: false,
         }
+    }
+
+    /// Marks the tool as working on the path its `arg` argument names.
+    pub fn taking_path(mut self, arg: impl Into<String>) -> Self {
+        self.path_arg = Some(arg.into());
+        self
+    }
+
+    /// Marks the tool as running its `command` argument as a shell command line.
+    pub fn as_shell(mut self) -> Self {
+        self.shell = true;
+        self
+    }
+
+    /// Marks the tool as driving the plan lifecycle.
+    pub fn controlling_plan(mut self) -> Self {
+        self.plan_control = true;
+        self
+    }
+
+    /// The string value of the call's path argument, when the tool takes
+    /// a path and the argument is a string.
+    pub fn path_in<'a>(&self, args: &'a Value) -> Option<&'a str> {
+        args.get(self.path_arg.as_deref()?).and_then(Value::as_str)
     }
 
     /// Sets a timeout that overrides the runner's default.
@@ -86,9 +128,11 @@ impl ToolDefinition {
         self
     }
 
-    /// Marks the tool as writing only the file its `path` argument names.
+    /// Marks the tool as writing only the file its path argument names
+    /// (`path`, unless [`ToolDefinition::taking_path`] named another).
     pub fn writing_path_only(mut self) -> Self {
         self.writes_path_only = true;
+        self.path_arg.get_or_insert_with(|| "path".to_string());
         self
     }
 
@@ -116,6 +160,18 @@ impl ToolDefinition {
         self.system = true;
         self
     }
+}
+
+/// The built-in tools' definitions, built once: what rules and reports
+/// know of a tool they meet by name before any registry exists.
+pub fn builtin_definitions() -> &'static [ToolDefinition] {
+    static DEFINITIONS: OnceLock<Vec<ToolDefinition>> = OnceLock::new();
+    DEFINITIONS.get_or_init(|| {
+        super::builtin_tools()
+            .iter()
+            .map(|tool| tool.definition().clone())
+            .collect()
+    })
 }
 
 /// The stable error codes of a tool result (T3). They are part of the
@@ -235,6 +291,9 @@ pub struct ToolContext {
     /// Runs the plan lifecycle tools; `None` where there is no plan lifecycle
     /// (sub-agents).
     pub plans: Option<Arc<dyn PlanHost>>,
+    /// The rules in force, so `grep`, `glob` and `list_dir` leave out the
+    /// files a read deny (or ask) rule covers; `None` leaves out nothing.
+    pub rules: Option<Arc<RuleSet>>,
 }
 
 /// What the plan lifecycle tools ask their host (PL1, PL4).
@@ -316,6 +375,10 @@ pub struct Authorization {
     /// The execution gate's refusal, when it refused: the authorizer only
     /// records it.
     pub refused: Option<ToolError>,
+    /// Where the paths the call names really lead (symlinks followed),
+    /// resolved by the tool layer so the decision, which reads no disk,
+    /// sees both spellings.
+    pub paths: RealPaths,
 }
 
 /// The future an [`Authorizer`] returns.

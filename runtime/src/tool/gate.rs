@@ -95,7 +95,8 @@ pub fn definition_gate(
 /// The execution gate: whether one call may run in the context's mode.
 ///
 /// `safety` is the tool's classification of this concrete call (T5). The
-/// allow-list is checked first, then the mode: Plan lets read-only calls
+/// allow-list is checked first, then whether a plan-control tool has a plan
+/// lifecycle to drive, then the mode: Plan lets read-only calls
 /// through (including calls a classifying tool proved read-only), and path
 /// writers only when `path` is exactly the plan file.
 pub fn execution_gate(
@@ -108,6 +109,15 @@ pub fn execution_gate(
         return Err(ToolError::new(
             ErrorCode::ToolNotAllowed,
             format!("'{}' is not among this agent's allowed tools", def.name),
+        ));
+    }
+    if def.plan_control && ctx.plans.is_none() {
+        return Err(ToolError::new(
+            ErrorCode::ToolNotAllowed,
+            format!(
+                "'{}' drives the plan lifecycle, which this agent does not have",
+                def.name
+            ),
         ));
     }
     let mode = ctx.mode();
@@ -127,7 +137,7 @@ pub fn execution_gate(
         Mode::Plan if safety == Safety::ReadOnly => Ok(()),
         Mode::Plan => match plan_access(def) {
             PlanAccess::PlanFileOnly => {
-                let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
+                let path = def.path_in(args).unwrap_or_default();
                 match ctx.plan_file.as_deref() {
                     _ if ctx.is_plan_file(path) => Ok(()),
                     Some(plan_file) => Err(ToolError::new(
@@ -200,7 +210,7 @@ pub fn scope_gate(
             ),
         ));
     }
-    let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
+    let path = def.path_in(args).unwrap_or_default();
     let relative = ctx.resolve(path).ok().and_then(|p| {
         p.strip_prefix(ctx.workspace.root())
             .ok()

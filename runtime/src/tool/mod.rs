@@ -6,7 +6,8 @@
 //! - `registry`: [`ToolRegistry`], stable order, duplicate names refused.
 //! - `gate`: the definition gate and the execution gate, both derived from the
 //!   definitions (M2, M3).
-//! - `workspace`: path confinement for file tools (T6).
+//! - `workspace`: path confinement for file tools (T6), and where a call's
+//!   paths really lead before it is decided.
 //! - `runner`: [`ToolRunner::execute`], validation, gate, timeout, panics.
 //! - `builtin`: the built-in tools (T4).
 
@@ -17,10 +18,14 @@ mod registry;
 mod runner;
 mod workspace;
 
-pub use builtin::{AGENT_TOOL, ENTER_PLAN_TOOL, TodoItem, builtin_tools, truncate_middle};
+pub use builtin::{
+    AGENT_TOOL, ENTER_PLAN_TOOL, FileLimits, TodoItem, builtin_tools, builtin_tools_with,
+    truncate_middle,
+};
 pub use definition::{
     AgentHost, AgentRequest, Authorization, Authorizer, DecisionFuture, ErrorCode, PlanHost,
     PlanRequest, Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
+    builtin_definitions,
 };
 pub use gate::{ToolSpec, definition_gate, execution_gate};
 pub use registry::{RegistryError, ToolRegistry};

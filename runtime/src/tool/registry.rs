@@ -47,8 +47,14 @@ impl ToolRegistry {
 
     /// A registry holding the built-in tools.
     pub fn with_builtins() -> Self {
+        Self::with_builtins_bounded(super::FileLimits::default())
+    }
+
+    /// A registry holding the built-in tools, the file and search tools
+    /// bounded by `limits`.
+    pub fn with_builtins_bounded(limits: super::FileLimits) -> Self {
         let mut registry = Self::new();
-        for tool in super::builtin_tools() {
+        for tool in super::builtin_tools_with(limits) {
             // The built-ins have distinct names and valid schemas; the unit
             // tests prove it, so a failure here is a programming error.
             if let Err(err) = registry.register(tool) {

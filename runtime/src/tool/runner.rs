@@ -79,6 +79,7 @@ impl ToolRunner {
                         args,
                         safety,
                         refused: Some(refused.clone()),
+                        paths: Default::default(),
                     })
                     .await;
             }
@@ -104,6 +105,7 @@ impl ToolRunner {
                 .authorize(Authorization {
                     call_id: call.id.clone(),
                     tool: entry.tool.clone(),
+                    paths: ctx.real_paths(def, &args, safety),
                     args: args.clone(),
                     safety,
                     refused: None,

@@ -13,6 +13,9 @@
 //! - `confinement`: every file tool against `..`, absolute paths and symlinks.
 //! - `behaviour`: what each built-in tool does.
 //! - `gating`: the definition gate and the execution gate in Plan mode.
+//! - `paths`: rules on real paths through the runner (symlinks, hard links,
+//!   withheld search results), and a property over paths through links.
+//! - `bounds`: the file and search tools' limits.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,8 +31,10 @@ use crate::mode::Mode;
 use crate::permission::Posture;
 
 mod behaviour;
+mod bounds;
 mod confinement;
 mod gating;
+mod paths;
 mod registering;
 mod running;
 
@@ -144,6 +149,7 @@ impl Env {
             file_scopes: Vec::new(),
             agents: None,
             plans: None,
+            rules: None,
         };
         let mut registry = ToolRegistry::with_builtins();
         for fake in [

@@ -1,4 +1,5 @@
-//! Path confinement for file tools (T6).
+//! Path confinement for file tools (T6), and where a call's paths really
+//! lead.
 //!
 //! A path argument is resolved against the workspace root: `..` that climbs
 //! out, absolute paths elsewhere, and symlinks whose target lies outside are
@@ -6,10 +7,20 @@
 //! an explicitly trusted directory. The session's canonical plan file is the
 //! one path outside the workspace a file tool may name, and only by its exact
 //! absolute spelling.
+//!
+//! Before a call is decided, [`ToolContext::real_paths`] resolves every path
+//! it names (`permission::call`): a file tool's path as the tool will open
+//! it, a command line's words as the kernel will (a symlink before the `..`
+//! after it; a dangling link to where a write through it lands). The
+//! permission decision reads no disk; it gets both spellings this way.
 
 use std::path::{Component, Path, PathBuf};
 
-use super::definition::{ErrorCode, ToolContext, ToolError};
+use serde_json::Value;
+
+use super::definition::{ErrorCode, Safety, ToolContext, ToolDefinition, ToolError};
+use crate::permission::RealPaths;
+use crate::permission::call;
 
 /// The root file tools are confined to, and the exceptions to it.
 #[derive(Debug, Clone)]
@@ -118,6 +129,32 @@ impl ToolContext {
         self.workspace.resolve(path)
     }
 
+    /// Where the paths a call names really lead, for its permission
+    /// decision. A path that cannot be resolved is left out; the decision
+    /// then judges it as written.
+    pub fn real_paths(&self, def: &ToolDefinition, args: &Value, safety: Safety) -> RealPaths {
+        let mut out = RealPaths::new();
+        for named in call::names(def, args, safety, self.workspace.root(), None) {
+            let real = if def.shell {
+                real_path(&named.raw)
+            } else {
+                self.resolve(&named.text).ok()
+            };
+            if let Some(real) = real {
+                out.insert(named.raw, real);
+            }
+        }
+        out
+    }
+
+    /// Whether search and listing results leave out the file at `path`
+    /// (absolute, real): a read deny rule covers it.
+    pub fn withholds(&self, path: &Path) -> bool {
+        self.rules
+            .as_ref()
+            .is_some_and(|rules| rules.withholds(path, self.workspace.root()))
+    }
+
     /// Whether `path` is the canonical plan file, spelled exactly; never
     /// for an agent without one.
     pub fn is_plan_file(&self, path: &str) -> bool {
@@ -179,6 +216,29 @@ fn normalize(path: &Path) -> Option<PathBuf> {
         }
     }
     Some(out)
+}
+
+/// Where an absolute path really leads as the kernel resolves it: every
+/// symlink followed, each before the `..` after it. A path that does not
+/// exist yet leads into its real directory; a dangling symlink to where a
+/// write through it would create its target. `None` when its directory
+/// does not exist or the links loop.
+pub fn real_path(raw: &Path) -> Option<PathBuf> {
+    if let Ok(real) = raw.canonicalize() {
+        return Some(real);
+    }
+    let mut path = raw.to_path_buf();
+    // The kernel gives up after 40 links; so does this.
+    for _ in 0..40 {
+        let name = path.file_name()?.to_os_string();
+        let dir = path.parent()?.canonicalize().ok()?;
+        let here = dir.join(&name);
+        match std::fs::read_link(&here) {
+            Ok(target) => path = dir.join(target),
+            Err(_) => return Some(here),
+        }
+    }
+    None
 }
 
 /// Resolves every symlink on an absolute, normalized path whose tail may not

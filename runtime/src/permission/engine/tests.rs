@@ -7,6 +7,8 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::permission::ProtectedPaths;
+use crate::permission::call::Call;
 use crate::permission::rules::{PermissionRules, RuleSet, Scope};
 use crate::tool::{Tool, ToolRegistry};
 
@@ -68,19 +70,16 @@ fn check(
     let registry = ToolRegistry::with_builtins();
     let tool_ref: &Arc<dyn Tool> = registry.get(tool).expect("tool");
     let safety = tool_ref.classify(&args);
+    let protected = ProtectedPaths::new();
     let policy = Policy {
         posture: posture.parse().expect("posture"),
         rules,
         interactive,
         plan_file: Some(Path::new(PLAN)),
+        protected: &protected,
     };
-    let got = evaluate(
-        &policy,
-        tool_ref.definition(),
-        safety,
-        &args,
-        Path::new(ROOT),
-    );
+    let call = Call::new(tool_ref.definition(), &args, safety, Path::new(ROOT));
+    let got = evaluate(&policy, &call);
     assert_eq!(outcome(&got), expected, "{posture} {tool} {args}");
 }
 
@@ -238,19 +237,21 @@ fn the_floor_hard_blocks_in_every_posture_even_against_an_allow_rule() {
             let got = {
                 let registry = ToolRegistry::with_builtins();
                 let bash = registry.get("bash").expect("bash");
+                let protected = ProtectedPaths::new();
                 let policy = Policy {
                     posture: posture.parse().expect("posture"),
                     rules: &allow_push,
                     interactive: true,
                     plan_file: Some(Path::new(PLAN)),
+                    protected: &protected,
                 };
-                evaluate(
-                    &policy,
+                let call = Call::new(
                     bash.definition(),
-                    bash.classify(&args),
                     &args,
+                    bash.classify(&args),
                     Path::new(ROOT),
-                )
+                );
+                evaluate(&policy, &call)
             };
             assert_eq!(
                 outcome(&got),
@@ -304,5 +305,52 @@ fn decision_lines_name_the_posture_the_layer_and_the_reason() {
     assert_eq!(
         floor.line(Posture::Bypass, "bash"),
         "Full Access denied 'bash' (deterministic floor): publishes"
+    );
+}
+
+#[test]
+fn decisions_say_how_the_call_reached_a_denied_or_protected_path() {
+    let registry = ToolRegistry::with_builtins();
+    let deny_env = rules(&["deny read_file(.env)"], &[], &[]);
+    let protected = ProtectedPaths::new()
+        .config_dir("/home/u/.config/cadre")
+        .home("/home/u");
+    let policy = Policy {
+        posture: Posture::Bypass,
+        rules: &deny_env,
+        interactive: false,
+        plan_file: Some(Path::new(PLAN)),
+        protected: &protected,
+    };
+    let mut real = crate::permission::RealPaths::new();
+    real.insert(Path::new(ROOT).join("l1"), Path::new(ROOT).join(".env"));
+    let line = |tool: &str, args: Value| {
+        let t = registry.get(tool).expect("tool");
+        let call = Call::new(t.definition(), &args, t.classify(&args), Path::new(ROOT))
+            .with_real_paths(&real);
+        match evaluate(&policy, &call) {
+            Evaluation::Decided(d) => d.line(Posture::Bypass, tool),
+            other => format!("{other:?}"),
+        }
+    };
+    assert_eq!(
+        line("read_file", json!({"path": "l1"})),
+        "Full Access denied 'read_file' (user rule read_file(.env)): denied by the user rule \
+         read_file(.env): 'l1' leads to '.env'"
+    );
+    assert_eq!(
+        line("bash", json!({"command": "tail -n 1 .env"})),
+        "Full Access denied 'bash' (user rule read_file(.env)): denied by the user rule \
+         read_file(.env): the command names '.env'"
+    );
+    assert_eq!(
+        line(
+            "bash",
+            json!({"command": "echo 'posture = \"bypass\"' > ~/.config/cadre/config.toml"})
+        ),
+        "Full Access denied 'bash' (deterministic floor): the command names \
+         '~/.config/cadre/config.toml', in cadre's configuration directory \
+         (/home/u/.config/cadre), and is not proven read-only: protected in every posture, \
+         and no rule lets a shell command write there"
     );
 }

@@ -26,7 +26,7 @@ fn outcome(verdict: FloorVerdict, want: &str) -> String {
 }
 
 fn bash_verdict(command: &str) -> FloorVerdict {
-    let def = ToolDefinition::new("bash", "", json!({}), Safety::SideEffect);
+    let def = ToolDefinition::new("bash", "", json!({}), Safety::SideEffect).as_shell();
     let safety = classify_command(command).safety;
     assess(
         &def,
@@ -466,7 +466,6 @@ fn writer(name: &str) -> ToolDefinition {
 #[test]
 fn other_tools_by_safety_and_path() {
     use Safety::*;
-    let git = "blocked: inside a .git directory, where hooks and config run code";
     check_tools(&[
         (
             tool("read_file", ReadOnly),
@@ -491,48 +490,6 @@ fn other_tools_by_safety_and_path() {
             json!({}),
             SideEffect,
             "unproven: side-effect tool 'agent'",
-        ),
-        (
-            writer("write_file"),
-            json!({"path": ".git/hooks/pre-commit"}),
-            SideEffect,
-            git,
-        ),
-        (
-            writer("write_file"),
-            json!({"path": "/work/ws/.git/config"}),
-            SideEffect,
-            git,
-        ),
-        (
-            writer("write_file"),
-            json!({"path": "./.git"}),
-            SideEffect,
-            git,
-        ),
-        (
-            writer("write_file"),
-            json!({"path": "vendor/lib/.git/hooks/post-checkout"}),
-            SideEffect,
-            git,
-        ),
-        (
-            writer("write_file"),
-            json!({"path": ".GIT/hooks/pre-commit"}),
-            SideEffect,
-            git,
-        ),
-        (
-            writer("write_file"),
-            json!({"path": "src/../.git/hooks/x"}),
-            SideEffect,
-            git,
-        ),
-        (
-            writer("edit_file"),
-            json!({"path": ".git/HEAD"}),
-            SideEffect,
-            git,
         ),
         (
             writer("write_file"),
@@ -577,19 +534,19 @@ fn other_tools_by_safety_and_path() {
             "unproven: 'write_file' call without a string 'path'",
         ),
         (
-            tool("bash", SideEffect),
+            tool("bash", SideEffect).as_shell(),
             json!({"command": "ls"}),
             ReadOnly,
             "safe: classified read-only: only read-only programs: ls",
         ),
         (
-            tool("bash", SideEffect),
+            tool("bash", SideEffect).as_shell(),
             json!({"command": "git push"}),
             ReadOnly,
             "blocked: `git push` publishes",
         ),
         (
-            tool("bash", SideEffect),
+            tool("bash", SideEffect).as_shell(),
             json!({}),
             SideEffect,
             "unproven: 'bash' call without a string 'command'",

@@ -10,18 +10,48 @@
 //!   `git push origin`, never `git pushx`). `bash(npm run test)`, without
 //!   `:*`, must equal the command's words exactly. Only the trailing `:*` is
 //!   a wildcard.
-//! - `write_file(src/**)`, `edit_file(*.md)`: for the tools whose arguments
-//!   carry a `path` (`read_file`, `write_file`, `edit_file`, `list_dir`,
-//!   `glob`, `grep`), a glob over that path. `**` crosses directories, `*`
-//!   does not (`*.md` is the top level only; `**/*.md` is everywhere). A
-//!   relative pattern is matched against the path made relative to the
-//!   workspace root, lexically (`./` dropped, `..` resolved, an absolute path
-//!   inside the root made relative); a path outside the root never matches
-//!   it. An absolute pattern (`/etc/**`) is matched against the absolute
-//!   path, inside the root or not. A missing `path` is the workspace root
-//!   (`.`), as the tools default. Symlinks are not followed: confinement
-//!   (`tool::workspace`) is what stops a link from leading out.
-//! - Any other tool takes no argument pattern but `*`.
+//! - `write_file(src/**)`, `edit_file(*.md)`: for the tools with a path
+//!   argument (`ToolDefinition::path_arg`: `read_file`, `write_file`,
+//!   `edit_file`, `list_dir`, `glob`, `grep`, and any host tool so marked),
+//!   a glob over that path. `**` crosses directories, `*` does not (`*.md`
+//!   is the top level only; `**/*.md` is everywhere). A relative pattern is
+//!   matched against the path made relative to the workspace root (`./`
+//!   dropped, `..` resolved, an absolute path inside the root made
+//!   relative); a path outside the root never matches it. An absolute
+//!   pattern (`/etc/**`) is matched against the absolute path, inside the
+//!   root or not. A missing path is the workspace root (`.`), as the tools
+//!   default.
+//! - Which argument form a rule takes comes from the tool's marks: a shell
+//!   tool (`ToolDefinition::shell`) takes command patterns, a path tool path
+//!   globs, and a built-in tool with neither none but `*`. A tool name cadre
+//!   does not know (an MCP or host tool) may take either; the call's tool
+//!   decides which is read.
+//!
+//! # Paths are matched where they really lead
+//!
+//! A call's path has two spellings: as written, and with every symlink
+//! followed, which the tool layer resolves before the decision (see
+//! `permission::call`). Deny and ask rules catch a call when any spelling
+//! matches; an allow rule allows it only when every spelling does. So
+//! `deny read_file(.env)` holds on a symlink to `.env`, and
+//! `allow write_file(src/**)` does not let `src/cfg -> ../Cargo.toml` be
+//! written.
+//!
+//! A path deny or ask rule holds on every route to its path:
+//! - **Shell commands.** A rule on a reading tool (a read-only path tool,
+//!   such as `read_file(.env)`) catches a shell call that may read the path:
+//!   a word naming it (`cat .env`, `cp .env x`, `git show HEAD:.env`), a
+//!   glob that may expand to it (`cat .e*`; bash's `*` skips dot files), or
+//!   a recursive reader whose tree holds it (`grep -r x .`, `rg x`, `git
+//!   diff` over the whole repository). A rule on a writing tool
+//!   (`write_file(Cargo.toml)`) catches a shell call not proven read-only
+//!   that names the path, has a glob that may expand to it, or copies or
+//!   unpacks into a tree that holds it. A rule on a tool cadre does not know
+//!   counts as both. What a command reads without naming it (a script, a
+//!   name computed when it runs) is not seen: see `docs/security/paths.md`.
+//! - **Search results.** `grep`, `glob` and `list_dir` leave out every file
+//!   a deny or ask rule on a reading tool matches ([`RuleSet::withholds`]),
+//!   and say how many they left out.
 //!
 //! # Deciding
 //!
@@ -53,21 +83,26 @@
 //!
 //! # Layout
 //! - `command`: `bash` command patterns, how they catch and how they cover.
-//! - `path`: path globs and where a call's `path` lies.
+//! - `decide`: which rule decides a call, which path an allow rule names
+//!   literally, and what search results withhold.
+//! - `path`: path globs, where a call's path lies, and what a command line's
+//!   trees and globs may reach.
 
 mod command;
+mod decide;
 mod path;
 #[cfg(test)]
 mod tests;
 
 use std::fmt;
-use std::path::Path as FsPath;
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use command::{BashCall, CommandPattern};
-use path::{PathPattern, Target};
+use command::CommandPattern;
+use path::PathPattern;
+
+use crate::tool::{Safety, ToolDefinition, builtin_definitions};
 
 /// What a rule does to a call it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -140,6 +175,11 @@ pub struct RuleMatch {
     pub scope: Scope,
     /// The rule as written, so the audit line names it the way the user does.
     pub rule: String,
+    /// How the call reaches the rule's path, when that is not the call's
+    /// own path argument as written: "'src/cfg' leads to 'Cargo.toml'",
+    /// "the command names '.env'".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
 }
 
 impl fmt::Display for RuleMatch {
@@ -189,8 +229,8 @@ pub enum RuleError {
     /// a wildcard tool part. Not retryable.
     #[error(
         "permission rule '{rule}': '{tool}' takes no argument pattern other than '*' \
-         (argument patterns are read for bash and for the tools with a path: {})",
-        path::PATH_TOOLS.join(", ")
+         (argument patterns are read for shell tools and for the tools with a path: {})",
+        argument_tools().join(", ")
     )]
     ArgumentNotSupported {
         /// The rule as written.
@@ -241,10 +281,44 @@ pub struct Rule {
 enum Argument {
     /// Nothing: every call of the tool.
     Any,
-    /// A `bash` command pattern.
+    /// A command pattern, for a shell tool.
     Command(CommandPattern),
-    /// A glob over the `path` argument.
-    Path(PathPattern),
+    /// A glob over the path argument, for a path tool.
+    Path(PathPattern, Uses),
+    /// For a tool cadre does not know: whichever reading of the pattern
+    /// parsed; the call's tool says which applies.
+    Either {
+        command: Option<CommandPattern>,
+        path: Option<PathPattern>,
+    },
+}
+
+/// What the tool a path rule names does with its path, so the rule can
+/// hold on a shell command's route to the same path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Uses {
+    /// It reads the path (a read-only tool): the rule holds on commands
+    /// that may read it.
+    reads: bool,
+    /// It writes the path: the rule holds on commands that may write it.
+    writes: bool,
+}
+
+/// The built-in definition named `tool`, when it names one exactly.
+fn catalogue(tool: &str) -> Option<&'static ToolDefinition> {
+    builtin_definitions().iter().find(|def| def.name == tool)
+}
+
+/// The built-in tools that take an argument pattern.
+fn argument_tools() -> &'static [String] {
+    static NAMES: OnceLock<Vec<String>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        builtin_definitions()
+            .iter()
+            .filter(|def| def.shell || def.path_arg.is_some())
+            .map(|def| def.name.clone())
+            .collect()
+    })
 }
 
 impl Rule {
@@ -280,33 +354,50 @@ impl Rule {
                 ch,
             });
         }
-        let argument = match argument {
-            None | Some("*") => Argument::Any,
-            Some("") => {
+        let command = |arg: &str| {
+            CommandPattern::parse(arg).map_err(|why| RuleError::BadCommand { rule: rule(), why })
+        };
+        let path = |arg: &str| {
+            PathPattern::parse(arg).map_err(|problem| match problem {
+                path::Problem::Glob(error) => RuleError::BadGlob {
+                    rule: rule(),
+                    error,
+                },
+                path::Problem::Path(why) => RuleError::BadPath { rule: rule(), why },
+            })
+        };
+        let unsupported = || RuleError::ArgumentNotSupported {
+            rule: rule(),
+            tool: tool.to_string(),
+        };
+        let argument = match (argument, catalogue(tool)) {
+            (None | Some("*"), _) => Argument::Any,
+            (Some(""), _) => {
                 return Err(RuleError::EmptyArgument {
                     rule: rule(),
                     tool: tool.to_string(),
                 });
             }
-            Some(arg) if tool == "bash" => Argument::Command(
-                CommandPattern::parse(arg)
-                    .map_err(|why| RuleError::BadCommand { rule: rule(), why })?,
-            ),
-            Some(arg) if path::PATH_TOOLS.contains(&tool) => {
-                Argument::Path(PathPattern::parse(arg).map_err(|problem| match problem {
-                    path::Problem::Glob(error) => RuleError::BadGlob {
-                        rule: rule(),
-                        error,
+            (Some(arg), Some(def)) if def.shell => Argument::Command(command(arg)?),
+            (Some(arg), Some(def)) if def.path_arg.is_some() => {
+                let reads = def.safety == Safety::ReadOnly;
+                Argument::Path(
+                    path(arg)?,
+                    Uses {
+                        reads,
+                        writes: !reads,
                     },
-                    path::Problem::Path(why) => RuleError::BadPath { rule: rule(), why },
-                })?)
+                )
             }
-            Some(_) => {
-                return Err(RuleError::ArgumentNotSupported {
-                    rule: rule(),
-                    tool: tool.to_string(),
-                });
-            }
+            (Some(_), Some(_)) => return Err(unsupported()),
+            (Some(_), None) if tool.contains('*') => return Err(unsupported()),
+            (Some(arg), None) => match (command(arg), path(arg)) {
+                (Err(_), Err(why)) => return Err(why),
+                (command, path) => Argument::Either {
+                    command: command.ok(),
+                    path: path.ok(),
+                },
+            },
         };
         Ok(Rule {
             kind,
@@ -336,26 +427,21 @@ impl Rule {
         name_glob(&self.tool, tool)
     }
 
-    /// Whether this rule, on its own, matches the call. `bash` allow rules
-    /// with a command pattern are decided together in [`RuleSet::decide`].
-    fn matches(&self, call: &Call<'_>) -> bool {
-        if !self.names(call.tool) {
-            return false;
-        }
-        // An argument a rule cannot read is caught by deny and ask, never allowed.
-        let fail_closed = self.kind != RuleKind::Allow;
-        match (&self.argument, &call.subject) {
-            (Argument::Any, _) => true,
-            (Argument::Command(pattern), Subject::Bash(bash)) => {
-                fail_closed && pattern.catches(bash)
-            }
-            (Argument::Path(pattern), Subject::Path(target)) => {
-                pattern.matches(target).unwrap_or(fail_closed)
-            }
-            // A command pattern names `bash` and a path pattern a path
-            // tool, so these pairs cannot meet.
-            (Argument::Command(_), Subject::Path(_) | Subject::Opaque)
-            | (Argument::Path(_), Subject::Bash(_) | Subject::Opaque) => false,
+    /// The rule's path glob and what its tool does with the path.
+    fn path_pattern(&self) -> Option<(&PathPattern, Uses)> {
+        match &self.argument {
+            Argument::Path(pattern, uses) => Some((pattern, *uses)),
+            Argument::Either {
+                path: Some(pattern),
+                ..
+            } => Some((
+                pattern,
+                Uses {
+                    reads: true,
+                    writes: true,
+                },
+            )),
+            Argument::Any | Argument::Command(_) | Argument::Either { path: None, .. } => None,
         }
     }
 }
@@ -418,22 +504,6 @@ pub struct PermissionRules {
 #[derive(Debug, Clone, Default)]
 pub struct RuleSet {
     rules: Vec<Rule>,
-}
-
-/// What one call offers the rules, worked out once per decision.
-struct Call<'a> {
-    tool: &'a str,
-    subject: Subject,
-}
-
-/// The part of a call's arguments rules read.
-enum Subject {
-    /// A tool whose arguments no rule reads.
-    Opaque,
-    /// A `bash` call's command line.
-    Bash(BashCall),
-    /// Where a path tool's `path` lies.
-    Path(Target),
 }
 
 impl RuleSet {
@@ -514,68 +584,4 @@ impl RuleSet {
         )?);
         Ok(set)
     }
-
-    /// The rule that decides a call, if any: deny beats ask beats allow;
-    /// among the winners, the highest-precedence scope, then the first added.
-    pub fn decide(&self, tool: &str, args: &Value, workspace_root: &FsPath) -> Option<RuleMatch> {
-        let call = Call {
-            tool,
-            subject: if tool == "bash" {
-                Subject::Bash(BashCall::new(args))
-            } else if path::PATH_TOOLS.contains(&tool) {
-                Subject::Path(Target::new(args, workspace_root))
-            } else {
-                Subject::Opaque
-            },
-        };
-        let of_kind = |kind: RuleKind| self.rules.iter().filter(move |r| r.kind == kind);
-        let winner = best(of_kind(RuleKind::Deny).filter(|r| r.matches(&call)))
-            .or_else(|| best(of_kind(RuleKind::Ask).filter(|r| r.matches(&call))))
-            .or_else(|| best(self.allowing(&call)))?;
-        Some(RuleMatch {
-            kind: winner.kind,
-            scope: winner.scope,
-            rule: winner.text.clone(),
-        })
-    }
-
-    /// The allow rules that together allow the call.
-    fn allowing<'a>(&'a self, call: &Call<'_>) -> Vec<&'a Rule> {
-        let allows: Vec<&Rule> = self
-            .rules
-            .iter()
-            .filter(|r| r.kind == RuleKind::Allow && r.names(call.tool))
-            .collect();
-        let Subject::Bash(bash) = &call.subject else {
-            return allows.into_iter().filter(|r| r.matches(call)).collect();
-        };
-        let mut found: Vec<&Rule> = Vec::new();
-        let mut patterns: Vec<(&Rule, &CommandPattern)> = Vec::new();
-        for rule in allows {
-            match &rule.argument {
-                Argument::Any => found.push(rule),
-                Argument::Command(pattern) => patterns.push((rule, pattern)),
-                Argument::Path(_) => {}
-            }
-        }
-        let only: Vec<&CommandPattern> = patterns.iter().map(|(_, p)| *p).collect();
-        found.extend(
-            command::covering(bash, &only)
-                .into_iter()
-                .map(|i| patterns[i].0),
-        );
-        // Back in the order added, so `best` keeps the first of equals.
-        self.rules
-            .iter()
-            .filter(|r| found.iter().any(|f| std::ptr::eq(*f, *r)))
-            .collect()
-    }
-}
-
-/// The rule from the highest-precedence scope; the first of equals.
-fn best<'a>(rules: impl IntoIterator<Item = &'a Rule>) -> Option<&'a Rule> {
-    rules.into_iter().fold(None, |best, rule| match best {
-        Some(b) if b.scope >= rule.scope => Some(b),
-        _ => Some(rule),
-    })
 }

@@ -1,26 +1,21 @@
-//! Path globs (`write_file(src/**)`) and where a call's `path` lies.
+//! Path globs (`write_file(src/**)`) and where a call's paths lie.
 //!
-//! Everything here is lexical: no file is read, no symlink followed.
+//! Everything here is lexical: no file is read. The real spelling of a path
+//! (symlinks followed) comes with the call, resolved by the tool layer.
 
 use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
-use serde_json::Value;
 
-/// The tools whose `path` argument a rule's argument pattern is matched against.
-pub(super) const PATH_TOOLS: &[&str] = &[
-    "read_file",
-    "write_file",
-    "edit_file",
-    "list_dir",
-    "glob",
-    "grep",
-];
+use crate::permission::call::{Call, Named, Reach};
 
 /// A glob over a path.
 #[derive(Debug, Clone)]
 pub(super) struct PathPattern {
     matcher: GlobMatcher,
+    /// The pattern, `./` and a trailing `/` dropped: its components are
+    /// compared with directories and globs a command line names.
+    text: String,
     /// Matched against the absolute path; otherwise against the path
     /// relative to the workspace root, and only inside it.
     absolute: bool,
@@ -34,7 +29,8 @@ pub(super) enum Problem {
     Path(String),
 }
 
-/// Where a call's `path` lies, lexically.
+/// Where one spelling of a call's path lies, lexically.
+#[derive(Debug, Clone)]
 pub(super) enum Target {
     /// Under the workspace root.
     Inside {
@@ -45,7 +41,7 @@ pub(super) enum Target {
     },
     /// Elsewhere: only absolute patterns can match.
     Outside(PathBuf),
-    /// `path` is there but is not a string.
+    /// The path argument is there but is not a string.
     Unreadable,
 }
 
@@ -80,7 +76,11 @@ impl PathPattern {
             .build()
             .map_err(|e| Problem::Glob(e.kind().to_string()))?
             .compile_matcher();
-        Ok(Self { matcher, absolute })
+        Ok(Self {
+            matcher,
+            text: text.to_string(),
+            absolute,
+        })
     }
 
     /// Whether the pattern matches; `None` when the path cannot be read.
@@ -94,53 +94,147 @@ impl PathPattern {
             (Target::Outside(_), false) => false,
         })
     }
+
+    /// Whether the pattern is one path, with no wildcard: a rule that
+    /// names a path literally.
+    pub(super) fn is_literal(&self) -> bool {
+        !self.text.contains(['*', '?', '[', ']', '{', '}', '\\'])
+    }
+
+    /// Whether a path the pattern matches may be among what a command
+    /// line's named path reaches, in any of its spellings.
+    pub(super) fn meets(&self, call: &Call<'_>, named: &Named, dotglob: bool) -> bool {
+        call.spellings(named).iter().any(|spelling| {
+            let (reached, below) = match &named.reach {
+                Reach::Itself => {
+                    return self.matches(&Target::at(spelling, call.root)) == Some(true);
+                }
+                Reach::Below => (spelling.clone(), true),
+                // The glob's tail, put after this spelling of its fixed part.
+                Reach::Glob(pattern) => {
+                    let tail = Path::new(pattern)
+                        .strip_prefix(&named.lexical)
+                        .unwrap_or(Path::new(""));
+                    (spelling.join(tail), false)
+                }
+            };
+            let wanted = self.components();
+            let Some(have) = self.relative_to(&reached, call.root) else {
+                return false;
+            };
+            meet(&wanted, &have, below, dotglob)
+        })
+    }
+
+    fn components(&self) -> Vec<String> {
+        let text = if self.absolute {
+            self.text.trim_start_matches('/')
+        } else {
+            self.text.as_str()
+        };
+        text.split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// `path`'s components as this pattern reads them: all of them for an
+    /// absolute pattern, those below the root for a relative one (`None`
+    /// outside the root).
+    fn relative_to(&self, path: &Path, root: &Path) -> Option<Vec<String>> {
+        let path = if self.absolute {
+            path
+        } else {
+            path.strip_prefix(root).ok()?
+        };
+        Some(
+            path.components()
+                .filter_map(|c| match c {
+                    Component::Normal(name) => Some(name.to_string_lossy().into_owned()),
+                    _ => None,
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Whether a path matching the pattern components `want` may be among the
+/// paths `have` reaches: `have` is a path or a glob, and with `below` also
+/// everything under what it names. A component with no wildcard must be
+/// equal; a wildcard component of `have` must match the pattern's, and in
+/// bash does not match a leading `.` unless `dotglob` is on; two wildcards
+/// may meet. Errs towards meeting.
+fn meet(want: &[String], have: &[String], below: bool, dotglob: bool) -> bool {
+    match (want.split_first(), have.split_first()) {
+        (None, None) => true,
+        (Some((w, rest)), _) if w == "**" => {
+            meet(rest, have, below, dotglob)
+                || (!have.is_empty() && meet(want, &have[1..], below, dotglob))
+                || (have.is_empty() && below)
+        }
+        (Some(_), None) => below,
+        (None, Some(_)) => false,
+        (Some((w, want_rest)), Some((h, have_rest))) => {
+            component_meets(w, h, dotglob) && meet(want_rest, have_rest, below, dotglob)
+        }
+    }
+}
+
+fn component_meets(want: &str, have: &str, dotglob: bool) -> bool {
+    let glob = |text: &str| {
+        GlobBuilder::new(text)
+            .literal_separator(true)
+            .build()
+            .map(|g| g.compile_matcher())
+            .ok()
+    };
+    let wild = |text: &str| text.contains(['*', '?', '[', '{']);
+    let hidden_from =
+        |pattern: &str, name: &str| !dotglob && name.starts_with('.') && !pattern.starts_with('.');
+    match (wild(want), wild(have)) {
+        (false, false) => want == have,
+        (false, true) => !hidden_from(have, want) && glob(have).is_none_or(|g| g.is_match(want)),
+        (true, false) => glob(want).is_none_or(|g| g.is_match(have)),
+        (true, true) => !(want.starts_with('.') && hidden_from(have, want)),
+    }
 }
 
 impl Target {
-    /// Locates the call's `path` argument (the root when it is missing).
-    pub(super) fn new(args: &Value, root: &Path) -> Self {
-        let path = match args.get("path") {
-            None | Some(Value::Null) => ".",
-            Some(Value::String(path)) => path.as_str(),
-            Some(_) => return Target::Unreadable,
-        };
-        let root = normalize(root);
-        let absolute = normalize(&root.join(path));
-        match absolute.strip_prefix(&root) {
+    /// Locates one absolute spelling of a path.
+    pub(super) fn at(absolute: &Path, root: &Path) -> Self {
+        match absolute.strip_prefix(root) {
             Ok(relative) if relative.as_os_str().is_empty() => Target::Inside {
                 relative: PathBuf::from("."),
-                absolute,
+                absolute: absolute.to_path_buf(),
             },
             Ok(relative) => Target::Inside {
                 relative: relative.to_path_buf(),
-                absolute,
+                absolute: absolute.to_path_buf(),
             },
-            Err(_) => Target::Outside(absolute),
+            Err(_) => Target::Outside(absolute.to_path_buf()),
         }
     }
-}
 
-/// Drops `.` and resolves `..` without touching the filesystem; `..` at the
-/// filesystem root stays there, as it does for the kernel.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::Prefix(_) | Component::RootDir | Component::Normal(_) => {
-                out.push(component.as_os_str())
-            }
-            Component::CurDir => {}
-            Component::ParentDir => {
-                let at_root = out.parent().is_none() && out.has_root();
-                let climbs_relative =
-                    out.as_os_str().is_empty() || out.file_name().is_none_or(|name| name == "..");
-                if climbs_relative && !at_root {
-                    out.push("..");
-                } else if !at_root {
-                    out.pop();
-                }
-            }
+    /// Every spelling of a path tool's path: as written and where it
+    /// really leads. A path argument that is not a string is unreadable.
+    pub(super) fn of_call(call: &Call<'_>) -> Vec<Self> {
+        let readable = call
+            .def
+            .path_arg
+            .as_deref()
+            .and_then(|arg| call.args.get(arg))
+            .is_none_or(|v| v.is_null() || v.is_string());
+        if !readable {
+            return vec![Target::Unreadable];
         }
+        call.names()
+            .first()
+            .map(|named| {
+                call.spellings(named)
+                    .iter()
+                    .map(|s| Target::at(s, call.root))
+                    .collect()
+            })
+            .unwrap_or_else(|| vec![Target::Unreadable])
     }
-    out
 }

@@ -1,9 +1,12 @@
+mod routes;
+
 use std::path::Path;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::permission::call::Call;
 
 const ROOT: &str = "/ws/proj";
 
@@ -26,7 +29,7 @@ fn written(line: &str) -> (RuleKind, Scope, &str) {
     (kind, scope, parts.next().unwrap_or_default())
 }
 
-fn set_of(rules: &[&str]) -> RuleSet {
+pub(super) fn set_of(rules: &[&str]) -> RuleSet {
     let mut set = RuleSet::new();
     for line in rules {
         let (kind, scope, text) = written(line);
@@ -35,12 +38,32 @@ fn set_of(rules: &[&str]) -> RuleSet {
     set
 }
 
+/// The tool named `tool`: a built-in, or an unmarked tool (as an MCP tool
+/// with no path argument would be).
+pub(super) fn definition(tool: &str) -> ToolDefinition {
+    crate::tool::builtin_definitions()
+        .iter()
+        .find(|def| def.name == tool)
+        .cloned()
+        .unwrap_or_else(|| ToolDefinition::new(tool, "", json!({}), Safety::SideEffect))
+}
+
+/// The call's safety as the runner classifies it.
+pub(super) fn safety(def: &ToolDefinition, args: &Value) -> Safety {
+    match args.get("command").and_then(Value::as_str) {
+        Some(line) if def.shell => crate::permission::classify::classify_command(line).safety,
+        _ => def.safety,
+    }
+}
+
 /// The one check: what `set` decides for the call, written like a rule
 /// (`"deny project bash(git push:*)"`), or `None`.
 fn check_set(set: &RuleSet, tool: &str, args: &str, expected: Option<&str>) {
     let args: Value = serde_json::from_str(args).expect("arguments are JSON");
+    let def = definition(tool);
+    let call = Call::new(&def, &args, safety(&def, &args), Path::new(ROOT));
     let got = set
-        .decide(tool, &args, Path::new(ROOT))
+        .decide(&call)
         .map(|m| format!("{} {} {}", m.kind, m.scope, m.rule));
     assert_eq!(got.as_deref(), expected, "{tool} {args}");
 }
@@ -457,8 +480,8 @@ fn parse_errors_quote_the_rule() {
     check_error(
         "todo_write(x)",
         "permission rule 'todo_write(x)': 'todo_write' takes no argument pattern other than '*' \
-         (argument patterns are read for bash and for the tools with a path: read_file, \
-         write_file, edit_file, list_dir, glob, grep)",
+         (argument patterns are read for shell tools and for the tools with a path: read_file, \
+         list_dir, glob, grep, write_file, edit_file, bash)",
     );
     let wildcard = Rule::parse(RuleKind::Deny, Scope::User, "*_file(src/**)");
     assert!(matches!(
@@ -622,6 +645,7 @@ fn kinds_and_scopes_on_the_wire() {
         kind: RuleKind::Ask,
         scope: Scope::Local,
         rule: "bash(git push:*)".into(),
+        route: None,
     };
     assert_eq!(matched.to_string(), "ask rule 'bash(git push:*)' (local)");
     assert!(Scope::Session > Scope::Local && Scope::Local > Scope::Project);

@@ -33,7 +33,7 @@ impl Bash {
             }),
             Safety::SideEffect,
         );
-        Self(definition.classifying_calls())
+        Self(definition.classifying_calls().as_shell())
     }
 }
 

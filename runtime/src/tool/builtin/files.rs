@@ -1,21 +1,38 @@
 //! `read_file`, `list_dir`, `write_file`, `edit_file`.
+//!
+//! `read_file` and `edit_file` are bounded by [`FileLimits`]; `list_dir`
+//! leaves out what a read deny rule covers; `write_file` and `edit_file`
+//! refuse a file with more than one hard link.
+
+use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{MAX_OUTPUT, optional_str, required_str, shown, truncate_middle};
+use super::excerpt::{Stop, excerpt};
+use super::limits::withheld_note;
+use super::{FileLimits, optional_str, required_str, shown};
 use crate::tool::definition::{
     ErrorCode, Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
 };
 
 /// Reads a text file, optionally a range of its lines.
-pub struct ReadFile(ToolDefinition);
+pub struct ReadFile {
+    def: ToolDefinition,
+    limits: FileLimits,
+}
 
 impl ReadFile {
-    pub fn new() -> Self {
-        Self(ToolDefinition::new(
+    pub fn new(limits: FileLimits) -> Self {
+        let def = ToolDefinition::new(
             "read_file",
-            "Read a UTF-8 text file in the workspace. `offset` (1-based line) and `limit` \
-             (number of lines) select a range; long output is cut in the middle.",
+            format!(
+                "Read a UTF-8 text file in the workspace. `offset` (1-based line, default 1) \
+                 and `limit` (number of lines, default {}) select a range; at most {} KiB \
+                 are returned per call, and the output ends with a note saying how to read \
+                 on when the file goes on.",
+                limits.read_lines,
+                limits.read_bytes / 1024
+            ),
             json!({
                 "type": "object",
                 "properties": {
@@ -27,51 +44,56 @@ impl ReadFile {
                 "additionalProperties": false
             }),
             Safety::ReadOnly,
-        ))
+        )
+        .taking_path("path");
+        Self { def, limits }
     }
 }
 
 impl Tool for ReadFile {
     fn definition(&self) -> &ToolDefinition {
-        &self.0
+        &self.def
     }
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let arg = required_str(&args, "path")?;
-            let path = ctx.resolve(arg)?;
-            let bytes = tokio::fs::read(&path)
-                .await
-                .map_err(|e| ToolError::io(arg, &e))?;
-            let text = String::from_utf8(bytes)
-                .map_err(|_| ToolError::failed(format!("{arg} is not a UTF-8 text file")))?;
-            let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(1) as usize;
-            let limit = args
-                .get("limit")
-                .and_then(Value::as_u64)
-                .map(|n| n as usize);
-            let selected = if offset == 1 && limit.is_none() {
-                text
-            } else {
-                let lines = text.split_inclusive('\n').skip(offset - 1);
-                match limit {
-                    Some(n) => lines.take(n).collect(),
-                    None => lines.collect(),
-                }
+            let arg = required_str(&args, "path")?.to_string();
+            let path = ctx.resolve(&arg)?;
+            let number = |name: &str| {
+                args.get(name)
+                    .and_then(Value::as_u64)
+                    .and_then(|n| usize::try_from(n).ok())
             };
-            Ok(truncate_middle(&selected, MAX_OUTPUT))
+            let first = number("offset").unwrap_or(1).max(1);
+            let limit = number("limit").unwrap_or(self.limits.read_lines).max(1);
+            let cap = self.limits.read_bytes;
+            let shown_arg = arg.clone();
+            let read = tokio::task::spawn_blocking(move || excerpt(&path, first, limit, cap))
+                .await
+                .map_err(|_| ToolError::failed("reading the file was interrupted"))?
+                .map_err(|e| ToolError::io(&shown_arg, &e))?;
+            let empty = read.text.is_empty() && matches!(read.stop, Stop::End { total: 0 });
+            let text = read
+                .render(cap)
+                .map_err(|why| ToolError::failed(format!("{arg}: {why}")))?;
+            Ok(if empty {
+                "(empty file)".to_string()
+            } else {
+                text
+            })
         })
     }
 }
 
 /// Lists a directory, directories marked with a trailing `/`.
-pub struct ListDir(ToolDefinition);
-
-const MAX_ENTRIES: usize = 1000;
+pub struct ListDir {
+    def: ToolDefinition,
+    limits: FileLimits,
+}
 
 impl ListDir {
-    pub fn new() -> Self {
-        Self(ToolDefinition::new(
+    pub fn new(limits: FileLimits) -> Self {
+        let def = ToolDefinition::new(
             "list_dir",
             "List the entries of a directory in the workspace, sorted by name; \
              directories end with '/'.",
@@ -83,32 +105,41 @@ impl ListDir {
                 "additionalProperties": false
             }),
             Safety::ReadOnly,
-        ))
+        )
+        .taking_path("path");
+        Self { def, limits }
     }
 }
 
 impl Tool for ListDir {
     fn definition(&self) -> &ToolDefinition {
-        &self.0
+        &self.def
     }
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let arg = optional_str(&args, "path").unwrap_or(".").to_string();
             let path = ctx.resolve(&arg)?;
+            let ctx = ctx.clone();
+            let max = self.limits.list_entries;
             // One trip to the blocking pool for the whole listing, rather
             // than one per entry.
-            tokio::task::spawn_blocking(move || list(&path, &arg))
+            tokio::task::spawn_blocking(move || list(&path, &arg, &ctx, max))
                 .await
                 .map_err(|_| ToolError::failed("listing the directory was interrupted"))?
         })
     }
 }
 
-fn list(path: &std::path::Path, arg: &str) -> Result<String, ToolError> {
+fn list(path: &Path, arg: &str, ctx: &ToolContext, max: usize) -> Result<String, ToolError> {
     let mut names = Vec::new();
+    let mut withheld = 0;
     for entry in std::fs::read_dir(path).map_err(|e| ToolError::io(arg, &e))? {
         let entry = entry.map_err(|e| ToolError::io(arg, &e))?;
+        if ctx.withholds(&entry.path()) {
+            withheld += 1;
+            continue;
+        }
         let mut name = entry.file_name().to_string_lossy().into_owned();
         if entry.file_type().is_ok_and(|t| t.is_dir()) {
             name.push('/');
@@ -117,15 +148,42 @@ fn list(path: &std::path::Path, arg: &str) -> Result<String, ToolError> {
     }
     names.sort();
     let total = names.len();
-    if total == 0 {
-        return Ok("(empty directory)".to_string());
+    let mut out = if total == 0 {
+        "(empty directory)".to_string()
+    } else {
+        names.truncate(max);
+        names.join("\n")
+    };
+    if total > max {
+        out.push_str(&format!(
+            "\n[... {} more entries; list a subdirectory or use glob to narrow it]",
+            total - max
+        ));
     }
-    names.truncate(MAX_ENTRIES);
-    let mut out = names.join("\n");
-    if total > MAX_ENTRIES {
-        out.push_str(&format!("\n[... {} more entries]", total - MAX_ENTRIES));
+    if let Some(note) = withheld_note(withheld) {
+        out.push('\n');
+        out.push_str(&note);
     }
     Ok(out)
+}
+
+/// Refuses to write a file that has other names: a hard link made by a
+/// command could lead anywhere, including outside the workspace, and
+/// writing through it would change the file under every name.
+async fn refuse_hard_links(path: &Path, arg: &str) -> Result<(), ToolError> {
+    use std::os::unix::fs::MetadataExt;
+    match tokio::fs::symlink_metadata(path).await {
+        Ok(meta) if meta.is_file() && meta.nlink() > 1 => Err(ToolError::new(
+            ErrorCode::PermissionDenied,
+            format!(
+                "'{arg}' has {} hard links: writing it would change the same file under its \
+                 other names, which may lie outside the workspace or under a protected or \
+                 denied path; it is refused. Write a new file instead",
+                meta.nlink()
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Writes a whole file, creating parent directories.
@@ -164,6 +222,7 @@ impl Tool for WriteFile {
             let arg = required_str(&args, "path")?;
             let content = required_str(&args, "content")?;
             let path = ctx.resolve(arg)?;
+            refuse_hard_links(&path, arg).await?;
             if let Some(parent) = path.parent() {
                 tokio::fs::create_dir_all(parent)
                     .await
@@ -182,12 +241,14 @@ impl Tool for WriteFile {
 }
 
 /// Replaces an exact string in a file.
-pub struct EditFile(ToolDefinition);
+pub struct EditFile {
+    def: ToolDefinition,
+    limits: FileLimits,
+}
 
 impl EditFile {
-    pub fn new() -> Self {
-        Self(
-            ToolDefinition::new(
+    pub fn new(limits: FileLimits) -> Self {
+        let def = ToolDefinition::new(
                 "edit_file",
                 "Replace the exact text `old_string` with `new_string` in a file. \
                  `old_string` must occur exactly once unless `replace_all` is true.",
@@ -204,14 +265,14 @@ impl EditFile {
                 }),
                 Safety::SideEffect,
             )
-            .writing_path_only(),
-        )
+            .writing_path_only();
+        Self { def, limits }
     }
 }
 
 impl Tool for EditFile {
     fn definition(&self) -> &ToolDefinition {
-        &self.0
+        &self.def
     }
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -232,6 +293,18 @@ impl Tool for EditFile {
                 ));
             }
             let path = ctx.resolve(arg)?;
+            refuse_hard_links(&path, arg).await?;
+            let size = tokio::fs::metadata(&path)
+                .await
+                .map_err(|e| ToolError::io(arg, &e))?
+                .len();
+            if size > self.limits.edit_file_bytes {
+                return Err(ToolError::failed(format!(
+                    "{arg} is {size} bytes, more than the {} bytes edit_file reads; change it \
+                     another way",
+                    self.limits.edit_file_bytes
+                )));
+            }
             let text = tokio::fs::read_to_string(&path)
                 .await
                 .map_err(|e| ToolError::io(arg, &e))?;

@@ -2,6 +2,9 @@
 //!
 //! # Layout
 //! - `files`: `read_file`, `list_dir`, `write_file`, `edit_file`.
+//! - `excerpt`: a range of a file's lines, read with bounded memory.
+//! - `limits`: [`FileLimits`], how much the file and search tools read and
+//!   return.
 //! - `search`: `glob`, `grep`.
 //! - `bash`: `bash`, a shell command in the workspace under the sandbox
 //!   (`crate::sandbox`), killed with its process group when it ends, on
@@ -17,7 +20,9 @@
 
 mod agent;
 mod bash;
+mod excerpt;
 mod files;
+mod limits;
 mod plan;
 mod search;
 mod todo;
@@ -28,20 +33,27 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use agent::AGENT_TOOL;
+pub use limits::FileLimits;
 pub use plan::ENTER_PLAN_TOOL;
 pub use todo::TodoItem;
 
 use super::definition::{Tool, ToolError};
 
-/// Every built-in tool, in the order the model is shown them.
+/// Every built-in tool, in the order the model is shown them, with the
+/// default [`FileLimits`].
 pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+    builtin_tools_with(FileLimits::default())
+}
+
+/// Every built-in tool, the file and search tools bounded by `limits`.
+pub fn builtin_tools_with(limits: FileLimits) -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(files::ReadFile::new()),
-        Arc::new(files::ListDir::new()),
-        Arc::new(search::Glob::new()),
-        Arc::new(search::Grep::new()),
+        Arc::new(files::ReadFile::new(limits)),
+        Arc::new(files::ListDir::new(limits)),
+        Arc::new(search::Glob::new(limits)),
+        Arc::new(search::Grep::new(limits)),
         Arc::new(files::WriteFile::new()),
-        Arc::new(files::EditFile::new()),
+        Arc::new(files::EditFile::new(limits)),
         Arc::new(bash::Bash::new()),
         Arc::new(todo::TodoWrite::new()),
         Arc::new(agent::Agent::new()),

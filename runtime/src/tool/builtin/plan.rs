@@ -29,7 +29,8 @@ impl ExitPlanMode {
                 Safety::ReadOnly,
             )
             .only_in(Mode::Plan)
-            .as_system(),
+            .as_system()
+            .controlling_plan(),
         )
     }
 }
@@ -70,7 +71,8 @@ impl EnterPlanMode {
                 Safety::ReadOnly,
             )
             .only_in(Mode::Work)
-            .as_system(),
+            .as_system()
+            .controlling_plan(),
         )
     }
 }

@@ -1,20 +1,21 @@
 //! `glob` and `grep`: walk the workspace (honouring `.gitignore`) off the
-//! async threads.
+//! async threads, bounded by [`FileLimits`]. A file a read deny rule covers
+//! is left out of the results, and the output says how many were.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::{MAX_OUTPUT, optional_str, required_str, shown, truncate_middle};
+use super::limits::withheld_note;
+use super::{FileLimits, MAX_OUTPUT, optional_str, required_str, shown, truncate_middle};
 use crate::tool::definition::{Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
 
-const MAX_MATCHES: usize = 500;
-const MAX_LINE: usize = 300;
-
-/// Files under `root`, skipping `.git` and what `.gitignore` ignores.
+/// Files under `root` in name order, skipping `.git` and what `.gitignore`
+/// ignores.
 fn walk(root: &Path) -> impl Iterator<Item = PathBuf> {
     ignore::WalkBuilder::new(root)
         .hidden(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(|entry| entry.file_name() != ".git")
         .build()
         .filter_map(Result::ok)
@@ -33,11 +34,14 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// Finds files by glob pattern.
-pub struct Glob(ToolDefinition);
+pub struct Glob {
+    def: ToolDefinition,
+    limits: FileLimits,
+}
 
 impl Glob {
-    pub fn new() -> Self {
-        Self(ToolDefinition::new(
+    pub fn new(limits: FileLimits) -> Self {
+        let def = ToolDefinition::new(
             "glob",
             "Find files whose path (relative to `path`, default the workspace root) \
              matches a glob `pattern` such as `src/**/*.rs`; sorted, .gitignore honoured.",
@@ -51,13 +55,15 @@ impl Glob {
                 "additionalProperties": false
             }),
             Safety::ReadOnly,
-        ))
+        )
+        .taking_path("path");
+        Self { def, limits }
     }
 }
 
 impl Tool for Glob {
     fn definition(&self) -> &ToolDefinition {
-        &self.0
+        &self.def
     }
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -70,7 +76,8 @@ impl Tool for Glob {
                 .compile_matcher();
             let arg = optional_str(&args, "path").unwrap_or(".");
             let base = ctx.resolve(arg)?;
-            let root = ctx.workspace.root().to_path_buf();
+            let ctx = ctx.clone();
+            let max = self.limits.glob_files;
             blocking(move || {
                 if !base.is_dir() {
                     return Err(ToolError::io(
@@ -78,18 +85,32 @@ impl Tool for Glob {
                         &std::io::ErrorKind::NotFound.into(),
                     ));
                 }
+                let root = ctx.workspace.root();
+                let mut withheld = 0;
                 let mut found: Vec<String> = walk(&base)
                     .filter(|p| p.strip_prefix(&base).is_ok_and(|rel| matcher.is_match(rel)))
-                    .map(|p| shown(&root, &p))
+                    .filter(|p| {
+                        let hide = ctx.withholds(p);
+                        withheld += usize::from(hide);
+                        !hide
+                    })
+                    .map(|p| shown(root, &p))
                     .collect();
                 found.sort();
                 let total = found.len();
-                found.truncate(MAX_MATCHES);
+                found.truncate(max);
                 let mut out = found.join("\n");
                 if total == 0 {
                     out = format!("no files match '{}'", matcher.glob());
-                } else if total > MAX_MATCHES {
-                    out.push_str(&format!("\n[... {} more files]", total - MAX_MATCHES));
+                } else if total > max {
+                    out.push_str(&format!(
+                        "\n[... {} more files; narrow the pattern or the path]",
+                        total - max
+                    ));
+                }
+                if let Some(note) = withheld_note(withheld) {
+                    out.push('\n');
+                    out.push_str(&note);
                 }
                 Ok(out)
             })
@@ -99,11 +120,14 @@ impl Tool for Glob {
 }
 
 /// Searches file contents with a regular expression.
-pub struct Grep(ToolDefinition);
+pub struct Grep {
+    def: ToolDefinition,
+    limits: FileLimits,
+}
 
 impl Grep {
-    pub fn new() -> Self {
-        Self(ToolDefinition::new(
+    pub fn new(limits: FileLimits) -> Self {
+        let def = ToolDefinition::new(
             "grep",
             "Search file contents under `path` (default the workspace root) for a regular \
              expression `pattern`; prints `file:line:text`. `glob` limits the files searched.",
@@ -119,13 +143,15 @@ impl Grep {
                 "additionalProperties": false
             }),
             Safety::ReadOnly,
-        ))
+        )
+        .taking_path("path");
+        Self { def, limits }
     }
 }
 
 impl Tool for Grep {
     fn definition(&self) -> &ToolDefinition {
-        &self.0
+        &self.def
     }
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -147,8 +173,9 @@ impl Tool for Grep {
             };
             let arg = optional_str(&args, "path").unwrap_or(".");
             let base = ctx.resolve(arg)?;
-            let root = ctx.workspace.root().to_path_buf();
             let shown_arg = arg.to_string();
+            let ctx = ctx.clone();
+            let limits = self.limits;
             blocking(move || {
                 let files: Box<dyn Iterator<Item = PathBuf>> = if base.is_file() {
                     Box::new(std::iter::once(base.clone()))
@@ -160,39 +187,85 @@ impl Tool for Grep {
                         &std::io::ErrorKind::NotFound.into(),
                     ));
                 };
-                let mut lines = Vec::new();
-                let mut total = 0usize;
-                for file in files {
-                    let rel = shown(&root, &file);
-                    if let Some(filter) = &filter {
-                        let name = file.file_name().map(Path::new).unwrap_or(&file);
-                        if !filter.is_match(&rel) && !filter.is_match(name) {
-                            continue;
-                        }
-                    }
-                    let Ok(text) = std::fs::read_to_string(&file) else {
-                        continue; // binary or unreadable: not searchable text
-                    };
-                    for (n, line) in text.lines().enumerate() {
-                        if regex.is_match(line) {
-                            total += 1;
-                            if lines.len() < MAX_MATCHES {
-                                let line = truncate_middle(line, MAX_LINE);
-                                lines.push(format!("{rel}:{}:{line}", n + 1));
-                            }
-                        }
-                    }
-                }
-                if total == 0 {
-                    return Ok(format!("no matches for '{}'", regex.as_str()));
-                }
-                let mut out = lines.join("\n");
-                if total > MAX_MATCHES {
-                    out.push_str(&format!("\n[... {} more matches]", total - MAX_MATCHES));
-                }
-                Ok(truncate_middle(&out, MAX_OUTPUT))
+                let search = Search {
+                    regex,
+                    filter,
+                    limits,
+                };
+                Ok(search.run(files, &ctx))
             })
             .await
         })
+    }
+}
+
+/// One `grep` call's search over a set of files.
+struct Search {
+    regex: regex::Regex,
+    filter: Option<globset::GlobMatcher>,
+    limits: FileLimits,
+}
+
+impl Search {
+    fn run(&self, files: impl Iterator<Item = PathBuf>, ctx: &ToolContext) -> String {
+        let root = ctx.workspace.root();
+        let mut lines = Vec::new();
+        let mut total = 0usize;
+        let mut withheld = 0usize;
+        let mut too_big: Vec<String> = Vec::new();
+        for file in files {
+            let rel = shown(root, &file);
+            if let Some(filter) = &self.filter {
+                let name = file.file_name().map(Path::new).unwrap_or(&file);
+                if !filter.is_match(&rel) && !filter.is_match(name) {
+                    continue;
+                }
+            }
+            if ctx.withholds(&file) {
+                withheld += 1;
+                continue;
+            }
+            if std::fs::metadata(&file).is_ok_and(|m| m.len() > self.limits.grep_file_bytes) {
+                too_big.push(rel);
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&file) else {
+                continue; // binary or unreadable: not searchable text
+            };
+            for (n, line) in text.lines().enumerate() {
+                if self.regex.is_match(line) {
+                    total += 1;
+                    if lines.len() < self.limits.grep_matches {
+                        let line = truncate_middle(line, self.limits.grep_line_bytes);
+                        lines.push(format!("{rel}:{}:{line}", n + 1));
+                    }
+                }
+            }
+        }
+        let mut out = if total == 0 {
+            format!("no matches for '{}'", self.regex.as_str())
+        } else {
+            lines.join("\n")
+        };
+        if total > self.limits.grep_matches {
+            out.push_str(&format!(
+                "\n[... {} more matches; narrow the pattern, the path or the glob]",
+                total - self.limits.grep_matches
+            ));
+        }
+        if !too_big.is_empty() {
+            out.push_str(&format!(
+                "\n[{} file{} larger than {} bytes not searched: {}]",
+                too_big.len(),
+                if too_big.len() == 1 { "" } else { "s" },
+                self.limits.grep_file_bytes,
+                too_big.join(", ")
+            ));
+        }
+        if let Some(note) = withheld_note(withheld) {
+            out.push('\n');
+            out.push_str(&note);
+        }
+        truncate_middle(&out, MAX_OUTPUT)
     }
 }

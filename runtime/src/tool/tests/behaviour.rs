@@ -38,10 +38,20 @@ async fn read_file_selects_lines_by_offset_and_limit() {
     let cases = [
         (read(json!({})), ok("one\ntwo\nthree\nfour\n")),
         (read(json!({"offset": 2})), ok("two\nthree\nfour\n")),
-        (read(json!({"offset": 2, "limit": 2})), ok("two\nthree\n")),
-        (read(json!({"limit": 1})), ok("one\n")),
+        (
+            read(json!({"offset": 2, "limit": 2})),
+            ok("two\nthree\n[showing lines 2-3; the file goes on: read on with offset=4]"),
+        ),
+        (
+            read(json!({"limit": 1})),
+            ok("one\n[showing line 1; the file goes on: read on with offset=2]"),
+        ),
         (read(json!({"offset": 4, "limit": 10})), ok("four\n")),
-        (read(json!({"offset": 9})), ok("")),
+        (read(json!({"offset": 4, "limit": 1})), ok("four\n")),
+        (
+            read(json!({"offset": 9})),
+            ok("[offset 9 is past the end: the file has 4 lines]"),
+        ),
         (read(json!({"offset": 0})), err(InvalidArguments, "/offset")),
         (
             ("read_file", json!({"path": "missing.txt"})),

@@ -272,3 +272,22 @@ async fn a_parents_switch_to_plan_refuses_the_childs_next_write() {
     parent.set_mode(Mode::Work);
     assert!(env.call("write_file", write()).await.is_ok());
 }
+
+#[tokio::test]
+async fn plan_control_tools_are_refused_where_there_is_no_plan_lifecycle() {
+    for (mode, tool) in [
+        (Mode::Plan, "exit_plan_mode"),
+        (Mode::Work, "enter_plan_mode"),
+    ] {
+        let env = Env::new(mode);
+        let got = seen(
+            env.call(tool, json!({})).await,
+            &err(ErrorCode::ToolNotAllowed, "drives the plan lifecycle"),
+        );
+        assert_eq!(
+            got,
+            err(ErrorCode::ToolNotAllowed, "drives the plan lifecycle"),
+            "{tool}"
+        );
+    }
+}
