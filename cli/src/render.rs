@@ -348,6 +348,9 @@ impl TextView {
                     err(format!("cadre: {status} (exit {exit_code})"))
                 }
             }
+            // Events are added within a stream version; one this view does
+            // not know yet shows nothing (stream-json still carries it).
+            _ => None,
         }
     }
 }

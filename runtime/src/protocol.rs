@@ -19,6 +19,8 @@ pub const STREAM_VERSION: u32 = 1;
 /// A submission to a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+// Not `#[non_exhaustive]`: hosts build ops, and the agent actor's match over
+// them must stay exhaustive, so a new op cannot go unhandled.
 pub enum Op {
     /// A user message. Answered by `input.admitted` once it is stored, then
     /// (at once, or after the turns queued before it) `turn.started` and
@@ -225,9 +227,11 @@ pub enum Activity {
 }
 
 /// Something that happened in a session. One JSON object per line in
-/// stream-json, tagged by `type`.
+/// stream-json, tagged by `type`. New events are added within a version, so
+/// hosts match with a fallback arm (`#[non_exhaustive]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
+#[non_exhaustive]
 pub enum Event {
     /// The session is ready. Always first.
     #[serde(rename = "session.started")]
