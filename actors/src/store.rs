@@ -292,3 +292,6 @@ impl StoreHandle {
         let _ = join.await;
     }
 }
+
+#[cfg(test)]
+mod tests;

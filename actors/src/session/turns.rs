@@ -299,11 +299,20 @@ impl SessionState {
         );
         // Tools that could only fail here are not offered.
         let plans = spec.is_session();
-        tools.retain(|t| match t.name.as_str() {
-            AGENT_TOOL => spec.subagents.is_some(),
-            ENTER_PLAN_TOOL => plans && spec.plan_agent_entry,
-            "exit_plan_mode" => plans,
-            _ => true,
+        let registry = self.services.tools.registry();
+        tools.retain(|t| {
+            let Some(def) = registry.get(&t.name).map(|tool| tool.definition()) else {
+                return true;
+            };
+            if def.name == AGENT_TOOL {
+                return spec.subagents.is_some();
+            }
+            // The plan lifecycle is the session's alone; entering Plan on the
+            // model's request only where configured.
+            if def.plan_control {
+                return plans && (def.name != ENTER_PLAN_TOOL || spec.plan_agent_entry);
+            }
+            true
         });
         let root = spec.workspace.root();
         let system = match &spec.prompt {

@@ -1,0 +1,108 @@
+//! The store actor against real SQLite files: typed requests, leases
+//! between two store actors (two processes' worth), and a failed write that
+//! no later request hides.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cadre_runtime::Mode;
+use cadre_runtime::message::Message;
+use cadre_runtime::permission::Posture;
+use cadre_runtime::store::{ModeIntent, Store, StoreError, store_path};
+
+use super::{SessionOpen, StoreHandle, StoreRequest};
+
+fn open(id: &str) -> SessionOpen {
+    SessionOpen {
+        id: id.into(),
+        workspace: PathBuf::from("/ws"),
+        mode: Mode::Work,
+        mode_given: true,
+        posture: Posture::Suggest,
+        posture_given: true,
+        lease: true,
+        agent: None,
+    }
+}
+
+async fn actor(dir: &std::path::Path) -> StoreHandle {
+    let store = Store::open(&store_path(dir)).expect("open");
+    StoreHandle::start(store).await.expect("actor").0
+}
+
+#[tokio::test]
+async fn a_second_store_actor_cannot_open_a_session_the_first_holds() {
+    let dir = tempfile::tempdir().expect("dir");
+    let first = actor(dir.path()).await;
+    let second = actor(dir.path()).await;
+    let opened = first
+        .ask(|reply| StoreRequest::Open(open("s1"), reply))
+        .await
+        .expect("first");
+    assert!(!opened.resumed);
+    let refused = second
+        .ask(|reply| StoreRequest::Open(open("s1"), reply))
+        .await
+        .expect_err("leased");
+    assert!(matches!(refused, StoreError::Leased { .. }), "{refused:?}");
+    first
+        .ask(|reply| StoreRequest::ReleaseLease {
+            session_id: "s1".into(),
+            reply,
+        })
+        .await
+        .expect("release");
+    let reopened = second
+        .ask(|reply| StoreRequest::Open(open("s1"), reply))
+        .await
+        .expect("free");
+    assert!(reopened.resumed);
+}
+
+#[tokio::test]
+async fn a_failed_append_fails_every_later_request() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut store = Store::open(&store_path(dir.path())).expect("open");
+    store.limit_size(64 * 1024).expect("limit");
+    let (handle, _) = StoreHandle::start(store).await.expect("actor");
+    handle
+        .ask(|reply| StoreRequest::Open(open("s1"), reply))
+        .await
+        .expect("open");
+    let (_, admitted) = handle
+        .ask(|reply| StoreRequest::Admit {
+            session_id: "s1".into(),
+            content: "hello".into(),
+            intent: None::<ModeIntent>,
+            key: "k1".into(),
+            plan_file: PathBuf::from("/nowhere/plan.md"),
+            start_seq: Some(0),
+            reply,
+        })
+        .await
+        .expect("admit");
+    // More than the store may hold, buffered as a turn's records are.
+    let big = Arc::new(Message::user("x".repeat(256 * 1024)));
+    handle.append(&Arc::from("s1"), vec![(1, big)], Vec::new(), Vec::new());
+    let finished = handle
+        .ask(|reply| StoreRequest::FinishTurn {
+            session_id: "s1".into(),
+            queue_id: admitted.id,
+            reply,
+        })
+        .await;
+    assert!(
+        matches!(finished, Err(StoreError::WriteFailed { .. })),
+        "{finished:?}"
+    );
+    let later = handle
+        .ask(|reply| StoreRequest::Pending {
+            session_id: "s1".into(),
+            reply,
+        })
+        .await;
+    assert!(
+        matches!(later, Err(StoreError::WriteFailed { .. })),
+        "{later:?}"
+    );
+}
