@@ -418,13 +418,10 @@ impl Host {
         let (session_id, workspace) = self.resolve(&options).await?;
         let workspace = Workspace::new(&workspace)
             .map_err(|e| HostError::Usage(format!("workspace {}: {e}", workspace.display())))?;
+        // The session's directory is made by whoever first writes in it (the
+        // plan file, the task list, the sandbox's temp dir): most sessions
+        // never need one.
         let paths = self.data.session(&session_id);
-        paths.create().map_err(|e| {
-            HostError::Config(format!(
-                "data directory {}: {e}",
-                self.data.path().display()
-            ))
-        })?;
         let new = options.resume == Resume::New;
         let mut config = SessionConfig::new(session_id.clone(), workspace, paths);
         config.mode = options.mode.unwrap_or_default();

@@ -2,27 +2,32 @@
 //!
 //! A `rusqlite::Connection` is not `Sync`, so one actor owns the [`Store`]
 //! and everything else asks it by message: typed requests
-//! ([`StoreRequest`]), each answered on its own `RpcReplyPort`. Each request
-//! runs on the blocking pool (the connection moves there and back), so the
-//! actor's tokio worker is never blocked; requests are still handled one at
-//! a time, in order. Appends that may be lost in a crash without losing an
-//! admitted message (recorded messages, transcript events, audit records)
-//! are buffered and written in one transaction every few milliseconds, and
-//! always before the next request, in the same trip, so a later read sees
-//! them.
+//! ([`StoreRequest`]), each answered on its own `RpcReplyPort`.
 //!
-//! **A failed write is never silent.** When buffered appends cannot be
-//! written (a full disk), the store actor keeps the failure and answers
-//! every later request with it ([`StoreError::WriteFailed`]), so the session
-//! fails the turn as infrastructure instead of reporting as done what was
-//! not stored.
+//! **Group commit.** The actor's handlers never wait: a request is queued,
+//! and one job at a time runs on the blocking pool with everything queued
+//! since the last: the buffered appends first, then the requests in
+//! arrival order, each in a savepoint of one transaction — one commit to
+//! the write-ahead log for the lot, however many sessions they come from.
+//! Replies are sent only once that commit succeeded, so nothing is
+//! acknowledged that was not stored. A request that moves files around its
+//! commit (entering Plan backs up the old plan) runs in a transaction of its
+//! own. Appends that may be lost in a crash without losing an admitted
+//! message (recorded messages, transcript events, audit records) are
+//! buffered and written within 20 ms, and always before the next request.
+//!
+//! **A failed write is never silent.** When a commit fails (a full disk),
+//! the requests it carried get the error, and the actor keeps the failure
+//! and answers every later request with it ([`StoreError::WriteFailed`]), so
+//! the session fails the turn as infrastructure instead of reporting as
+//! done what was not stored.
 
 mod request;
 
 pub use request::{Opened, QuestionnaireDraft, SessionOpen, StoreRequest};
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use cadre_runtime::message::Message;
@@ -55,6 +60,9 @@ pub enum StoreMsg {
     Flush,
     /// Renew this process's leases.
     Renew,
+    /// The job in flight ended (node-local: from the actor's own job),
+    /// with the write failure it met, if any.
+    JobDone(Option<StoreError>),
 }
 
 impl ractor::Message for StoreMsg {}
@@ -66,14 +74,29 @@ struct Batch {
     audit: Vec<(String, String, String)>,
 }
 
+/// What one job carries to the blocking pool.
+#[derive(Default)]
+struct Work {
+    appends: BTreeMap<Arc<str>, Batch>,
+    requests: Vec<StoreRequest>,
+    renew: bool,
+}
+
+impl Work {
+    fn is_empty(&self) -> bool {
+        self.appends.is_empty() && self.requests.is_empty() && !self.renew
+    }
+}
+
 /// The store actor.
 pub struct StoreActor;
 
-/// Its state: the store (absent while a request runs on the blocking pool),
-/// the appends not yet written, and the first write that failed.
+/// Its state: the store (locked by the one job in flight), and what waits
+/// for the next job.
 pub struct StoreState {
-    store: Option<Store>,
-    buffered: BTreeMap<Arc<str>, Batch>,
+    store: Arc<Mutex<Store>>,
+    next: Work,
+    in_flight: bool,
     flush_scheduled: bool,
     owner: Arc<LeaseOwner>,
     failed: Option<StoreError>,
@@ -91,8 +114,9 @@ impl Actor for StoreActor {
     ) -> Result<Self::State, ActorProcessingErr> {
         myself.send_interval(RENEW_EVERY, || StoreMsg::Renew);
         Ok(StoreState {
-            store: Some(store),
-            buffered: BTreeMap::new(),
+            store: Arc::new(Mutex::new(store)),
+            next: Work::default(),
+            in_flight: false,
             flush_scheduled: false,
             owner: Arc::new(LeaseOwner::this_process()),
             failed: None,
@@ -106,37 +130,20 @@ impl Actor for StoreActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            StoreMsg::Request(request) => {
-                if let Some(failed) = &state.failed {
-                    request.refuse(failed.clone());
-                    return Ok(());
+            StoreMsg::Request(request) => match &state.failed {
+                Some(failed) => request.refuse(failed.clone()),
+                None => {
+                    state.next.requests.push(request);
+                    state.start_job(&myself);
                 }
-                // The buffered appends and the request share one trip to
-                // the blocking pool, appends first; if they fail, so does
-                // the request.
-                let batches = state.take_buffered();
-                let owner = state.owner.clone();
-                let failed = state
-                    .with_store(move |store| match write(store, batches) {
-                        Ok(()) => {
-                            request.run(store, &owner);
-                            None
-                        }
-                        Err(err) => {
-                            request.refuse(err.clone());
-                            Some(err)
-                        }
-                    })
-                    .await;
-                state.failed = state.failed.take().or(failed.flatten());
-            }
+            },
             StoreMsg::Append {
                 session_id,
                 messages,
                 events,
                 audit,
             } => {
-                let batch = state.buffered.entry(session_id).or_default();
+                let batch = state.next.appends.entry(session_id).or_default();
                 batch.messages.extend(messages);
                 batch.events.extend(events);
                 batch.audit.extend(audit);
@@ -145,16 +152,26 @@ impl Actor for StoreActor {
                     myself.send_after(FLUSH_AFTER, || StoreMsg::Flush);
                 }
             }
-            StoreMsg::Flush => state.flush().await,
+            StoreMsg::Flush => {
+                state.flush_scheduled = false;
+                state.start_job(&myself);
+            }
             StoreMsg::Renew => {
-                let owner = state.owner.clone();
-                state
-                    .with_store(move |store| {
-                        if let Err(err) = store.renew_leases(&owner) {
-                            tracing::warn!(%err, "the session leases could not be renewed");
-                        }
-                    })
-                    .await;
+                state.next.renew = true;
+                state.start_job(&myself);
+            }
+            StoreMsg::JobDone(failed) => {
+                state.in_flight = false;
+                if let Some(err) = failed {
+                    tracing::error!(%err, "the store could not write");
+                    state.failed.get_or_insert(err);
+                }
+                if let Some(failed) = state.failed.clone() {
+                    for request in std::mem::take(&mut state.next.requests) {
+                        request.refuse(failed.clone());
+                    }
+                }
+                state.start_job(&myself);
             }
         }
         Ok(())
@@ -165,58 +182,137 @@ impl Actor for StoreActor {
         _myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        state.flush().await;
+        // Whatever is left is written before the actor is gone; the lock
+        // waits for a job still in flight.
+        let work = std::mem::take(&mut state.next);
+        if !work.is_empty() && state.failed.is_none() {
+            let (store, owner) = (state.store.clone(), state.owner.clone());
+            let _ = tokio::task::spawn_blocking(move || run(&store, work, &owner)).await;
+        }
         Ok(())
     }
 }
 
 impl StoreState {
-    /// Runs a job with the store on the blocking pool; `None` when the
-    /// store is gone (an earlier job panicked).
-    async fn with_store<T: Send + 'static>(
-        &mut self,
-        job: impl FnOnce(&mut Store) -> T + Send + 'static,
-    ) -> Option<T> {
-        let mut store = self.store.take()?;
-        match tokio::task::spawn_blocking(move || {
-            let out = job(&mut store);
-            (store, out)
-        })
-        .await
-        {
-            Ok((store, out)) => {
-                self.store = Some(store);
-                Some(out)
-            }
-            Err(panic) => {
-                tracing::error!(%panic, "a store request panicked; the store is closed");
-                self.failed = Some(StoreError::WriteFailed {
-                    what: "a request".into(),
-                    message: "the store request panicked".into(),
-                });
-                None
-            }
-        }
-    }
-
-    fn take_buffered(&mut self) -> BTreeMap<Arc<str>, Batch> {
-        self.flush_scheduled = false;
-        std::mem::take(&mut self.buffered)
-    }
-
-    async fn flush(&mut self) {
-        let batches = self.take_buffered();
-        if batches.is_empty() || self.failed.is_some() {
+    /// Starts a job with everything waiting, unless one runs or nothing
+    /// waits. Appends alone wait for their flush.
+    fn start_job(&mut self, myself: &ActorRef<StoreMsg>) {
+        let due = !self.next.requests.is_empty()
+            || self.next.renew
+            || (!self.flush_scheduled && !self.next.appends.is_empty());
+        if self.in_flight || !due || self.failed.is_some() {
             return;
         }
-        if let Some(Err(err)) = self.with_store(move |store| write(store, batches)).await {
-            tracing::error!(%err, "buffered appends could not be written");
-            self.failed = Some(err);
-        }
+        self.in_flight = true;
+        self.flush_scheduled = false;
+        let work = std::mem::take(&mut self.next);
+        let (store, owner, reply) = (self.store.clone(), self.owner.clone(), myself.clone());
+        tokio::task::spawn_blocking(move || {
+            let failed = run(&store, work, &owner);
+            let _ = reply.cast(StoreMsg::JobDone(failed));
+        });
     }
 }
 
-/// Writes buffered appends, one transaction per session; the first failure
+/// Runs one job: appends and requests in as few commits as their side
+/// effects allow. Returns the first write failure.
+fn run(store: &Mutex<Store>, work: Work, owner: &LeaseOwner) -> Option<StoreError> {
+    let mut store = store.lock().unwrap_or_else(PoisonError::into_inner);
+    let Work {
+        appends,
+        requests,
+        renew,
+    } = work;
+    let mut pending = requests.into_iter().peekable();
+    let mut appends = Some(appends);
+    let mut first = true;
+    while first || pending.peek().is_some() {
+        // A group: the appends and the renewal (first group only), then
+        // requests up to one that must commit alone.
+        let mut group = Vec::new();
+        match pending.peek() {
+            Some(next) if next.commits_alone() => group.extend(pending.next()),
+            _ => {
+                while let Some(next) = pending.peek() {
+                    if next.commits_alone() {
+                        break;
+                    }
+                    group.extend(pending.next());
+                }
+            }
+        }
+        let mut unwritten = appends.take().unwrap_or_default();
+        let renewing = renew && first;
+        first = false;
+        let mut unrun = Some(group);
+        let ran = store.together(|s| {
+            let group = unrun.take().unwrap_or_default();
+            let batches = std::mem::take(&mut unwritten);
+            if let Err(err) = s.isolated(|s| write(s, batches)) {
+                return Err((err, group));
+            }
+            if renewing && let Err(err) = s.renew_leases(owner) {
+                tracing::warn!(%err, "the session leases could not be renewed");
+            }
+            Ok(group
+                .into_iter()
+                .map(|request| request.run(s, owner))
+                .collect::<Vec<_>>())
+        });
+        let lost = match ran {
+            Ok((Ok(replies), Ok(()))) => {
+                for reply in replies {
+                    reply(None);
+                }
+                continue;
+            }
+            // The commit failed: the answers held for it get the failure.
+            Ok((Ok(replies), Err(err))) => {
+                let lost = lost_write(err);
+                for reply in replies {
+                    reply(Some(&lost));
+                }
+                lost
+            }
+            // The appends failed: the group's requests did not run.
+            Ok((Err((err, group)), _)) => {
+                let lost = lost_write(err);
+                for request in group {
+                    request.refuse(lost.clone());
+                }
+                lost
+            }
+            // The transaction could not begin (the store stayed locked by
+            // another process): nothing ran. The requests get the reason;
+            // the store is broken only if buffered records were lost with it.
+            Err(err) => {
+                for request in unrun.take().unwrap_or_default().into_iter().chain(pending) {
+                    request.refuse(err.clone());
+                }
+                return (!unwritten.is_empty()).then(|| lost_write(err));
+            }
+        };
+        // Nothing after a lost write runs.
+        for request in pending {
+            request.refuse(lost.clone());
+        }
+        return Some(lost);
+    }
+    None
+}
+
+/// A failed commit, as what it lost.
+fn lost_write(err: StoreError) -> StoreError {
+    match err {
+        StoreError::WriteFailed { .. } => err,
+        other => StoreError::WriteFailed {
+            what: "a batch of the session's records".into(),
+            message: other.to_string(),
+        },
+    }
+}
+
+/// Writes buffered appends, one savepoint per session; the first failure
 /// stops the writing and is returned.
 fn write(store: &mut Store, batches: BTreeMap<Arc<str>, Batch>) -> Result<(), StoreError> {
     for (session_id, batch) in batches {

@@ -79,6 +79,19 @@ pub struct QuestionnaireDraft {
 
 type Reply<T> = RpcReplyPort<Result<T, StoreError>>;
 
+/// An answer held until the commit: given the commit's failure, if any, it
+/// sends either the request's own result or that failure.
+pub(super) type Deferred = Box<dyn FnOnce(Option<&StoreError>) + Send>;
+
+fn defer<T: Send + 'static>(reply: Reply<T>, result: Result<T, StoreError>) -> Deferred {
+    Box::new(move |failed| {
+        let _ = reply.send(match failed {
+            Some(err) => Err(err.clone()),
+            None => result,
+        });
+    })
+}
+
 /// A request to the store actor.
 #[derive(Debug)]
 pub enum StoreRequest {
@@ -264,11 +277,37 @@ impl StoreRequest {
         }
     }
 
-    /// Runs the request and answers it.
-    pub(super) fn run(self, s: &mut Store, owner: &LeaseOwner) {
+    /// Whether the request moves files around its commit (a Plan entry
+    /// backs up the old plan), so it must commit on its own: a later failure
+    /// of a shared commit could not put the files back.
+    pub(super) fn commits_alone(&self) -> bool {
+        match self {
+            StoreRequest::Admit { intent, .. } => *intent == Some(ModeIntent::PlanEntry),
+            StoreRequest::SetMode { enter_plan, .. } => enter_plan.is_some(),
+            StoreRequest::Answer { .. } => true,
+            StoreRequest::Open(..)
+            | StoreRequest::StartTurn { .. }
+            | StoreRequest::FinishTurn { .. }
+            | StoreRequest::Pending { .. }
+            | StoreRequest::SetPosture { .. }
+            | StoreRequest::OpenQuestionnaire(..)
+            | StoreRequest::CreateAgent { .. }
+            | StoreRequest::AgentState { .. }
+            | StoreRequest::ReleaseLease { .. }
+            | StoreRequest::Resolve { .. }
+            | StoreRequest::Audit { .. }
+            | StoreRequest::Admitted { .. }
+            | StoreRequest::Conversation { .. } => false,
+        }
+    }
+
+    /// Runs the request in a savepoint of the caller's transaction (undone
+    /// alone if it fails); its answer is sent once the transaction commits,
+    /// or replaced by the commit's failure.
+    pub(super) fn run(self, s: &mut Store, owner: &LeaseOwner) -> Deferred {
         match self {
             StoreRequest::Open(open, reply) => {
-                let _ = reply.send(open_session(s, &open, owner));
+                defer(reply, s.isolated(|s| open_session(s, &open, owner)))
             }
             StoreRequest::Admit {
                 session_id,
@@ -279,19 +318,19 @@ impl StoreRequest {
                 start_seq,
                 reply,
             } => {
-                let admitted = admit(s, &session_id, &content, intent, &key, &plan_file).and_then(
-                    |(backup, admitted)| {
-                        if let Some(seq) = start_seq {
-                            s.start_turn(
-                                &session_id,
-                                admitted.id,
-                                Some((seq, &Message::user(content.clone()))),
-                            )?;
-                        }
-                        Ok((backup, admitted))
-                    },
-                );
-                let _ = reply.send(admitted);
+                let admitted = s.isolated(|s| {
+                    let (backup, admitted) =
+                        admit(s, &session_id, &content, intent, &key, &plan_file)?;
+                    if let Some(seq) = start_seq {
+                        s.start_turn(
+                            &session_id,
+                            admitted.id,
+                            Some((seq, &Message::user(content.clone()))),
+                        )?;
+                    }
+                    Ok((backup, admitted))
+                });
+                defer(reply, admitted)
             }
             StoreRequest::StartTurn {
                 session_id,
@@ -299,19 +338,18 @@ impl StoreRequest {
                 user,
                 reply,
             } => {
-                let started =
-                    s.start_turn(&session_id, queue_id, user.as_ref().map(|(i, m)| (*i, m)));
-                let _ = reply.send(started);
+                let started = s.isolated(|s| {
+                    s.start_turn(&session_id, queue_id, user.as_ref().map(|(i, m)| (*i, m)))
+                });
+                defer(reply, started)
             }
             StoreRequest::FinishTurn {
                 session_id,
                 queue_id,
                 reply,
-            } => {
-                let _ = reply.send(s.finish_turn(&session_id, queue_id));
-            }
+            } => defer(reply, s.isolated(|s| s.finish_turn(&session_id, queue_id))),
             StoreRequest::Pending { session_id, reply } => {
-                let _ = reply.send(s.pending(&session_id));
+                defer(reply, s.isolated(|s| s.pending(&session_id)))
             }
             StoreRequest::SetMode {
                 session_id,
@@ -319,30 +357,30 @@ impl StoreRequest {
                 enter_plan,
                 reply,
             } => {
-                let set = match enter_plan {
+                let set = s.isolated(|s| match enter_plan {
                     Some(plan_file) => entry(&plan_file, || s.set_mode(&session_id, mode)),
                     None => s.set_mode(&session_id, mode).map(|()| None),
-                };
-                let _ = reply.send(set);
+                });
+                defer(reply, set)
             }
             StoreRequest::SetPosture {
                 session_id,
                 posture,
                 reply,
-            } => {
-                let _ = reply.send(s.set_posture(&session_id, posture));
-            }
+            } => defer(reply, s.isolated(|s| s.set_posture(&session_id, posture))),
             StoreRequest::OpenQuestionnaire(q, reply) => {
-                let opened = s.open_questionnaire(&NewQuestionnaire {
-                    id: &q.id,
-                    session_id: &q.session_id,
-                    kind: q.kind,
-                    plan_path: &q.plan_path,
-                    snapshot: &q.snapshot,
-                    sha256: &q.sha256,
-                    truncated: q.truncated,
+                let opened = s.isolated(|s| {
+                    s.open_questionnaire(&NewQuestionnaire {
+                        id: &q.id,
+                        session_id: &q.session_id,
+                        kind: q.kind,
+                        plan_path: &q.plan_path,
+                        snapshot: &q.snapshot,
+                        sha256: &q.sha256,
+                        truncated: q.truncated,
+                    })
                 });
-                let _ = reply.send(opened);
+                defer(reply, opened)
             }
             StoreRequest::Answer {
                 session_id,
@@ -350,15 +388,10 @@ impl StoreRequest {
                 answer,
                 plan_file,
                 reply,
-            } => {
-                let _ = reply.send(answer_questionnaire(
-                    s,
-                    &session_id,
-                    &id,
-                    &answer,
-                    &plan_file,
-                ));
-            }
+            } => defer(
+                reply,
+                s.isolated(|s| answer_questionnaire(s, &session_id, &id, &answer, &plan_file)),
+            ),
             StoreRequest::CreateAgent {
                 id,
                 parent_id,
@@ -368,42 +401,46 @@ impl StoreRequest {
                 posture,
                 reply,
             } => {
-                let created = s.create_agent(&NewAgent {
-                    id: &id,
-                    parent_id: &parent_id,
-                    path: &path,
-                    role: &role,
-                    mode,
-                    posture,
+                let created = s.isolated(|s| {
+                    s.create_agent(&NewAgent {
+                        id: &id,
+                        parent_id: &parent_id,
+                        path: &path,
+                        role: &role,
+                        mode,
+                        posture,
+                    })
                 });
-                let _ = reply.send(created);
+                defer(reply, created)
             }
             StoreRequest::AgentState {
                 id,
                 state,
                 report,
                 reply,
-            } => {
-                let _ = reply.send(s.set_agent_state(&id, state, report.as_deref()));
-            }
+            } => defer(
+                reply,
+                s.isolated(|s| s.set_agent_state(&id, state, report.as_deref())),
+            ),
             StoreRequest::ReleaseLease { session_id, reply } => {
-                let _ = reply.send(s.release_lease(&session_id, owner));
+                defer(reply, s.isolated(|s| s.release_lease(&session_id, owner)))
             }
             StoreRequest::Resolve {
                 spec,
                 workspace,
                 reply,
-            } => {
-                let _ = reply.send(s.resolve(&spec, workspace.as_deref()));
-            }
+            } => defer(
+                reply,
+                s.isolated(|s| s.resolve(&spec, workspace.as_deref())),
+            ),
             StoreRequest::Audit { session_id, reply } => {
-                let _ = reply.send(s.audit(&session_id));
+                defer(reply, s.isolated(|s| s.audit(&session_id)))
             }
             StoreRequest::Admitted { session_id, reply } => {
-                let _ = reply.send(s.admitted(&session_id));
+                defer(reply, s.isolated(|s| s.admitted(&session_id)))
             }
             StoreRequest::Conversation { session_id, reply } => {
-                let _ = reply.send(s.conversation(&session_id));
+                defer(reply, s.isolated(|s| s.conversation(&session_id)))
             }
         }
     }
@@ -415,8 +452,7 @@ fn open_session(
     owner: &LeaseOwner,
 ) -> Result<Opened, StoreError> {
     let id = open.id.as_str();
-    let stored = s.session(id)?;
-    let resumed = stored.is_some();
+    let resumed = s.session(id)?.is_some();
     if !resumed {
         match &open.agent {
             Some((parent_id, path, role)) => s.create_agent(&NewAgent {
@@ -449,6 +485,17 @@ fn open_session(
     let record = s
         .session(id)?
         .ok_or_else(|| StoreError::NotFound(format!("session {id} vanished")))?;
+    if !resumed {
+        // A new agent has nothing stored to read back.
+        return Ok(Opened {
+            record,
+            resumed,
+            conversation: Vec::new(),
+            pending: Vec::new(),
+            questionnaire: None,
+            children: Vec::new(),
+        });
+    }
     s.interrupt_agents(id)?;
     Ok(Opened {
         record,

@@ -64,16 +64,18 @@ impl Store {
     /// Records a new sub-agent (its session row and its place under its
     /// parent), running. Recording the same id again changes nothing.
     pub fn create_agent(&mut self, new: &NewAgent<'_>) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.begin()?;
         let at = now();
-        tx.execute(
-            "INSERT OR IGNORE INTO sessions (id, parent_id, workspace, mode, posture, kind, created_at, updated_at)
-             SELECT ?1, id, workspace, ?3, ?4, 'agent', ?5, ?5 FROM sessions WHERE id = ?2",
+        tx
+            .prepare_cached("INSERT OR IGNORE INTO sessions (id, parent_id, workspace, mode, posture, kind, created_at, updated_at)
+             SELECT ?1, id, workspace, ?3, ?4, 'agent', ?5, ?5 FROM sessions WHERE id = ?2")?
+            .execute(
             params![new.id, new.parent_id, new.mode.as_str(), new.posture.as_str(), at],
         )?;
-        tx.execute(
-            "INSERT OR IGNORE INTO agents (id, parent_id, path, role, state, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?5)",
+        tx
+            .prepare_cached("INSERT OR IGNORE INTO agents (id, parent_id, path, role, state, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?5)")?
+            .execute(
             params![new.id, new.parent_id, new.path.to_string(), new.role, at],
         )?;
         tx.commit()?;
@@ -88,8 +90,9 @@ impl Store {
         report: Option<&AgentReport>,
     ) -> Result<(), StoreError> {
         let report = report.map(serde_json::to_string).transpose()?;
-        self.conn.execute(
-            "UPDATE agents SET state = ?2, report = coalesce(?3, report), updated_at = ?4 WHERE id = ?1",
+        self.conn
+            .prepare_cached("UPDATE agents SET state = ?2, report = coalesce(?3, report), updated_at = ?4 WHERE id = ?1")?
+            .execute(
             params![id, state_text(state), report, now()],
         )?;
         Ok(())
@@ -125,23 +128,24 @@ impl Store {
     /// (its queue row done), so nothing re-runs by itself; a follow-up
     /// starts a new run on the stored conversation. Returns their ids.
     pub fn interrupt_agents(&mut self, parent_id: &str) -> Result<Vec<String>, StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.begin()?;
         let ids: Vec<String> = {
-            let mut statement =
-                tx.prepare("SELECT id FROM agents WHERE parent_id = ?1 AND state = 'running'")?;
+            let mut statement = tx.prepare_cached(
+                "SELECT id FROM agents WHERE parent_id = ?1 AND state = 'running'",
+            )?;
             statement
                 .query_map([parent_id], |r| r.get(0))?
                 .collect::<Result<_, _>>()?
         };
         for id in &ids {
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE agents SET state = 'interrupted', updated_at = ?2 WHERE id = ?1",
-                params![id, now()],
-            )?;
-            tx.execute(
+            )?
+            .execute(params![id, now()])?;
+            tx.prepare_cached(
                 "UPDATE queue SET state = 'done' WHERE session_id = ?1 AND state != 'done'",
-                [id],
-            )?;
+            )?
+            .execute([id])?;
         }
         tx.commit()?;
         Ok(ids)

@@ -68,15 +68,14 @@ impl Store {
         session_id: &str,
         owner: &LeaseOwner,
     ) -> Result<(), StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let tx = self.begin()?;
         let held: Option<(String, String, u32, i64, f64)> = tx
-            .query_row(
+            .prepare_cached(
                 "SELECT owner, host, pid, started, renewed_at FROM leases WHERE session_id = ?1",
-                [session_id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
-            )
+            )?
+            .query_row([session_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
             .optional()?;
         if let Some((token, host, pid, started, renewed_at)) = held
             && token != owner.token
@@ -97,9 +96,10 @@ impl Store {
             }
         }
         let at = now();
-        tx.execute(
-            "INSERT OR REPLACE INTO leases (session_id, owner, host, pid, started, acquired_at, renewed_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+        tx
+            .prepare_cached("INSERT OR REPLACE INTO leases (session_id, owner, host, pid, started, acquired_at, renewed_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)")?
+            .execute(
             params![session_id, owner.token, owner.host, owner.pid, owner.started, at],
         )?;
         tx.commit()?;
@@ -108,10 +108,9 @@ impl Store {
 
     /// Renews every lease `owner` holds.
     pub fn renew_leases(&mut self, owner: &LeaseOwner) -> Result<(), StoreError> {
-        self.conn.execute(
-            "UPDATE leases SET renewed_at = ?2 WHERE owner = ?1",
-            params![owner.token, now()],
-        )?;
+        self.conn
+            .prepare_cached("UPDATE leases SET renewed_at = ?2 WHERE owner = ?1")?
+            .execute(params![owner.token, now()])?;
         Ok(())
     }
 
@@ -121,10 +120,9 @@ impl Store {
         session_id: &str,
         owner: &LeaseOwner,
     ) -> Result<(), StoreError> {
-        self.conn.execute(
-            "DELETE FROM leases WHERE session_id = ?1 AND owner = ?2",
-            params![session_id, owner.token],
-        )?;
+        self.conn
+            .prepare_cached("DELETE FROM leases WHERE session_id = ?1 AND owner = ?2")?
+            .execute(params![session_id, owner.token])?;
         Ok(())
     }
 }

@@ -115,6 +115,9 @@ pub enum StoreError {
     Sql(String),
 }
 
+/// How many prepared statements a connection keeps: more than the store has.
+const STATEMENT_CACHE: usize = 96;
+
 /// How long a request waits for another process's lock on the store.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -203,6 +206,8 @@ impl Store {
             })?;
         }
         let mut conn = Connection::open(path).map_err(|e| StoreError::unreadable(&shown, &e))?;
+        // Every statement the store runs stays prepared.
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| StoreError::unreadable(&shown, &e))?;
         // The first real read is where a corrupt file shows itself.
@@ -231,6 +236,7 @@ impl Store {
         let shown = ":memory:";
         let mut conn =
             Connection::open_in_memory().map_err(|e| StoreError::unreadable(shown, &e))?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(|e| StoreError::unreadable(shown, &e))?;
         schema::migrate(&mut conn, shown)?;
@@ -253,6 +259,84 @@ impl Store {
         self.conn
             .query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(()))?;
         Ok(())
+    }
+}
+
+/// A transaction: the store's own (`BEGIN IMMEDIATE`), or, inside one a
+/// caller opened to commit many requests together, a savepoint of it.
+pub(crate) enum Tx<'a> {
+    /// The outermost transaction.
+    Top(rusqlite::Transaction<'a>),
+    /// Nested in the caller's.
+    Nested(rusqlite::Savepoint<'a>),
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        match self {
+            Tx::Top(tx) => tx,
+            Tx::Nested(sp) => sp,
+        }
+    }
+}
+
+impl Tx<'_> {
+    /// Commits (or, nested, releases into the caller's transaction).
+    pub(crate) fn commit(self) -> rusqlite::Result<()> {
+        match self {
+            Tx::Top(tx) => tx.commit(),
+            Tx::Nested(sp) => sp.commit(),
+        }
+    }
+}
+
+impl Store {
+    /// Starts a transaction, or a savepoint inside the caller's.
+    pub(crate) fn begin(&mut self) -> rusqlite::Result<Tx<'_>> {
+        if self.conn.is_autocommit() {
+            self.conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map(Tx::Top)
+        } else {
+            self.conn.savepoint().map(Tx::Nested)
+        }
+    }
+
+    /// Runs `work` with many requests' writes in one transaction (one
+    /// commit to the write-ahead log): each request's own transactions
+    /// become savepoints of it. Returns what `work` returned with the
+    /// commit's outcome (what it wrote is stored only if that is `Ok`); an
+    /// error when the transaction could not even begin (`work` did not run).
+    #[allow(clippy::type_complexity)]
+    pub fn together<T>(
+        &mut self,
+        work: impl FnOnce(&mut Store) -> T,
+    ) -> Result<(T, Result<(), StoreError>), StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let out = work(self);
+        let committed = self.conn.execute_batch("COMMIT").map_err(|err| {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            StoreError::from(err)
+        });
+        Ok((out, committed))
+    }
+
+    /// Runs `work` inside a savepoint of the current transaction, rolled
+    /// back if it fails, so one request's failure undoes only its writes.
+    pub fn isolated<T>(
+        &mut self,
+        work: impl FnOnce(&mut Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.conn.execute_batch("SAVEPOINT request")?;
+        let out = work(self);
+        let end = match &out {
+            Ok(_) => "RELEASE request",
+            Err(_) => "ROLLBACK TO request; RELEASE request",
+        };
+        self.conn.execute_batch(end)?;
+        out
     }
 }
 

@@ -66,24 +66,22 @@ pub struct AnswerOutcome {
 impl Store {
     /// Opens a questionnaire; refused while another is pending.
     pub fn open_questionnaire(&mut self, new: &NewQuestionnaire<'_>) -> Result<(), StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let tx = self.begin()?;
         let pending: Option<String> = tx
-            .query_row(
+            .prepare_cached(
                 "SELECT id FROM questionnaires WHERE session_id = ?1 AND state = 'pending'",
-                [new.session_id],
-                |r| r.get(0),
-            )
+            )?
+            .query_row([new.session_id], |r| r.get(0))
             .optional()?;
         if let Some(id) = pending {
             return Err(StoreError::Conflict(format!(
                 "questionnaire {id} is still waiting for an answer"
             )));
         }
-        tx.execute(
-            "INSERT INTO questionnaires (id, session_id, kind, plan_path, snapshot, sha256, truncated, opened_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        tx
+            .prepare_cached("INSERT INTO questionnaires (id, session_id, kind, plan_path, snapshot, sha256, truncated, opened_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?
+            .execute(
             params![
                 new.id,
                 new.session_id,
@@ -119,30 +117,27 @@ impl Store {
     ) -> Result<Option<Questionnaire>, StoreError> {
         Ok(self
             .conn
-            .query_row(
-                &format!(
-                    "SELECT id, session_id, kind, plan_path, snapshot, sha256, truncated, state
+            .prepare_cached(&format!(
+                "SELECT id, session_id, kind, plan_path, snapshot, sha256, truncated, state
                      FROM questionnaires WHERE {filter} ORDER BY opened_at DESC LIMIT 1"
-                ),
-                [key],
-                |r| {
-                    let kind: String = r.get(2)?;
-                    Ok(Questionnaire {
-                        id: r.get(0)?,
-                        session_id: r.get(1)?,
-                        kind: if kind == "plan_entry" {
-                            QuestionnaireKind::PlanEntry
-                        } else {
-                            QuestionnaireKind::PlanApproval
-                        },
-                        plan_path: r.get(3)?,
-                        snapshot: r.get(4)?,
-                        sha256: r.get(5)?,
-                        truncated: r.get(6)?,
-                        state: r.get(7)?,
-                    })
-                },
-            )
+            ))?
+            .query_row([key], |r| {
+                let kind: String = r.get(2)?;
+                Ok(Questionnaire {
+                    id: r.get(0)?,
+                    session_id: r.get(1)?,
+                    kind: if kind == "plan_entry" {
+                        QuestionnaireKind::PlanEntry
+                    } else {
+                        QuestionnaireKind::PlanApproval
+                    },
+                    plan_path: r.get(3)?,
+                    snapshot: r.get(4)?,
+                    sha256: r.get(5)?,
+                    truncated: r.get(6)?,
+                    state: r.get(7)?,
+                })
+            })
             .optional()?)
     }
 
@@ -190,18 +185,14 @@ impl Store {
             Transition::Conflict(why) => return Err(StoreError::Conflict(why)),
         };
         // The answer, the mode and the message it admits: one transaction.
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        tx.execute(
+        let tx = self.begin()?;
+        tx.prepare_cached(
             "UPDATE questionnaires SET state = ?2, feedback = ?3, answered_at = ?4 WHERE id = ?1",
-            params![id, answer.state(), answer.feedback(), now()],
-        )?;
+        )?
+        .execute(params![id, answer.state(), answer.feedback(), now()])?;
         if let Some(mode) = mode {
-            tx.execute(
-                "UPDATE sessions SET mode = ?2, updated_at = ?3 WHERE id = ?1",
-                params![session_id, mode_text(mode), now()],
-            )?;
+            tx.prepare_cached("UPDATE sessions SET mode = ?2, updated_at = ?3 WHERE id = ?1")?
+                .execute(params![session_id, mode_text(mode), now()])?;
         }
         let admitted = match carry {
             Some(carry) => Some(

@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 use super::{ModeIntent, Store, StoreError, mode_text, now};
 use crate::message::Message;
 use crate::mode::Mode;
-use rusqlite::Transaction;
 
 /// Who put a message in the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,9 +97,7 @@ impl Store {
     /// Admits a message: the message, its mode intent and its position
     /// commit together or not at all.
     pub fn admit(&mut self, admission: &Admission<'_>) -> Result<Admitted, StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let tx = self.begin()?;
         let admitted = admit_in(&tx, admission)?;
         tx.commit()?;
         Ok(admitted)
@@ -109,7 +106,7 @@ impl Store {
     /// Messages not yet done, in order: an interrupted one first, then the
     /// queue by position.
     pub fn pending(&self, session_id: &str) -> Result<Vec<QueuedMessage>, StoreError> {
-        let mut statement = self.conn.prepare(
+        let mut statement = self.conn.prepare_cached(
             "SELECT id, content, source, state, plan_sha256 FROM queue
              WHERE session_id = ?1 AND state != 'done'
              ORDER BY state = 'running' DESC, position, id",
@@ -139,21 +136,18 @@ impl Store {
         queue_id: i64,
         user_message: Option<(i64, &Message)>,
     ) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "UPDATE queue SET state = 'running' WHERE id = ?1 AND session_id = ?2",
-            params![queue_id, session_id],
-        )?;
+        let tx = self.begin()?;
+        tx.prepare_cached("UPDATE queue SET state = 'running' WHERE id = ?1 AND session_id = ?2")?
+            .execute(params![queue_id, session_id])?;
         if let Some((seq, message)) = user_message {
-            tx.execute(
-                "INSERT OR REPLACE INTO conversation (session_id, seq, message) VALUES (?1, ?2, ?3)",
+            tx
+            .prepare_cached("INSERT OR REPLACE INTO conversation (session_id, seq, message) VALUES (?1, ?2, ?3)")?
+            .execute(
                 params![session_id, seq, serde_json::to_string(message)?],
             )?;
         }
-        tx.execute(
-            "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
-            params![session_id, now()],
-        )?;
+        tx.prepare_cached("UPDATE sessions SET updated_at = ?2 WHERE id = ?1")?
+            .execute(params![session_id, now()])?;
         tx.commit()?;
         Ok(())
     }
@@ -167,7 +161,7 @@ impl Store {
         events: &[String],
         audit: &[(String, String, String)],
     ) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.begin()?;
         {
             let mut put = tx.prepare_cached(
                 "INSERT OR REPLACE INTO conversation (session_id, seq, message) VALUES (?1, ?2, ?3)",
@@ -197,18 +191,17 @@ impl Store {
 
     /// Marks a message's turn done.
     pub fn finish_turn(&mut self, session_id: &str, queue_id: i64) -> Result<(), StoreError> {
-        self.conn.execute(
-            "UPDATE queue SET state = 'done' WHERE id = ?1 AND session_id = ?2",
-            params![queue_id, session_id],
-        )?;
+        self.conn
+            .prepare_cached("UPDATE queue SET state = 'done' WHERE id = ?1 AND session_id = ?2")?
+            .execute(params![queue_id, session_id])?;
         Ok(())
     }
 
     /// The stored conversation, in order.
     pub fn conversation(&self, session_id: &str) -> Result<Vec<Message>, StoreError> {
-        let mut statement = self
-            .conn
-            .prepare("SELECT message FROM conversation WHERE session_id = ?1 ORDER BY seq")?;
+        let mut statement = self.conn.prepare_cached(
+            "SELECT message FROM conversation WHERE session_id = ?1 ORDER BY seq",
+        )?;
         let texts: Vec<String> = statement
             .query_map([session_id], |r| r.get(0))?
             .collect::<Result<_, _>>()?;
@@ -222,7 +215,7 @@ impl Store {
     pub fn audit(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
         let mut statement = self
             .conn
-            .prepare("SELECT record FROM audit WHERE session_id = ?1 ORDER BY id")?;
+            .prepare_cached("SELECT record FROM audit WHERE session_id = ?1 ORDER BY id")?;
         let rows = statement
             .query_map([session_id], |r| r.get(0))?
             .collect::<Result<_, _>>()?;
@@ -233,7 +226,7 @@ impl Store {
     pub fn events(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
         let mut statement = self
             .conn
-            .prepare("SELECT event FROM events WHERE session_id = ?1 ORDER BY id")?;
+            .prepare_cached("SELECT event FROM events WHERE session_id = ?1 ORDER BY id")?;
         let rows = statement
             .query_map([session_id], |r| r.get(0))?
             .collect::<Result<_, _>>()?;
@@ -243,7 +236,7 @@ impl Store {
     /// Every message ever admitted to the session, in queue order, with its
     /// state: what `sessions show` lists.
     pub fn admitted(&self, session_id: &str) -> Result<Vec<(String, String, String)>, StoreError> {
-        let mut statement = self.conn.prepare(
+        let mut statement = self.conn.prepare_cached(
             "SELECT source, state, content FROM queue WHERE session_id = ?1 ORDER BY position, id",
         )?;
         let rows = statement
@@ -256,15 +249,14 @@ impl Store {
 /// Admits a message inside an open transaction (shared by [`Store::admit`]
 /// and the questionnaire answers, which admit in their own transaction).
 pub(super) fn admit_in(
-    tx: &Transaction<'_>,
+    tx: &rusqlite::Connection,
     admission: &Admission<'_>,
 ) -> Result<Admitted, StoreError> {
     if let Some((id, position)) = tx
-        .query_row(
-            "SELECT id, position FROM queue WHERE idem_key = ?1",
-            [admission.idempotency_key],
-            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
-        )
+        .prepare_cached("SELECT id, position FROM queue WHERE idem_key = ?1")?
+        .query_row([admission.idempotency_key], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+        })
         .optional()?
     {
         return Ok(Admitted {
@@ -273,19 +265,18 @@ pub(super) fn admit_in(
             new: false,
         });
     }
-    let (low, high): (Option<i64>, Option<i64>) = tx.query_row(
-        "SELECT min(position), max(position) FROM queue WHERE session_id = ?1",
-        [admission.session_id],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+    let (low, high): (Option<i64>, Option<i64>) = tx
+        .prepare_cached("SELECT min(position), max(position) FROM queue WHERE session_id = ?1")?
+        .query_row([admission.session_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
     let position = if admission.front {
         low.map_or(0, |p| p - 1)
     } else {
         high.map_or(0, |p| p + 1)
     };
-    tx.execute(
-            "INSERT INTO queue (session_id, position, source, content, intent, idem_key, plan_sha256, admitted_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    tx
+            .prepare_cached("INSERT INTO queue (session_id, position, source, content, intent, idem_key, plan_sha256, admitted_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?
+            .execute(
             params![
                 admission.session_id,
                 position,
@@ -303,22 +294,20 @@ pub(super) fn admit_in(
             ModeIntent::PlanEntry => Mode::Plan,
             ModeIntent::PlanExit => Mode::Work,
         };
-        tx.execute(
-            "UPDATE sessions SET mode = ?2 WHERE id = ?1",
-            params![admission.session_id, mode_text(mode)],
-        )?;
+        tx.prepare_cached("UPDATE sessions SET mode = ?2 WHERE id = ?1")?
+            .execute(params![admission.session_id, mode_text(mode)])?;
     }
-    tx.execute(
+    tx.prepare_cached(
         "UPDATE sessions SET updated_at = ?2,
                  title = CASE WHEN title = '' AND ?3 = 'user' THEN substr(?4, 1, 80) ELSE title END
              WHERE id = ?1",
-        params![
-            admission.session_id,
-            now(),
-            admission.source.as_str(),
-            admission.content
-        ],
-    )?;
+    )?
+    .execute(params![
+        admission.session_id,
+        now(),
+        admission.source.as_str(),
+        admission.content
+    ])?;
     Ok(Admitted {
         id,
         position,

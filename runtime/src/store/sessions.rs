@@ -64,17 +64,18 @@ impl Store {
     /// Records a new session.
     pub fn create_session(&mut self, new: &NewSession<'_>) -> Result<SessionRecord, StoreError> {
         let at = now();
-        self.conn.execute(
-            "INSERT INTO sessions (id, workspace, mode, posture, created_at, updated_at)
+        self.conn
+            .prepare_cached(
+                "INSERT INTO sessions (id, workspace, mode, posture, created_at, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
-            params![
+            )?
+            .execute(params![
                 new.id,
                 new.workspace.display().to_string(),
                 mode_text(new.mode),
                 new.posture.as_str(),
                 at
-            ],
-        )?;
+            ])?;
         self.session(new.id)?
             .ok_or_else(|| StoreError::Sql("the new session vanished".into()))
     }
@@ -83,11 +84,8 @@ impl Store {
     pub fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
         Ok(self
             .conn
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"),
-                [id],
-                record,
-            )
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"))?
+            .query_row([id], record)
             .optional()?)
     }
 
@@ -108,16 +106,15 @@ impl Store {
         }
         let exact = self
             .conn
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1 AND kind = 'session'"),
-                [spec],
-                record,
-            )
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM sessions WHERE id = ?1 AND kind = 'session'"
+            ))?
+            .query_row([spec], record)
             .optional()?;
         if let Some(exact) = exact {
             return Ok(exact);
         }
-        let mut statement = self.conn.prepare(&format!(
+        let mut statement = self.conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM sessions WHERE substr(id, 1, length(?1)) = ?1 AND kind = 'session' ORDER BY updated_at DESC LIMIT 3"
         ))?;
         let found: Vec<SessionRecord> = statement
@@ -144,18 +141,18 @@ impl Store {
         let found = match workspace {
             Some(ws) => self
                 .conn
-                .query_row(
-                    &format!(
+                .prepare_cached(&format!(
                         "SELECT {COLUMNS} FROM sessions WHERE workspace = ?1 AND kind = 'session' ORDER BY updated_at DESC, rowid DESC LIMIT 1"
-                    ),
+                    ))?
+                .query_row(
                     [ws.display().to_string()],
                     record,
                 )
                 .optional()?,
             None => self
                 .conn
+                .prepare_cached(&format!("SELECT {COLUMNS} FROM sessions WHERE kind = 'session' ORDER BY updated_at DESC, rowid DESC LIMIT 1"))?
                 .query_row(
-                    &format!("SELECT {COLUMNS} FROM sessions WHERE kind = 'session' ORDER BY updated_at DESC, rowid DESC LIMIT 1"),
                     [],
                     record,
                 )
@@ -166,7 +163,7 @@ impl Store {
 
     /// Sessions, most recently active first.
     pub fn list(&self, limit: usize) -> Result<Vec<SessionRecord>, StoreError> {
-        let mut statement = self.conn.prepare(&format!(
+        let mut statement = self.conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM sessions WHERE kind = 'session' ORDER BY updated_at DESC, rowid DESC LIMIT ?1"
         ))?;
         let rows = statement
@@ -177,19 +174,17 @@ impl Store {
 
     /// Records the session's mode.
     pub fn set_mode(&mut self, id: &str, mode: Mode) -> Result<(), StoreError> {
-        self.conn.execute(
-            "UPDATE sessions SET mode = ?2, updated_at = ?3 WHERE id = ?1",
-            params![id, mode_text(mode), now()],
-        )?;
+        self.conn
+            .prepare_cached("UPDATE sessions SET mode = ?2, updated_at = ?3 WHERE id = ?1")?
+            .execute(params![id, mode_text(mode), now()])?;
         Ok(())
     }
 
     /// Records the session's posture.
     pub fn set_posture(&mut self, id: &str, posture: Posture) -> Result<(), StoreError> {
-        self.conn.execute(
-            "UPDATE sessions SET posture = ?2, updated_at = ?3 WHERE id = ?1",
-            params![id, posture.as_str(), now()],
-        )?;
+        self.conn
+            .prepare_cached("UPDATE sessions SET posture = ?2, updated_at = ?3 WHERE id = ?1")?
+            .execute(params![id, posture.as_str(), now()])?;
         Ok(())
     }
 
@@ -198,18 +193,19 @@ impl Store {
     /// and no questionnaire is copied.
     pub fn fork(&mut self, id: &str, new_id: &str) -> Result<SessionRecord, StoreError> {
         let source = self.resolve(id, None)?;
-        let tx = self.conn.transaction()?;
+        let tx = self.begin()?;
         let at = now();
-        tx.execute(
-            "INSERT INTO sessions (id, parent_id, workspace, mode, posture, title, created_at, updated_at)
-             SELECT ?2, id, workspace, mode, posture, title, ?3, ?3 FROM sessions WHERE id = ?1",
+        tx
+            .prepare_cached("INSERT INTO sessions (id, parent_id, workspace, mode, posture, title, created_at, updated_at)
+             SELECT ?2, id, workspace, mode, posture, title, ?3, ?3 FROM sessions WHERE id = ?1")?
+            .execute(
             params![source.id, new_id, at],
         )?;
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO conversation (session_id, seq, message)
              SELECT ?2, seq, message FROM conversation WHERE session_id = ?1",
-            params![source.id, new_id],
-        )?;
+        )?
+        .execute(params![source.id, new_id])?;
         tx.commit()?;
         self.session(new_id)?
             .ok_or_else(|| StoreError::Sql("the fork vanished".into()))

@@ -348,6 +348,12 @@ async fn background_jobs_die_with_the_command() {
         std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
             .is_ok_and(|stat| !stat.contains(") Z "))
     };
+    // SIGKILL is delivered at once but the kernel may take a moment to
+    // tear the process down on a loaded machine: wait for it, bounded.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while alive(&pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     assert!(
         !alive(&pid),
         "the background job {pid} outlived its command"

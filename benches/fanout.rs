@@ -1,0 +1,393 @@
+//! What a short-lived agent costs, in a fan-out of many, next to a bare
+//! async-openai + tokio loop doing the same requests in the same run.
+//!
+//! Each agent: one model request answered with a `read_file` call, the
+//! call, a second request answered with text (whole responses, no
+//! streaming). cadre runs each agent as its own session (one agent actor,
+//! its turn actor, the file store on) through a `Host`; the bare loop sends
+//! the same two requests and reads the same file. A local server answers
+//! every request after a fixed latency.
+//!
+//! Shapes (the targets of the per-agent cost work):
+//! - N=200 agents, 64 at once, 50 ms per model call: wall / ideal ≤ 1.10,
+//!   client CPU per model call ≤ 250 µs;
+//! - N=1000 agents all at once, 1 s per model call: wall / ideal ≤ 1.15,
+//!   resident memory per live agent ≤ 80 KiB.
+//!
+//! Run with `cargo bench --bench fanout`; `SHAPE=small|burst` runs one
+//! shape, `SIDE=bare|cadre` one side (for profiling).
+
+#![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use async_openai::config::OpenAIConfig;
+use async_openai::types::chat::{
+    ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
+    ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
+    ChatCompletionRequestToolMessage, ChatCompletionRequestToolMessageContent,
+    ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent, ChatCompletionTool,
+    ChatCompletionTools, CreateChatCompletionRequest, FunctionCall, FunctionObject,
+};
+use axum::Router;
+use axum::extract::State;
+use axum::routing::post;
+use cadre::actors::host::{Host, ModelChoice, SessionOptions};
+use cadre::runtime::permission::Posture;
+use cadre::runtime::protocol::{Envelope, Event, Op};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+/// One workload.
+#[derive(Clone, Copy)]
+struct Shape {
+    name: &'static str,
+    agents: usize,
+    parallel: usize,
+    latency: Duration,
+}
+
+const SMALL: Shape = Shape {
+    name: "200 agents, 64 at once, 50 ms per model call",
+    agents: 200,
+    parallel: 64,
+    latency: Duration::from_millis(50),
+};
+
+const BURST: Shape = Shape {
+    name: "1000 agents all at once, 1 s per model call",
+    agents: 1000,
+    parallel: 1000,
+    latency: Duration::from_secs(1),
+};
+
+impl Shape {
+    /// Two model calls per agent, in waves of `parallel`.
+    fn ideal(&self) -> Duration {
+        let waves = self.agents.div_ceil(self.parallel) as u32;
+        self.latency * 2 * waves
+    }
+}
+
+/// What one run of one side measured.
+struct Measured {
+    wall: Duration,
+    cpu: Duration,
+    /// Resident-set growth per live agent, when the most were live.
+    per_agent: f64,
+    calls: u64,
+}
+
+impl Measured {
+    fn print(&self, side: &str, shape: &Shape) {
+        println!(
+            "  {side:<12} wall/ideal {:>5.2}   CPU per model call {:>6.0} µs   KiB per live agent {:>6.1}",
+            self.wall.as_secs_f64() / shape.ideal().as_secs_f64(),
+            self.cpu.as_secs_f64() * 1e6 / self.calls.max(1) as f64,
+            self.per_agent / 1024.0,
+        );
+    }
+}
+
+/// The mock server: waits `latency`, then answers a conversation ending
+/// with the user's message with a `read_file` call, one ending with a tool
+/// result with text.
+struct Mock {
+    latency: Duration,
+    calls: AtomicU64,
+}
+
+async fn answer(
+    State(mock): State<Arc<Mock>>,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    mock.calls.fetch_add(1, Ordering::Relaxed);
+    tokio::time::sleep(mock.latency).await;
+    let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let last_is_tool = request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .is_some_and(|m| m["role"] == "tool");
+    let message = if last_is_tool {
+        json!({"role": "assistant", "content": "The file says hello."})
+    } else {
+        json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "call_1", "type": "function",
+            "function": {"name": "read_file", "arguments": "{\"path\": \"notes.txt\"}"}
+        }]})
+    };
+    let reply = json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": if last_is_tool { "stop" } else { "tool_calls" }}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    });
+    axum::response::Response::builder()
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(reply.to_string()))
+        .expect("response")
+}
+
+async fn start_mock(latency: Duration) -> (String, Arc<Mock>) {
+    let mock = Arc::new(Mock {
+        latency,
+        calls: AtomicU64::new(0),
+    });
+    let app = Router::new()
+        .route("/v1/chat/completions", post(answer))
+        .with_state(mock.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (format!("http://{addr}/v1"), mock)
+}
+
+/// CPU time of this process so far (user + system, every thread).
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("stat");
+    let after = stat.rsplit_once(')').expect("comm").1;
+    let fields: Vec<u64> = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .map(|f| f.parse().expect("ticks"))
+        .collect();
+    // USER_HZ is 100 on Linux.
+    Duration::from_millis((fields[0] + fields[1]) * 10)
+}
+
+fn resident_bytes() -> f64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
+    let pages: f64 = statm
+        .split_whitespace()
+        .nth(1)
+        .expect("rss")
+        .parse()
+        .expect("number");
+    pages * 4096.0
+}
+
+/// Agents started and not yet finished, on either side.
+static LIVE: AtomicU64 = AtomicU64::new(0);
+
+/// Samples the resident set every few milliseconds until `done`; returns
+/// the growth over `base` per live agent at the sample with the most live
+/// agents.
+fn sample_rss(base: f64, done: Arc<tokio::sync::Notify>) -> tokio::task::JoinHandle<f64> {
+    tokio::spawn(async move {
+        let (mut best_live, mut per_agent) = (0, 0.0);
+        loop {
+            tokio::select! {
+                _ = done.notified() => return per_agent,
+                _ = tokio::time::sleep(Duration::from_millis(5)) => {
+                    let live = LIVE.load(Ordering::Relaxed);
+                    if live > best_live {
+                        best_live = live;
+                        per_agent = (resident_bytes() - base) / live as f64;
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// The bare loop: the same two requests and the same file read per agent.
+async fn bare(shape: Shape, url: &str, workspace: &std::path::Path) -> Measured {
+    let client =
+        async_openai::Client::with_config(OpenAIConfig::new().with_api_base(url).with_api_key(""));
+    let tools = vec![ChatCompletionTools::Function(ChatCompletionTool {
+        function: FunctionObject {
+            name: "read_file".into(),
+            description: Some("Read a file.".into()),
+            parameters: Some(json!({"type": "object", "properties": {"path": {"type": "string"}}})),
+            strict: None,
+        },
+    })];
+    let limit = Arc::new(Semaphore::new(shape.parallel));
+    let base = resident_bytes();
+    let (cpu, start) = (cpu_time(), Instant::now());
+    let done = Arc::new(tokio::sync::Notify::new());
+    let rss = sample_rss(base, done.clone());
+    let mut tasks = Vec::with_capacity(shape.agents);
+    for _ in 0..shape.agents {
+        let (client, tools, limit) = (client.clone(), tools.clone(), limit.clone());
+        let file = workspace.join("notes.txt");
+        tasks.push(tokio::spawn(async move {
+            let _slot = limit.acquire_owned().await.expect("slot");
+            LIVE.fetch_add(1, Ordering::Relaxed);
+            let mut messages = vec![ChatCompletionRequestMessage::User(
+                ChatCompletionRequestUserMessage {
+                    content: ChatCompletionRequestUserMessageContent::Text(
+                        "What do the notes say?".into(),
+                    ),
+                    name: None,
+                },
+            )];
+            loop {
+                let request = CreateChatCompletionRequest {
+                    model: "m".into(),
+                    messages: messages.clone(),
+                    tools: Some(tools.clone()),
+                    ..Default::default()
+                };
+                let response = client.chat().create(request).await.expect("request");
+                let message = response.choices[0].message.clone();
+                let Some(calls) = message.tool_calls.clone() else {
+                    break;
+                };
+                messages.push(ChatCompletionRequestMessage::Assistant(
+                    ChatCompletionRequestAssistantMessage {
+                        tool_calls: Some(calls.clone()),
+                        ..Default::default()
+                    },
+                ));
+                for call in calls {
+                    let ChatCompletionMessageToolCalls::Function(ChatCompletionMessageToolCall {
+                        id,
+                        function: FunctionCall { .. },
+                    }) = call
+                    else {
+                        continue;
+                    };
+                    let text = std::fs::read_to_string(&file).expect("read");
+                    messages.push(ChatCompletionRequestMessage::Tool(
+                        ChatCompletionRequestToolMessage {
+                            content: ChatCompletionRequestToolMessageContent::Text(text),
+                            tool_call_id: id,
+                        },
+                    ));
+                }
+            }
+            LIVE.fetch_sub(1, Ordering::Relaxed);
+        }));
+    }
+    for task in tasks {
+        task.await.expect("agent");
+    }
+    Measured {
+        wall: start.elapsed(),
+        cpu: cpu_time() - cpu,
+        per_agent: {
+            done.notify_one();
+            rss.await.expect("rss")
+        },
+        calls: 2 * shape.agents as u64,
+    }
+}
+
+/// cadre: one session per agent through a host with a file store.
+async fn cadre_side(shape: Shape, url: &str, workspace: &std::path::Path) -> Measured {
+    let data = tempfile::TempDir::new().expect("data");
+    let host = Arc::new(
+        Host::builder(data.path())
+            .model(ModelChoice::Server {
+                base_url: url.into(),
+                model: "m".into(),
+                api_key: None,
+                stream: false,
+            })
+            .max_subagents(1)
+            .build()
+            .await
+            .expect("host"),
+    );
+    let limit = Arc::new(Semaphore::new(shape.parallel));
+    let base = resident_bytes();
+    let (cpu, start) = (cpu_time(), Instant::now());
+    let done = Arc::new(tokio::sync::Notify::new());
+    let rss = sample_rss(base, done.clone());
+    let mut tasks = Vec::with_capacity(shape.agents);
+    for _ in 0..shape.agents {
+        let (host, limit) = (host.clone(), limit.clone());
+        let workspace = workspace.to_path_buf();
+        tasks.push(tokio::spawn(async move {
+            let _slot = limit.acquire_owned().await.expect("slot");
+            LIVE.fetch_add(1, Ordering::Relaxed);
+            let mut options = SessionOptions::new(&workspace);
+            options.posture = Some(Posture::Bypass);
+            options.interactive = false;
+            let mut session = host.start(options).await.expect("session");
+            session
+                .handle
+                .submit(Op::user("What do the notes say?"))
+                .expect("submit");
+            while let Some(Envelope { event, .. }) = session.events.recv().await {
+                match event {
+                    Event::TurnCompleted { .. } => {
+                        let _ = session.handle.submit(Op::Shutdown);
+                    }
+                    Event::TurnFailed { message, .. } => panic!("agent failed: {message}"),
+                    Event::SessionStopped { .. } => break,
+                    _ => {}
+                }
+            }
+            session.handle.stopped().await;
+            LIVE.fetch_sub(1, Ordering::Relaxed);
+        }));
+    }
+    for task in tasks {
+        task.await.expect("agent");
+    }
+    let measured = Measured {
+        wall: start.elapsed(),
+        cpu: cpu_time() - cpu,
+        per_agent: {
+            done.notify_one();
+            rss.await.expect("rss")
+        },
+        calls: 2 * shape.agents as u64,
+    };
+    if let Ok(host) = Arc::try_unwrap(host) {
+        host.close().await;
+    }
+    measured
+}
+
+fn main() {
+    let shapes = match std::env::var("SHAPE").as_deref() {
+        Ok("small") => vec![SMALL],
+        Ok("burst") => vec![BURST],
+        _ => vec![SMALL, BURST],
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let workspace = tempfile::TempDir::new().expect("workspace");
+        std::fs::write(workspace.path().join("notes.txt"), "hello\n").expect("seed");
+        for shape in shapes {
+            let (url, mock) = start_mock(shape.latency).await;
+            println!(
+                "{} (ideal {:.2} s):",
+                shape.name,
+                shape.ideal().as_secs_f64()
+            );
+            // Warm both paths (connections, allocator, lazy statics).
+            let warm = Shape {
+                agents: 16,
+                parallel: 16,
+                ..shape
+            };
+            bare(warm, &url, workspace.path()).await;
+            cadre_side(warm, &url, workspace.path()).await;
+            let side = std::env::var("SIDE").unwrap_or_default();
+            if side != "cadre" {
+                bare(shape, &url, workspace.path())
+                    .await
+                    .print("bare loop", &shape);
+            }
+            if side != "bare" {
+                cadre_side(shape, &url, workspace.path())
+                    .await
+                    .print("cadre", &shape);
+            }
+            println!("  requests served: {}", mock.calls.load(Ordering::Relaxed));
+        }
+    });
+}
