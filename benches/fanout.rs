@@ -15,7 +15,8 @@
 //!   resident memory per live agent ≤ 80 KiB.
 //!
 //! Run with `cargo bench --bench fanout`; `SHAPE=small|burst` runs one
-//! shape, `SIDE=bare|cadre` one side (for profiling).
+//! shape, `SIDE=bare|cadre` one side (for profiling), `STORE=memory` keeps
+//! cadre's store in memory, `AGENTS=N` changes the number of agents.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
@@ -283,19 +284,19 @@ async fn bare(shape: Shape, url: &str, workspace: &std::path::Path) -> Measured 
 /// cadre: one session per agent through a host with a file store.
 async fn cadre_side(shape: Shape, url: &str, workspace: &std::path::Path) -> Measured {
     let data = tempfile::TempDir::new().expect("data");
-    let host = Arc::new(
-        Host::builder(data.path())
-            .model(ModelChoice::Server {
-                base_url: url.into(),
-                model: "m".into(),
-                api_key: None,
-                stream: false,
-            })
-            .max_subagents(1)
-            .build()
-            .await
-            .expect("host"),
-    );
+    let mut builder = Host::builder(data.path())
+        .model(ModelChoice::Server {
+            base_url: url.into(),
+            model: "m".into(),
+            api_key: None,
+            stream: false,
+        })
+        .max_subagents(1);
+    // `STORE=memory` keeps the store in memory, to see what the file costs.
+    if std::env::var("STORE").as_deref() == Ok("memory") {
+        builder = builder.memory_store();
+    }
+    let host = Arc::new(builder.build().await.expect("host"));
     let limit = Arc::new(Semaphore::new(shape.parallel));
     let base = resident_bytes();
     let (cpu, start) = (cpu_time(), Instant::now());
@@ -349,11 +350,17 @@ async fn cadre_side(shape: Shape, url: &str, workspace: &std::path::Path) -> Mea
 }
 
 fn main() {
-    let shapes = match std::env::var("SHAPE").as_deref() {
+    let mut shapes = match std::env::var("SHAPE").as_deref() {
         Ok("small") => vec![SMALL],
         Ok("burst") => vec![BURST],
         _ => vec![SMALL, BURST],
     };
+    // `AGENTS=N` changes the number of agents (for longer profiles).
+    if let Some(agents) = std::env::var("AGENTS").ok().and_then(|n| n.parse().ok()) {
+        for shape in &mut shapes {
+            shape.agents = agents;
+        }
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -361,6 +368,23 @@ fn main() {
     runtime.block_on(async {
         let workspace = tempfile::TempDir::new().expect("workspace");
         std::fs::write(workspace.path().join("notes.txt"), "hello\n").expect("seed");
+        if let Some(n) = std::env::var("PHASES").ok().and_then(|n| n.parse().ok()) {
+            let (url, _mock) = start_mock(Duration::ZERO).await;
+            phases(n, &url, workspace.path()).await;
+            let one = Shape {
+                name: "sequential",
+                agents: n,
+                parallel: 1,
+                latency: Duration::ZERO,
+            };
+            let bare = bare(one, &url, workspace.path()).await;
+            println!(
+                "bare loop: {:.0} µs per agent (2 model calls), CPU {:.0} µs per agent",
+                bare.wall.as_secs_f64() * 1e6 / n as f64,
+                bare.cpu.as_secs_f64() * 1e6 / n as f64
+            );
+            return;
+        }
         for shape in shapes {
             let (url, mock) = start_mock(shape.latency).await;
             println!(
@@ -390,4 +414,63 @@ fn main() {
             println!("  requests served: {}", mock.calls.load(Ordering::Relaxed));
         }
     });
+}
+
+/// `PHASES=N`: one agent at a time, no server latency, `N` times: the wall
+/// time of each phase of a short-lived agent (start, its turn, stop).
+pub async fn phases(n: usize, url: &str, workspace: &std::path::Path) {
+    let data = tempfile::TempDir::new().expect("data");
+    let host = Host::builder(data.path())
+        .model(ModelChoice::Server {
+            base_url: url.into(),
+            model: "m".into(),
+            api_key: None,
+            stream: false,
+        })
+        .build()
+        .await
+        .expect("host");
+    let (mut start, mut turn, mut stop) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let cpu = cpu_time();
+    for _ in 0..n {
+        let t0 = Instant::now();
+        let mut options = SessionOptions::new(workspace);
+        options.posture = Some(Posture::Bypass);
+        options.interactive = false;
+        let mut session = host.start(options).await.expect("session");
+        let t1 = Instant::now();
+        session
+            .handle
+            .submit(Op::user("What do the notes say?"))
+            .expect("submit");
+        let trace = std::env::var("TRACE").is_ok();
+        while let Some(Envelope { event, .. }) = session.events.recv().await {
+            if trace {
+                let kind = serde_json::to_value(&event)
+                    .ok()
+                    .and_then(|v| v["type"].as_str().map(str::to_string))
+                    .unwrap_or_default();
+                println!("{:>6} µs {kind}", t1.elapsed().as_micros());
+            }
+            if matches!(event, Event::TurnCompleted { .. }) {
+                break;
+            }
+        }
+        let t2 = Instant::now();
+        session.handle.submit(Op::Shutdown).expect("shutdown");
+        while session.events.recv().await.is_some() {}
+        session.handle.stopped().await;
+        let t3 = Instant::now();
+        start += t1 - t0;
+        turn += t2 - t1;
+        stop += t3 - t2;
+    }
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / n as f64;
+    println!(
+        "phases over {n} agents: start {:.0} µs, turn (2 model calls, 1 tool call) {:.0} µs, stop {:.0} µs; CPU {:.0} µs per agent",
+        per(start),
+        per(turn),
+        per(stop),
+        per(cpu_time() - cpu)
+    );
 }

@@ -23,7 +23,7 @@ use cadre_runtime::plan::lifecycle::entry_refusal;
 use cadre_runtime::prompt::system_prompt;
 use cadre_runtime::protocol::{Event, FailureCategory, Usage};
 use cadre_runtime::store::{ModeIntent, QueuedMessage, StoreError};
-use cadre_runtime::tool::{AGENT_TOOL, ENTER_PLAN_TOOL, ToolContext, definition_gate};
+use cadre_runtime::tool::{Offer, ToolContext};
 use cadre_runtime::turn::{TurnConfig, TurnMachine};
 use ractor::{Actor, ActorRef, RpcReplyPort};
 
@@ -291,28 +291,15 @@ impl SessionState {
             .allowed_tools
             .as_ref()
             .map(|tools| tools.iter().cloned().collect());
-        let mut tools = definition_gate(
-            self.services.tools.registry(),
-            mode,
-            allowed.as_deref(),
-            plan_file.as_deref(),
-        );
-        // Tools that could only fail here are not offered.
         let plans = spec.is_session();
-        let registry = self.services.tools.registry();
-        tools.retain(|t| {
-            let Some(def) = registry.get(&t.name).map(|tool| tool.definition()) else {
-                return true;
-            };
-            if def.name == AGENT_TOOL {
-                return spec.subagents.is_some();
-            }
-            // The plan lifecycle is the session's alone; entering Plan on the
-            // model's request only where configured.
-            if def.plan_control {
-                return plans && (def.name != ENTER_PLAN_TOOL || spec.plan_agent_entry);
-            }
-            true
+        let tools = self.services.tools.offered(&Offer {
+            mode,
+            allow: allowed.clone(),
+            // Only Plan's descriptions name the plan file.
+            plan_file: plan_file.clone().filter(|_| mode == Mode::Plan),
+            agents: spec.subagents.is_some(),
+            plans,
+            plan_entry: spec.plan_agent_entry,
         });
         let root = spec.workspace.root();
         let system = match &spec.prompt {
@@ -328,7 +315,7 @@ impl SessionState {
             mode,
             max_iterations: spec.max_iterations,
             system: system.into(),
-            tools: tools.into(),
+            tools,
             context: RequestContext {
                 agent_id: spec.path.to_string().into(),
                 role: spec.role.as_str().into(),

@@ -452,29 +452,41 @@ fn open_session(
     owner: &LeaseOwner,
 ) -> Result<Opened, StoreError> {
     let id = open.id.as_str();
-    let resumed = s.session(id)?.is_some();
-    if !resumed {
-        match &open.agent {
-            Some((parent_id, path, role)) => s.create_agent(&NewAgent {
+    let stored = s.session(id)?;
+    let resumed = stored.is_some();
+    let created = match (stored, &open.agent) {
+        (Some(_), _) => None,
+        (None, Some((parent_id, path, role))) => {
+            s.create_agent(&NewAgent {
                 id,
                 parent_id,
                 path,
                 role,
                 mode: open.mode,
                 posture: open.posture,
-            })?,
-            None => {
-                s.create_session(&NewSession {
-                    id,
-                    workspace: &open.workspace,
-                    mode: open.mode,
-                    posture: open.posture,
-                })?;
-            }
+            })?;
+            None
         }
-    }
+        (None, None) => Some(s.create_session(&NewSession {
+            id,
+            workspace: &open.workspace,
+            mode: open.mode,
+            posture: open.posture,
+        })?),
+    };
     if open.lease {
         s.acquire_lease(id, owner)?;
+    }
+    if let Some(record) = created {
+        // A new session has nothing stored to read back.
+        return Ok(Opened {
+            record,
+            resumed,
+            conversation: Vec::new(),
+            pending: Vec::new(),
+            questionnaire: None,
+            children: Vec::new(),
+        });
     }
     if resumed && open.mode_given {
         s.set_mode(id, open.mode)?;

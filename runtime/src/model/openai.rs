@@ -20,18 +20,10 @@ use std::time::Duration;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
-use async_openai::types::chat::{
-    ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
-    ChatCompletionRequestAssistantMessage, ChatCompletionRequestAssistantMessageContent,
-    ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
-    ChatCompletionRequestSystemMessageContent, ChatCompletionRequestToolMessage,
-    ChatCompletionRequestToolMessageContent, ChatCompletionRequestUserMessage,
-    ChatCompletionRequestUserMessageContent, ChatCompletionStreamOptions, ChatCompletionTool,
-    ChatCompletionTools, CreateChatCompletionRequest, FunctionCall, FunctionObject,
-};
 use futures::{Stream, StreamExt};
 use reqwest::ResponseBuilderExt;
-use serde_json::Value;
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::{Value, json};
 
 use super::assemble::{error_kind, error_message};
 use super::{
@@ -127,7 +119,7 @@ impl ModelClient for OpenAiClient {
     }
 
     fn stream(&self, request: ModelRequest) -> ModelStream {
-        let body = chat_request(&request, &self.config);
+        let body = chat_request(request, &self.config);
         let client = self.client.clone();
         let limits = self.config.limits;
         if !self.config.stream {
@@ -162,10 +154,7 @@ impl ModelClient for OpenAiClient {
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<Value, OpenAIError>> + Send>>;
 
 enum Phase {
-    Connect(
-        async_openai::Client<OpenAIConfig>,
-        Box<CreateChatCompletionRequest>,
-    ),
+    Connect(async_openai::Client<OpenAIConfig>, Box<WireRequest>),
     Reading(ChunkStream, Assembler),
     Done,
 }
@@ -518,86 +507,153 @@ fn stream_error(error: OpenAIError) -> ModelError {
     }
 }
 
-/// The wire request for one model request.
-fn chat_request(request: &ModelRequest, config: &OpenAiConfig) -> CreateChatCompletionRequest {
-    let mut messages = Vec::with_capacity(request.history.len() + request.turn.len() + 2);
-    messages.push(ChatCompletionRequestMessage::System(
-        ChatCompletionRequestSystemMessage {
-            content: ChatCompletionRequestSystemMessageContent::Text(request.system.to_string()),
-            name: None,
-        },
-    ));
-    messages.extend(request.messages().map(wire_message));
-    if let Some(reminder) = &request.reminder {
-        messages.push(user(reminder.to_string()));
-    }
-    let tools: Vec<ChatCompletionTools> = request
-        .tools
-        .iter()
-        .map(|spec| {
-            ChatCompletionTools::Function(ChatCompletionTool {
-                function: FunctionObject {
-                    name: spec.name.clone(),
-                    description: Some(spec.description.clone()),
-                    parameters: Some(spec.parameters.clone()),
-                    strict: None,
-                },
-            })
-        })
-        .collect();
-    CreateChatCompletionRequest {
-        model: request
-            .model
-            .as_deref()
-            .map_or_else(|| config.model.clone(), str::to_string),
-        messages,
-        tools: (!tools.is_empty()).then_some(tools),
-        stream: Some(config.stream),
-        stream_options: config.stream.then_some(ChatCompletionStreamOptions {
-            include_usage: Some(true),
-            include_obfuscation: None,
-        }),
-        ..Default::default()
+/// The wire request for one model request: serialized straight from the
+/// request's shared parts (system prompt, history, tool specs), with no
+/// copy of the conversation or the tool schemas per request.
+struct WireRequest {
+    request: ModelRequest,
+    model: Arc<str>,
+    stream: bool,
+}
+
+fn chat_request(request: ModelRequest, config: &OpenAiConfig) -> WireRequest {
+    let model = request
+        .model
+        .clone()
+        .unwrap_or_else(|| Arc::from(config.model.as_str()));
+    WireRequest {
+        request,
+        model,
+        stream: config.stream,
     }
 }
 
-fn user(text: String) -> ChatCompletionRequestMessage {
-    ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
-        content: ChatCompletionRequestUserMessageContent::Text(text),
-        name: None,
-    })
-}
-
-fn wire_message(message: &Message) -> ChatCompletionRequestMessage {
-    match message {
-        Message::User { content } => user(content.clone()),
-        Message::Assistant {
-            content,
-            tool_calls,
-        } => ChatCompletionRequestMessage::Assistant(ChatCompletionRequestAssistantMessage {
-            content: (!content.is_empty() || tool_calls.is_empty())
-                .then(|| ChatCompletionRequestAssistantMessageContent::Text(content.clone())),
-            tool_calls: (!tool_calls.is_empty()).then(|| {
-                tool_calls
-                    .iter()
-                    .map(|call| {
-                        ChatCompletionMessageToolCalls::Function(ChatCompletionMessageToolCall {
-                            id: call.id.clone(),
-                            function: FunctionCall {
-                                name: call.name.clone(),
-                                arguments: call.arguments.clone(),
-                            },
-                        })
-                    })
-                    .collect()
-            }),
-            ..Default::default()
-        }),
-        Message::Tool { call_id, content } => {
-            ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
-                content: ChatCompletionRequestToolMessageContent::Text(content.clone()),
-                tool_call_id: call_id.clone(),
-            })
+impl Serialize for WireRequest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let tools = &self.request.tools;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("model", &*self.model)?;
+        map.serialize_entry("messages", &WireMessages(&self.request))?;
+        if !tools.is_empty() {
+            map.serialize_entry("tools", &WireTools(tools))?;
         }
+        map.serialize_entry("stream", &self.stream)?;
+        if self.stream {
+            map.serialize_entry("stream_options", &json!({"include_usage": true}))?;
+        }
+        map.end()
+    }
+}
+
+/// The system prompt, the conversation and the reminder, as chat messages.
+struct WireMessages<'a>(&'a ModelRequest);
+
+impl Serialize for WireMessages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let request = self.0;
+        let mut seq = serializer.serialize_seq(None)?;
+        seq.serialize_element(&Plain("system", &request.system))?;
+        for message in request.messages() {
+            seq.serialize_element(&WireMessage(message))?;
+        }
+        if let Some(reminder) = &request.reminder {
+            seq.serialize_element(&Plain("user", reminder))?;
+        }
+        seq.end()
+    }
+}
+
+/// `{"role": …, "content": …}`.
+struct Plain<'a>(&'static str, &'a str);
+
+impl Serialize for Plain<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("role", self.0)?;
+        map.serialize_entry("content", self.1)?;
+        map.end()
+    }
+}
+
+/// One stored message in the chat wire format.
+struct WireMessage<'a>(&'a Message);
+
+impl Serialize for WireMessage<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Message::User { content } => Plain("user", content).serialize(serializer),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut map = serializer.serialize_map(None)?;
+                map.serialize_entry("role", "assistant")?;
+                // A call-only answer carries no content field.
+                if !content.is_empty() || tool_calls.is_empty() {
+                    map.serialize_entry("content", content)?;
+                }
+                if !tool_calls.is_empty() {
+                    map.serialize_entry("tool_calls", &WireCalls(tool_calls))?;
+                }
+                map.end()
+            }
+            Message::Tool { call_id, content } => {
+                let mut map = serializer.serialize_map(Some(3))?;
+                map.serialize_entry("role", "tool")?;
+                map.serialize_entry("content", content)?;
+                map.serialize_entry("tool_call_id", call_id)?;
+                map.end()
+            }
+        }
+    }
+}
+
+struct WireCalls<'a>(&'a [crate::message::ToolCall]);
+
+impl Serialize for WireCalls<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for call in self.0 {
+            seq.serialize_element(&json!({
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }))?;
+        }
+        seq.end()
+    }
+}
+
+/// The tool specs as chat tools, schemas serialized in place.
+struct WireTools<'a>(&'a [crate::tool::ToolSpec]);
+
+impl Serialize for WireTools<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        for spec in self.0 {
+            seq.serialize_element(&WireTool(spec))?;
+        }
+        seq.end()
+    }
+}
+
+struct WireTool<'a>(&'a crate::tool::ToolSpec);
+
+impl Serialize for WireTool<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Function<'a>(&'a crate::tool::ToolSpec);
+        impl Serialize for Function<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(Some(3))?;
+                map.serialize_entry("name", &self.0.name)?;
+                map.serialize_entry("description", &self.0.description)?;
+                map.serialize_entry("parameters", &self.0.parameters)?;
+                map.end()
+            }
+        }
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("type", "function")?;
+        map.serialize_entry("function", &Function(self.0))?;
+        map.end()
     }
 }

@@ -222,6 +222,10 @@ impl Store {
         }
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| StoreError::unreadable(&shown, &e))?;
+        // Savepoints (one per request in a shared commit) journal in memory,
+        // not in a temporary file.
+        conn.pragma_update(None, "temp_store", "MEMORY")
+            .map_err(|e| StoreError::unreadable(&shown, &e))?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(|e| StoreError::unreadable(&shown, &e))?;
         schema::migrate(&mut conn, &shown)?;
@@ -263,45 +267,69 @@ impl Store {
 }
 
 /// A transaction: the store's own (`BEGIN IMMEDIATE`), or, inside one a
-/// caller opened to commit many requests together, a savepoint of it.
-pub(crate) enum Tx<'a> {
-    /// The outermost transaction.
-    Top(rusqlite::Transaction<'a>),
-    /// Nested in the caller's.
-    Nested(rusqlite::Savepoint<'a>),
+/// caller opened to commit many requests together, a savepoint of it. Rolled
+/// back when dropped uncommitted. Its statements stay prepared.
+pub(crate) struct Tx<'a> {
+    conn: &'a Connection,
+    nested: bool,
+    done: bool,
 }
 
 impl std::ops::Deref for Tx<'_> {
     type Target = Connection;
 
     fn deref(&self) -> &Connection {
-        match self {
-            Tx::Top(tx) => tx,
-            Tx::Nested(sp) => sp,
-        }
+        self.conn
     }
 }
 
 impl Tx<'_> {
     /// Commits (or, nested, releases into the caller's transaction).
-    pub(crate) fn commit(self) -> rusqlite::Result<()> {
-        match self {
-            Tx::Top(tx) => tx.commit(),
-            Tx::Nested(sp) => sp.commit(),
+    pub(crate) fn commit(mut self) -> rusqlite::Result<()> {
+        self.done = true;
+        let sql = if self.nested { "RELEASE tx" } else { "COMMIT" };
+        control(self.conn, sql)
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let sql = if self.nested {
+                "ROLLBACK TO tx"
+            } else {
+                "ROLLBACK"
+            };
+            let _ = control(self.conn, sql);
+            if self.nested {
+                let _ = control(self.conn, "RELEASE tx");
+            }
         }
     }
+}
+
+/// Runs a transaction-control statement, kept prepared.
+fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
 impl Store {
     /// Starts a transaction, or a savepoint inside the caller's.
     pub(crate) fn begin(&mut self) -> rusqlite::Result<Tx<'_>> {
-        if self.conn.is_autocommit() {
-            self.conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-                .map(Tx::Top)
-        } else {
-            self.conn.savepoint().map(Tx::Nested)
-        }
+        let nested = !self.conn.is_autocommit();
+        control(
+            &self.conn,
+            if nested {
+                "SAVEPOINT tx"
+            } else {
+                "BEGIN IMMEDIATE"
+            },
+        )?;
+        Ok(Tx {
+            conn: &self.conn,
+            nested,
+            done: false,
+        })
     }
 
     /// Runs `work` with many requests' writes in one transaction (one
@@ -314,10 +342,10 @@ impl Store {
         &mut self,
         work: impl FnOnce(&mut Store) -> T,
     ) -> Result<(T, Result<(), StoreError>), StoreError> {
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        control(&self.conn, "BEGIN IMMEDIATE")?;
         let out = work(self);
-        let committed = self.conn.execute_batch("COMMIT").map_err(|err| {
-            let _ = self.conn.execute_batch("ROLLBACK");
+        let committed = control(&self.conn, "COMMIT").map_err(|err| {
+            let _ = control(&self.conn, "ROLLBACK");
             StoreError::from(err)
         });
         Ok((out, committed))
@@ -329,13 +357,12 @@ impl Store {
         &mut self,
         work: impl FnOnce(&mut Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.conn.execute_batch("SAVEPOINT request")?;
+        control(&self.conn, "SAVEPOINT request")?;
         let out = work(self);
-        let end = match &out {
-            Ok(_) => "RELEASE request",
-            Err(_) => "ROLLBACK TO request; RELEASE request",
-        };
-        self.conn.execute_batch(end)?;
+        if out.is_err() {
+            control(&self.conn, "ROLLBACK TO request")?;
+        }
+        control(&self.conn, "RELEASE request")?;
         out
     }
 }

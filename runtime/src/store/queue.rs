@@ -173,10 +173,11 @@ impl Store {
                     serde_json::to_string(message.as_ref())?
                 ])?;
             }
-            let mut event =
-                tx.prepare_cached("INSERT INTO events (session_id, event) VALUES (?1, ?2)")?;
-            for e in events {
-                event.execute(params![session_id, e])?;
+            // A batch of events is one row, one JSON object per line (JSON
+            // escapes every newline inside a string).
+            if !events.is_empty() {
+                tx.prepare_cached("INSERT INTO events (session_id, event) VALUES (?1, ?2)")?
+                    .execute(params![session_id, events.join("\n")])?;
             }
             let mut record = tx.prepare_cached(
                 "INSERT INTO audit (session_id, agent_id, call_id, record) VALUES (?1, ?2, ?3, ?4)",
@@ -227,10 +228,14 @@ impl Store {
         let mut statement = self
             .conn
             .prepare_cached("SELECT event FROM events WHERE session_id = ?1 ORDER BY id")?;
-        let rows = statement
+        let rows: Vec<String> = statement
             .query_map([session_id], |r| r.get(0))?
             .collect::<Result<_, _>>()?;
-        Ok(rows)
+        Ok(rows
+            .iter()
+            .flat_map(|batch| batch.lines())
+            .map(str::to_string)
+            .collect())
     }
 
     /// Every message ever admitted to the session, in queue order, with its

@@ -47,6 +47,7 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (session_id, seq)
     );
 
+    -- A row is a batch of transcript events, one JSON object per line.
     CREATE TABLE events (
         id          INTEGER PRIMARY KEY,
         session_id  TEXT NOT NULL REFERENCES sessions(id),

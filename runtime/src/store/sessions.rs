@@ -76,8 +76,16 @@ impl Store {
                 new.posture.as_str(),
                 at
             ])?;
-        self.session(new.id)?
-            .ok_or_else(|| StoreError::Sql("the new session vanished".into()))
+        Ok(SessionRecord {
+            id: new.id.to_string(),
+            parent_id: None,
+            workspace: new.workspace.display().to_string(),
+            mode: new.mode,
+            posture: new.posture,
+            title: String::new(),
+            created_at: at,
+            updated_at: at,
+        })
     }
 
     /// The session with exactly this id.

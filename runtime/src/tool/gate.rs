@@ -5,7 +5,8 @@
 //! for a tool it was never shown. Both ask one question of a definition,
 //! [`plan_access`], so there is no second list of names to drift.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -237,4 +238,49 @@ pub fn scope_gate(
             ),
         ))
     }
+}
+
+/// What one turn is offered, beyond the mode: the key under which a host's
+/// turns share one list of tool specs instead of building it every turn.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Offer {
+    /// The mode.
+    pub mode: Mode,
+    /// The agent's tool allow-list, when it has one.
+    pub allow: Option<Arc<[String]>>,
+    /// The agent's plan file (it shows in Plan's descriptions); `None` for an
+    /// agent without one.
+    pub plan_file: Option<PathBuf>,
+    /// Whether the `agent` tool can work here.
+    pub agents: bool,
+    /// Whether the plan lifecycle exists here (a session, not a sub-agent).
+    pub plans: bool,
+    /// Whether `enter_plan_mode` is offered (config `plan.agent_entry`).
+    pub plan_entry: bool,
+}
+
+/// The tool specs `offer` gets: the definition gate, then the tools that
+/// could only fail here left out.
+pub fn offered_tools(registry: &ToolRegistry, offer: &Offer) -> Vec<ToolSpec> {
+    let mut tools = definition_gate(
+        registry,
+        offer.mode,
+        offer.allow.as_deref(),
+        offer.plan_file.as_deref(),
+    );
+    tools.retain(|t| {
+        let Some(def) = registry.get(&t.name).map(|tool| tool.definition()) else {
+            return true;
+        };
+        if def.name == super::AGENT_TOOL {
+            return offer.agents;
+        }
+        // The plan lifecycle is the session's alone; entering Plan on the
+        // model's request only where configured.
+        if def.plan_control {
+            return offer.plans && (def.name != super::ENTER_PLAN_TOOL || offer.plan_entry);
+        }
+        true
+    });
+    tools
 }

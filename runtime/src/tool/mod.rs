@@ -27,7 +27,7 @@ pub use definition::{
     PlanRequest, Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
     builtin_definitions,
 };
-pub use gate::{ToolSpec, definition_gate, execution_gate};
+pub use gate::{Offer, ToolSpec, definition_gate, execution_gate, offered_tools};
 pub use registry::{RegistryError, ToolRegistry};
 pub use runner::{ToolOutcome, ToolRunner};
 pub use workspace::Workspace;

@@ -1,7 +1,8 @@
 //! The one entry point every tool call goes through (T3).
 
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -9,7 +10,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::definition::{Authorization, ErrorCode, Safety, ToolContext, ToolError};
-use super::gate::{execution_gate, scope_gate};
+use super::gate::{Offer, ToolSpec, execution_gate, offered_tools, scope_gate};
 use super::registry::ToolRegistry;
 use crate::message::ToolCall;
 use crate::permission::Verdict;
@@ -23,7 +24,14 @@ pub type ToolOutcome = Result<String, ToolError>;
 pub struct ToolRunner {
     registry: Arc<ToolRegistry>,
     default_timeout: Duration,
+    /// Tool specs per [`Offer`], built once and shared by every turn that
+    /// gets the same offer.
+    offers: Arc<Mutex<HashMap<Offer, Arc<[ToolSpec]>>>>,
 }
+
+/// How many offers are kept before the cache starts over (each Plan-mode
+/// session has its own, naming its plan file).
+const OFFERS_KEPT: usize = 64;
 
 impl ToolRunner {
     /// A runner over `registry` whose calls time out after `default_timeout`
@@ -32,7 +40,23 @@ impl ToolRunner {
         Self {
             registry,
             default_timeout,
+            offers: Arc::default(),
         }
+    }
+
+    /// The tool specs a turn with `offer` is offered, shared with every
+    /// other turn offered the same.
+    pub fn offered(&self, offer: &Offer) -> Arc<[ToolSpec]> {
+        let mut offers = self.offers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(specs) = offers.get(offer) {
+            return specs.clone();
+        }
+        if offers.len() >= OFFERS_KEPT {
+            offers.clear();
+        }
+        let specs: Arc<[ToolSpec]> = offered_tools(&self.registry, offer).into();
+        offers.insert(offer.clone(), specs.clone());
+        specs
     }
 
     /// The registry.
