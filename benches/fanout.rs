@@ -177,20 +177,16 @@ fn resident_bytes() -> f64 {
 static LIVE: AtomicU64 = AtomicU64::new(0);
 
 /// Samples the resident set every few milliseconds until `done`; returns
-/// the growth over `base` per live agent at the sample with the most live
-/// agents.
+/// the peak growth over `base` divided by the most agents live at once.
 fn sample_rss(base: f64, done: Arc<tokio::sync::Notify>) -> tokio::task::JoinHandle<f64> {
     tokio::spawn(async move {
-        let (mut best_live, mut per_agent) = (0, 0.0);
+        let (mut most_live, mut peak) = (0, base);
         loop {
             tokio::select! {
-                _ = done.notified() => return per_agent,
+                _ = done.notified() => return (peak - base) / most_live.max(1) as f64,
                 _ = tokio::time::sleep(Duration::from_millis(5)) => {
-                    let live = LIVE.load(Ordering::Relaxed);
-                    if live > best_live {
-                        best_live = live;
-                        per_agent = (resident_bytes() - base) / live as f64;
-                    }
+                    most_live = most_live.max(LIVE.load(Ordering::Relaxed));
+                    peak = peak.max(resident_bytes());
                 }
             }
         }
@@ -349,7 +345,37 @@ async fn cadre_side(shape: Shape, url: &str, workspace: &std::path::Path) -> Mea
     measured
 }
 
+/// Runs each side of each shape in a process of its own, so one side's
+/// memory does not hide the other's.
+fn run_apart() {
+    let exe = std::env::current_exe().expect("exe");
+    let shapes: Vec<&str> = match std::env::var("SHAPE").as_deref() {
+        Ok("small") => vec!["small"],
+        Ok("burst") => vec!["burst"],
+        _ => vec!["small", "burst"],
+    };
+    for shape in shapes {
+        for side in ["bare", "cadre"] {
+            let out = std::process::Command::new(&exe)
+                .env("SHAPE", shape)
+                .env("SIDE", side)
+                .output()
+                .expect("run a side");
+            let text = String::from_utf8_lossy(&out.stdout);
+            for line in text.lines() {
+                // The shape's title once, then each side's figures.
+                if side == "bare" || line.starts_with("  ") {
+                    println!("{line}");
+                }
+            }
+        }
+    }
+}
+
 fn main() {
+    if std::env::var("SIDE").is_err() && std::env::var("PHASES").is_err() {
+        return run_apart();
+    }
     let mut shapes = match std::env::var("SHAPE").as_deref() {
         Ok("small") => vec![SMALL],
         Ok("burst") => vec![BURST],
@@ -392,15 +418,18 @@ fn main() {
                 shape.name,
                 shape.ideal().as_secs_f64()
             );
-            // Warm both paths (connections, allocator, lazy statics).
+            // Warm the path (connections, allocator, lazy statics).
             let warm = Shape {
                 agents: 16,
                 parallel: 16,
                 ..shape
             };
-            bare(warm, &url, workspace.path()).await;
-            cadre_side(warm, &url, workspace.path()).await;
             let side = std::env::var("SIDE").unwrap_or_default();
+            if side == "bare" {
+                bare(warm, &url, workspace.path()).await;
+            } else {
+                cadre_side(warm, &url, workspace.path()).await;
+            }
             if side != "cadre" {
                 bare(shape, &url, workspace.path())
                     .await
@@ -411,7 +440,7 @@ fn main() {
                     .await
                     .print("cadre", &shape);
             }
-            println!("  requests served: {}", mock.calls.load(Ordering::Relaxed));
+            let _ = &mock;
         }
     });
 }

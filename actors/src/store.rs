@@ -45,18 +45,8 @@ const RENEW_EVERY: Duration = Duration::from_secs(5);
 pub enum StoreMsg {
     /// Run a request (after writing buffered appends).
     Request(StoreRequest),
-    /// Buffer appends for a session.
-    Append {
-        /// The session.
-        session_id: Arc<str>,
-        /// Recorded conversation messages with their sequence numbers.
-        messages: Vec<(i64, Arc<Message>)>,
-        /// Transcript events (JSON).
-        events: Vec<String>,
-        /// Audit records: (agent id, call id, record JSON).
-        audit: Vec<(String, String, String)>,
-    },
-    /// Write the buffered appends now.
+    /// Write the buffered appends (sent once the buffer's first append is
+    /// [`FLUSH_AFTER`] old).
     Flush,
     /// Renew this process's leases.
     Renew,
@@ -73,6 +63,11 @@ struct Batch {
     events: Vec<String>,
     audit: Vec<(String, String, String)>,
 }
+
+/// Appends not yet written, shared by every handle: appending takes the
+/// lock for a moment and sends no message, but the first append after a
+/// flush, which asks for the next one.
+type Appends = Arc<Mutex<BTreeMap<Arc<str>, Batch>>>;
 
 /// What one job carries to the blocking pool.
 #[derive(Default)]
@@ -91,35 +86,45 @@ impl Work {
 /// The store actor.
 pub struct StoreActor;
 
+/// What the store actor starts with: the store, and the append buffer its
+/// handles share.
+pub struct StoreArgs {
+    store: Store,
+    appends: Appends,
+}
+
 /// Its state: the store (locked by the one job in flight), and what waits
 /// for the next job.
 pub struct StoreState {
     store: Arc<Mutex<Store>>,
+    appends: Appends,
     next: Work,
     in_flight: bool,
-    flush_scheduled: bool,
     owner: Arc<LeaseOwner>,
     failed: Option<StoreError>,
+    /// A flush was asked for and not yet started.
+    flush_due: bool,
 }
 
 impl Actor for StoreActor {
     type Msg = StoreMsg;
     type State = StoreState;
-    type Arguments = Store;
+    type Arguments = StoreArgs;
 
     async fn pre_start(
         &self,
         myself: ActorRef<Self::Msg>,
-        store: Store,
+        StoreArgs { store, appends }: StoreArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         myself.send_interval(RENEW_EVERY, || StoreMsg::Renew);
         Ok(StoreState {
             store: Arc::new(Mutex::new(store)),
+            appends,
             next: Work::default(),
             in_flight: false,
-            flush_scheduled: false,
             owner: Arc::new(LeaseOwner::this_process()),
             failed: None,
+            flush_due: false,
         })
     }
 
@@ -137,23 +142,8 @@ impl Actor for StoreActor {
                     state.start_job(&myself);
                 }
             },
-            StoreMsg::Append {
-                session_id,
-                messages,
-                events,
-                audit,
-            } => {
-                let batch = state.next.appends.entry(session_id).or_default();
-                batch.messages.extend(messages);
-                batch.events.extend(events);
-                batch.audit.extend(audit);
-                if !state.flush_scheduled {
-                    state.flush_scheduled = true;
-                    myself.send_after(FLUSH_AFTER, || StoreMsg::Flush);
-                }
-            }
             StoreMsg::Flush => {
-                state.flush_scheduled = false;
+                state.flush_due = true;
                 state.start_job(&myself);
             }
             StoreMsg::Renew => {
@@ -184,7 +174,8 @@ impl Actor for StoreActor {
     ) -> Result<(), ActorProcessingErr> {
         // Whatever is left is written before the actor is gone; the lock
         // waits for a job still in flight.
-        let work = std::mem::take(&mut state.next);
+        let mut work = std::mem::take(&mut state.next);
+        work.appends = take_appends(&state.appends);
         if !work.is_empty() && state.failed.is_none() {
             let (store, owner) = (state.store.clone(), state.owner.clone());
             let _ = tokio::task::spawn_blocking(move || run(&store, work, &owner)).await;
@@ -193,19 +184,25 @@ impl Actor for StoreActor {
     }
 }
 
+/// Takes every buffered append, leaving the buffer empty (so the next
+/// append asks for a flush again).
+fn take_appends(appends: &Appends) -> BTreeMap<Arc<str>, Batch> {
+    std::mem::take(&mut *appends.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
 impl StoreState {
     /// Starts a job with everything waiting, unless one runs or nothing
     /// waits. Appends alone wait for their flush.
     fn start_job(&mut self, myself: &ActorRef<StoreMsg>) {
-        let due = !self.next.requests.is_empty()
-            || self.next.renew
-            || (!self.flush_scheduled && !self.next.appends.is_empty());
+        let due = !self.next.requests.is_empty() || self.next.renew || self.flush_due;
         if self.in_flight || !due || self.failed.is_some() {
             return;
         }
         self.in_flight = true;
-        self.flush_scheduled = false;
-        let work = std::mem::take(&mut self.next);
+        self.flush_due = false;
+        let mut work = std::mem::take(&mut self.next);
+        // Appends made before the requests are written before them.
+        work.appends = take_appends(&self.appends);
         let (store, owner, reply) = (self.store.clone(), self.owner.clone(), myself.clone());
         tokio::task::spawn_blocking(move || {
             let failed = run(&store, work, &owner);
@@ -327,9 +324,18 @@ fn write(store: &mut Store, batches: BTreeMap<Arc<str>, Batch>) -> Result<(), St
 }
 
 /// A handle to a store actor.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct StoreHandle {
     actor: ActorRef<StoreMsg>,
+    appends: Appends,
+}
+
+impl std::fmt::Debug for StoreHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreHandle")
+            .field("actor", &self.actor)
+            .finish()
+    }
 }
 
 impl StoreHandle {
@@ -337,8 +343,13 @@ impl StoreHandle {
     pub async fn start(
         store: Store,
     ) -> Result<(Self, tokio::task::JoinHandle<()>), ractor::SpawnErr> {
-        let (actor, join) = Actor::spawn(None, StoreActor, store).await?;
-        Ok((Self { actor }, join))
+        let appends = Appends::default();
+        let args = StoreArgs {
+            store,
+            appends: appends.clone(),
+        };
+        let (actor, join) = Actor::spawn(None, StoreActor, args).await?;
+        Ok((Self { actor, appends }, join))
     }
 
     /// A store in memory, for sessions nobody will resume (tests, hosts
@@ -373,12 +384,18 @@ impl StoreHandle {
         events: Vec<String>,
         audit: Vec<(String, String, String)>,
     ) {
-        let _ = self.actor.cast(StoreMsg::Append {
-            session_id: session_id.clone(),
-            messages,
-            events,
-            audit,
-        });
+        let first = {
+            let mut appends = self.appends.lock().unwrap_or_else(PoisonError::into_inner);
+            let first = appends.is_empty();
+            let batch = appends.entry(session_id.clone()).or_default();
+            batch.messages.extend(messages);
+            batch.events.extend(events);
+            batch.audit.extend(audit);
+            first
+        };
+        if first {
+            let _ = self.actor.send_after(FLUSH_AFTER, || StoreMsg::Flush);
+        }
     }
 
     /// Handles every queued request, writes everything buffered, and stops
