@@ -394,7 +394,7 @@ impl StoreHandle {
             first
         };
         if first {
-            let _ = self.actor.send_after(FLUSH_AFTER, || StoreMsg::Flush);
+            drop(self.actor.send_after(FLUSH_AFTER, || StoreMsg::Flush));
         }
     }
 
