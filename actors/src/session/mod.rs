@@ -378,7 +378,7 @@ impl Actor for SessionActor {
             span,
             spec,
         };
-        state.open().await?;
+        Box::pin(state.open()).await?;
         state.emit(Event::SessionStarted {
             version: cadre_runtime::protocol::STREAM_VERSION,
             session_id: state.spec.session_id.clone(),
@@ -399,7 +399,7 @@ impl Actor for SessionActor {
         // A resumed session carries on with what it had admitted.
         let pending = std::mem::take(&mut state.resumed_queue);
         let effects = state.queue.step(QueueInput::Resumed(pending));
-        state.perform(&myself, effects, false).await;
+        Box::pin(state.perform(&myself, effects, false)).await;
         Ok(())
     }
 
@@ -409,11 +409,14 @@ impl Actor for SessionActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        // The handlers that wait on the store are boxed: an agent's future
+        // (kept for its whole life by the actor loop) stays small, and the
+        // large state lives only while a message is handled.
         match message {
-            SessionMsg::Op(op) => state.on_op(&myself, op).await,
+            SessionMsg::Op(op) => Box::pin(state.on_op(&myself, op)).await,
             SessionMsg::Submit(submission) => {
                 let previous = state.events.set_cause(submission.id);
-                state.on_op(&myself, submission.op).await;
+                Box::pin(state.on_op(&myself, submission.op)).await;
                 state.events.set_cause(previous);
             }
             SessionMsg::Snapshot(reply) => {
@@ -431,26 +434,27 @@ impl Actor for SessionActor {
             }) => {
                 if state.is_current(turn_id) {
                     tracing::info!(parent: &state.span, turn_id, ?outcome, "turn finished");
-                    state.turn_ended(&myself, turn_id, ending.map(|e| *e)).await;
+                    Box::pin(state.turn_ended(&myself, turn_id, ending.map(|e| *e))).await;
                 }
             }
-            SessionMsg::Plan { request, reply } => state.plan_request(request, reply).await,
+            SessionMsg::Plan { request, reply } => {
+                Box::pin(state.plan_request(request, reply)).await
+            }
             SessionMsg::Authorize {
                 turn_id,
                 request,
                 evaluation,
                 reply,
             } => {
-                state
-                    .authorize(&myself, turn_id, *request, evaluation.map(|e| *e), reply)
+                Box::pin(state.authorize(&myself, turn_id, *request, evaluation.map(|e| *e), reply))
                     .await
             }
             SessionMsg::Guardian(verdict) => state.review_done(verdict.review_id, verdict.decision),
             SessionMsg::Agent { request, reply } => {
-                state.agent_request(&myself, request, reply).await
+                Box::pin(state.agent_request(&myself, request, reply)).await
             }
             SessionMsg::AgentRunDone { agent, report } => {
-                state.agent_run_done(&agent, *report).await
+                Box::pin(state.agent_run_done(&agent, *report)).await
             }
         }
         Ok(())
@@ -466,7 +470,7 @@ impl Actor for SessionActor {
         // its end first and is then stopped by the session.
         if let SupervisionEvent::ActorFailed(cell, error) = event {
             state.guardian_failed(cell.get_id(), &error.to_string());
-            if state.agent_crashed(cell.get_id(), &error.to_string()).await {
+            if Box::pin(state.agent_crashed(cell.get_id(), &error.to_string())).await {
                 return Ok(());
             }
             let crashed = state
