@@ -65,6 +65,7 @@ impl Host {
             file_scopes: Vec::new(),
             agents: None,
             plans: None,
+            snapshots: None,
         };
         Self {
             ws,

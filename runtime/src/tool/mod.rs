@@ -20,7 +20,8 @@ mod workspace;
 pub use builtin::{AGENT_TOOL, ENTER_PLAN_TOOL, TodoItem, builtin_tools, truncate_middle};
 pub use definition::{
     AgentHost, AgentRequest, Authorization, Authorizer, DecisionFuture, ErrorCode, PlanHost,
-    PlanRequest, Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
+    PlanRequest, Safety, SnapshotFuture, Snapshotter, Tool, ToolContext, ToolDefinition, ToolError,
+    ToolFuture,
 };
 pub use gate::{ToolSpec, definition_gate, execution_gate};
 pub use registry::{RegistryError, ToolRegistry};

@@ -144,6 +144,7 @@ impl Env {
             file_scopes: Vec::new(),
             agents: None,
             plans: None,
+            snapshots: None,
         };
         let mut registry = ToolRegistry::with_builtins();
         for fake in [
