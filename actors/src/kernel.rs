@@ -18,6 +18,7 @@ use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::protocol::Event;
 use cadre_runtime::sandbox::SandboxConfig;
+use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::store::StoreError;
 use cadre_runtime::tool::{ToolRunner, Workspace};
 use ractor::{Actor, ActorCell, ActorRef};
@@ -66,6 +67,9 @@ pub struct AgentSpec {
     pub posture_given: bool,
     /// How `bash` commands are sandboxed.
     pub sandbox: Arc<SandboxConfig>,
+    /// The workspace's snapshots, taken before each turn that may change
+    /// files (a sub-agent's under its session's); `None` takes none.
+    pub snapshots: Option<Arc<Snapshots>>,
 }
 
 impl AgentSpec {

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::mcp::config::{McpServerConfig, McpServerEntry};
 use crate::mode::Mode;
 use crate::permission::Posture;
 use crate::permission::rules::{PermissionRules, RuleError, RuleSet, Scope};
@@ -62,6 +63,22 @@ pub struct ConfigFile {
     /// Bounds on what commands and models may produce.
     #[serde(default)]
     pub limits: LimitSettings,
+    /// MCP servers by name (see `docs/mcp.md`).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerEntry>,
+    /// Workspace snapshots. Ignored in the project's file.
+    #[serde(default)]
+    pub snapshots: SnapshotSettings,
+}
+
+/// `[snapshots]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotSettings {
+    /// Record the workspace before each turn that may change files (default true).
+    pub enabled: Option<bool>,
+    /// MiB above which a file is not recorded (default 10).
+    pub max_file_mib: Option<u64>,
 }
 
 /// `[sandbox]` (see `docs/security/sandbox.md`).
@@ -197,6 +214,8 @@ pub struct Config {
     pub rules: RuleSet,
     /// Roles by name, the highest layer's definition of each.
     pub roles: BTreeMap<String, RoleConfig>,
+    /// The MCP servers, merged (`mcp::config::merge`).
+    pub mcp_servers: Vec<McpServerConfig>,
 }
 
 impl Config {
@@ -214,6 +233,18 @@ impl Config {
         }
         let mut files = Vec::new();
         for (path, scope) in paths.layers() {
+            if scope == Scope::Project
+                && let Some(ws) = &paths.workspace
+            {
+                // A project's `.mcp.json` sits just below its config file.
+                let json = ws.join(".mcp.json");
+                let mcp_servers = crate::mcp::config::read_mcp_json(&json)?;
+                let file = ConfigFile {
+                    mcp_servers,
+                    ..ConfigFile::default()
+                };
+                files.push((file, Scope::Project, json));
+            }
             files.push((ConfigFile::read(&path)?, scope, path));
         }
         Self::merge(files)
@@ -222,7 +253,9 @@ impl Config {
     /// Merges parsed layers, lowest precedence first.
     pub fn merge(layers: Vec<(ConfigFile, Scope, PathBuf)>) -> Result<Self, ConfigError> {
         let mut merged = Config::default();
-        for (file, scope, path) in layers {
+        let mut mcp = Vec::new();
+        for (mut file, scope, path) in layers {
+            mcp.push((std::mem::take(&mut file.mcp_servers), scope, path.clone()));
             let s = &mut merged.settings;
             s.mode = file.mode.or(s.mode);
             s.posture = file.posture.or(s.posture);
@@ -238,6 +271,8 @@ impl Config {
                     .writable_roots
                     .or(s.sandbox.writable_roots.take());
                 s.sandbox.env = file.sandbox.env.or(s.sandbox.env.take());
+                s.snapshots.enabled = file.snapshots.enabled.or(s.snapshots.enabled);
+                s.snapshots.max_file_mib = file.snapshots.max_file_mib.or(s.snapshots.max_file_mib);
             }
             let l = &mut s.limits;
             l.bash_output_mib = file.limits.bash_output_mib.or(l.bash_output_mib);
@@ -252,6 +287,8 @@ impl Config {
                 })?;
             merged.roles.extend(file.roles);
         }
+        let layers: Vec<_> = mcp.iter().map(|(e, s, p)| (e, *s, p.as_path())).collect();
+        merged.mcp_servers = crate::mcp::config::merge(&layers)?;
         Ok(merged)
     }
 }

@@ -392,6 +392,7 @@ impl SessionState {
             mode_given: true,
             posture_given: true,
             sandbox: self.spec.sandbox.clone(),
+            snapshots: self.spec.snapshots.clone(),
             authority,
         }
     }

@@ -22,6 +22,7 @@ use cadre_runtime::model::RequestContext;
 use cadre_runtime::plan::lifecycle::entry_refusal;
 use cadre_runtime::prompt::system_prompt;
 use cadre_runtime::protocol::{Event, FailureCategory, Usage};
+use cadre_runtime::snapshot::{Mark, TurnSnapshotter};
 use cadre_runtime::store::{ModeIntent, QueuedMessage, StoreError};
 use cadre_runtime::tool::{AGENT_TOOL, ENTER_PLAN_TOOL, ToolContext, definition_gate};
 use cadre_runtime::turn::{TurnConfig, TurnMachine};
@@ -351,6 +352,16 @@ impl SessionState {
                 Arc::new(plan_host::SessionPlanHost {
                     session: myself.clone(),
                 }) as Arc<dyn cadre_runtime::tool::PlanHost>
+            }),
+            snapshots: spec.snapshots.clone().map(|snapshots| {
+                let mark = Mark {
+                    session: spec.session_id.clone(),
+                    agent: spec.path.to_string(),
+                    turn: Some(turn_id),
+                    label: format!("before turn {turn_id} of {}", spec.path),
+                };
+                Arc::new(TurnSnapshotter::new(snapshots, mark))
+                    as Arc<dyn cadre_runtime::tool::Snapshotter>
             }),
         };
         TurnArgs {

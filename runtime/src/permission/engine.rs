@@ -200,7 +200,7 @@ pub fn evaluate(
     args: &Value,
     workspace_root: &Path,
 ) -> Evaluation {
-    let matched = policy.rules.decide(&def.name, args, workspace_root);
+    let matched = policy.rules.decide_for(def, args, workspace_root);
     if let Some(m) = matched.as_ref().filter(|m| m.kind == RuleKind::Deny) {
         return Evaluation::Decided(Decision::by_rule(
             Verdict::Deny,

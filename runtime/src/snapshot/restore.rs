@@ -36,6 +36,23 @@ pub struct RestoreReport {
 }
 
 impl RestoreReport {
+    /// The `workspace.restored` event that reports it.
+    pub fn into_event(self, dry_run: bool) -> crate::protocol::Event {
+        crate::protocol::Event::WorkspaceRestored {
+            snapshot: self.snapshot,
+            before: self.before,
+            dry_run,
+            restored: self.restored,
+            recreated: self.recreated,
+            removed: self.removed,
+            skipped: self
+                .skipped
+                .into_iter()
+                .map(|(path, why)| format!("{path}: {why}"))
+                .collect(),
+        }
+    }
+
     /// Whether the workspace already matched the snapshot.
     pub fn is_empty(&self) -> bool {
         self.restored.is_empty()

@@ -55,6 +55,10 @@ pub struct ToolDefinition {
     /// another, and a call made in another is refused (`exit_plan_mode`
     /// only in Plan, `enter_plan_mode` only in Work).
     pub only_in: Option<Mode>,
+    /// The argument naming the file or directory a host tool (an MCP
+    /// tool) works on: path rules (`mcp_fs_write_file(src/**)`) match it
+    /// and the floor checks it. The built-in file tools are known by name.
+    pub path_arg: Option<String>,
 }
 
 impl ToolDefinition {
@@ -77,7 +81,14 @@ impl ToolDefinition {
             classifies_calls: false,
             session_state_only: false,
             only_in: None,
+            path_arg: None,
         }
+    }
+
+    /// Marks the tool as working on the path its `arg` argument names.
+    pub fn taking_path(mut self, arg: impl Into<String>) -> Self {
+        self.path_arg = Some(arg.into());
+        self
     }
 
     /// Sets a timeout that overrides the runner's default.

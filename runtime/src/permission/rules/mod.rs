@@ -21,6 +21,10 @@
 //!   path, inside the root or not. A missing `path` is the workspace root
 //!   (`.`), as the tools default. Symlinks are not followed: confinement
 //!   (`tool::workspace`) is what stops a link from leading out.
+//! - `mcp_fs_write_file(src/**)`: an MCP tool named exactly takes a path
+//!   glob too, matched against its `path` argument when its schema has one
+//!   (`ToolDefinition::path_arg`); on a tool without one, a deny or ask rule
+//!   with a path pattern catches every call and an allow rule none.
 //! - Any other tool takes no argument pattern but `*`.
 //!
 //! # Deciding
@@ -292,7 +296,7 @@ impl Rule {
                 CommandPattern::parse(arg)
                     .map_err(|why| RuleError::BadCommand { rule: rule(), why })?,
             ),
-            Some(arg) if path::PATH_TOOLS.contains(&tool) => {
+            Some(arg) if path::PATH_TOOLS.contains(&tool) || host_tool(tool) => {
                 Argument::Path(PathPattern::parse(arg).map_err(|problem| match problem {
                     path::Problem::Glob(error) => RuleError::BadGlob {
                         rule: rule(),
@@ -352,10 +356,13 @@ impl Rule {
             (Argument::Path(pattern), Subject::Path(target)) => {
                 pattern.matches(target).unwrap_or(fail_closed)
             }
+            // A path pattern on a host tool that takes no path: deny and
+            // ask catch every call (fail closed), allow none.
+            (Argument::Path(_), Subject::Opaque) => fail_closed,
             // A command pattern names `bash` and a path pattern a path
             // tool, so these pairs cannot meet.
             (Argument::Command(_), Subject::Path(_) | Subject::Opaque)
-            | (Argument::Path(_), Subject::Bash(_) | Subject::Opaque) => false,
+            | (Argument::Path(_), Subject::Bash(_)) => false,
         }
     }
 }
@@ -380,6 +387,13 @@ fn balanced(text: &str) -> bool {
         }
     }
     depth == 0
+}
+
+/// An MCP tool named exactly (`mcp_fs_write_file`): it takes a path
+/// pattern, matched against its path argument when its definition has one
+/// (`ToolDefinition::path_arg`).
+fn host_tool(tool: &str) -> bool {
+    tool.starts_with("mcp_") && !tool.contains('*')
 }
 
 /// Matches a tool name against a glob whose only wildcard is `*`.
@@ -518,11 +532,33 @@ impl RuleSet {
     /// The rule that decides a call, if any: deny beats ask beats allow;
     /// among the winners, the highest-precedence scope, then the first added.
     pub fn decide(&self, tool: &str, args: &Value, workspace_root: &FsPath) -> Option<RuleMatch> {
+        self.decide_call(tool, false, args, workspace_root)
+    }
+
+    /// [`RuleSet::decide`] for a call of `def`, whose path argument (a
+    /// host tool's `path_arg`) path rules read.
+    pub fn decide_for(
+        &self,
+        def: &crate::tool::ToolDefinition,
+        args: &Value,
+        workspace_root: &FsPath,
+    ) -> Option<RuleMatch> {
+        let takes_path = def.path_arg.as_deref() == Some("path");
+        self.decide_call(&def.name, takes_path, args, workspace_root)
+    }
+
+    fn decide_call(
+        &self,
+        tool: &str,
+        takes_path: bool,
+        args: &Value,
+        workspace_root: &FsPath,
+    ) -> Option<RuleMatch> {
         let call = Call {
             tool,
             subject: if tool == "bash" {
                 Subject::Bash(BashCall::new(args))
-            } else if path::PATH_TOOLS.contains(&tool) {
+            } else if takes_path || path::PATH_TOOLS.contains(&tool) {
                 Subject::Path(Target::new(args, workspace_root))
             } else {
                 Subject::Opaque
