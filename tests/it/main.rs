@@ -10,6 +10,7 @@ mod cli;
 mod crash;
 mod durability;
 mod kernel;
+mod mcp;
 mod permissions;
 mod plan_lifecycle;
 mod plan_mode;
