@@ -14,6 +14,7 @@ mod mcp;
 mod permissions;
 mod plan_lifecycle;
 mod plan_mode;
+mod restore;
 mod retries;
 mod samples;
 mod sandbox;
