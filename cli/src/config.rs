@@ -94,6 +94,11 @@ pub struct RunConfig {
     pub sandbox: SandboxConfig,
     /// How large and how long one model response may be (`[limits]`).
     pub response_limits: ResponseLimits,
+    /// The MCP servers (`[mcp_servers.NAME]`, `.mcp.json`).
+    pub mcp_servers: Vec<cadre_runtime::mcp::McpServerConfig>,
+    /// Files larger than this are not recorded in snapshots; `None` when
+    /// snapshots are off (`[snapshots]`).
+    pub snapshot_max_file_bytes: Option<u64>,
 }
 
 /// A new session, or a stored one to carry on (ST3).
@@ -297,6 +302,8 @@ impl RunConfig {
                 .clamp(1, 128),
             sandbox,
             response_limits,
+            mcp_servers: files.mcp_servers,
+            snapshot_max_file_bytes: snapshot_cap(&settings.snapshots),
         })
     }
 
@@ -428,4 +435,14 @@ fn response_limits(limits: &cadre_runtime::config::LimitSettings) -> ResponseLim
             Duration::from_secs(secs.max(1))
         }),
     }
+}
+
+/// `[snapshots]`: the per-file cap in bytes, or `None` when they are off.
+pub fn snapshot_cap(settings: &cadre_runtime::config::SnapshotSettings) -> Option<u64> {
+    let cap = settings
+        .max_file_mib
+        .map_or(cadre_runtime::snapshot::DEFAULT_MAX_FILE_BYTES, |mib| {
+            mib.saturating_mul(1024 * 1024)
+        });
+    settings.enabled.unwrap_or(true).then_some(cap)
 }

@@ -33,6 +33,8 @@ pub struct Launched {
     pub store_task: JoinHandle<()>,
     /// The session's id (new, or the resumed one).
     pub session_id: String,
+    /// Its MCP servers and snapshots.
+    pub attached: crate::attach::Attached,
 }
 
 /// Opens the store, resolves `--resume`/`--continue`, builds the model
@@ -72,7 +74,9 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
     let (store, store_task) = StoreHandle::start(store)
         .await
         .map_err(|e| CliError::internal(format!("the store could not start: {e}")))?;
-    let registry = Arc::new(ToolRegistry::with_builtins());
+    let mut registry = ToolRegistry::with_builtins();
+    let attached = crate::attach::attach(config, &workspace, &mut registry).await;
+    let registry = Arc::new(registry);
     let services = SessionServices {
         model,
         tools: ToolRunner::new(registry, config.tool_timeout),
@@ -97,6 +101,7 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
     session.subagents = Some(Arc::new(subagents));
     session.plan_agent_entry = config.plan_agent_entry;
     session.sandbox = Arc::new(config.sandbox.clone());
+    session.snapshots = attached.snapshots.clone();
     let (handle, events) = spawn_session(session, services)
         .await
         .map_err(|e| match e {
@@ -109,6 +114,7 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
         store,
         store_task,
         session_id,
+        attached,
     })
 }
 

@@ -11,6 +11,7 @@ mod crash;
 mod durability;
 mod kernel;
 mod mcp;
+mod mcp_cli;
 mod permissions;
 mod plan_lifecycle;
 mod plan_mode;

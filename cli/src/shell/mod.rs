@@ -43,7 +43,14 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
         store,
         store_task,
         session_id,
+        attached,
     } = launch(&config, true).await?;
+    let (found_tx, mut found) = tokio::sync::mpsc::unbounded_channel();
+    let lookups = Lookups {
+        attached,
+        session_id: session_id.clone(),
+        found: found_tx,
+    };
     // Before the terminal: rustyline saves the SIGINT handler around each
     // line and puts it back after, so the shell's must be in place first.
     let mut interrupts = interrupts();
@@ -91,18 +98,19 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
                     {
                         chosen = Some(mode);
                     }
-                    let next = react(&mut shell, &handle, &view, &mut terminal, input);
+                    let next = react(&mut shell, &handle, &view, &mut terminal, &lookups, input);
                     terminal.answer(reply, next);
                 }
                 // The reader is gone (it could not start, say): as Ctrl-D.
                 None => {
-                    react(&mut shell, &handle, &view, &mut terminal, Input::Eof);
+                    react(&mut shell, &handle, &view, &mut terminal, &lookups, Input::Eof);
                 }
             },
             // Ctrl-C while the reader is between two lines arrives as SIGINT.
             Some(()) = interrupts.recv() => {
-                react(&mut shell, &handle, &view, &mut terminal, Input::Interrupt);
+                react(&mut shell, &handle, &view, &mut terminal, &lookups, Input::Interrupt);
             }
+            Some(text) = found.recv() => terminal.show(view.notice(&Notice::Found(text))),
         }
     }
     if terminal.reading() {
@@ -114,6 +122,7 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
         }
     }
     handle.stopped().await;
+    lookups.attached.mcp.shutdown().await;
     store.close(store_task).await;
     terminal.finish();
     Ok(exit::SUCCESS)
@@ -126,6 +135,7 @@ fn react(
     handle: &cadre_actors::SessionHandle,
     view: &View,
     terminal: &mut Terminal,
+    lookups: &Lookups,
     input: Input,
 ) -> Next {
     if shell.quitting() {
@@ -135,6 +145,7 @@ fn react(
     let reaction = shell.input(input);
     for notice in &reaction.notices {
         terminal.show(view.notice(notice));
+        lookups.answer(notice);
     }
     for op in reaction.ops {
         // A session that is gone says so with `session.stopped`.
@@ -144,6 +155,63 @@ fn react(
         Next::Stop
     } else {
         Next::Read
+    }
+}
+
+/// What `/mcp` and `/restore` look up, off the shell's loop: the answer
+/// comes back as text on `found`.
+struct Lookups {
+    attached: crate::attach::Attached,
+    session_id: String,
+    found: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+impl Lookups {
+    fn answer(&self, notice: &Notice) {
+        let found = self.found.clone();
+        match notice {
+            Notice::McpServers => {
+                let mcp = self.attached.mcp.clone();
+                tokio::spawn(async move {
+                    let text = cadre_runtime::mcp::render_reports(&mcp.reports().await);
+                    let _ = found.send(text);
+                });
+            }
+            Notice::Snapshots => {
+                let Some(snapshots) = self.attached.snapshots.clone() else {
+                    let _ = found.send("snapshots are off ([snapshots] enabled = false)".into());
+                    return;
+                };
+                let session = self.session_id.clone();
+                tokio::task::spawn_blocking(move || {
+                    let text = match snapshots.list(Some(&session)) {
+                        Ok(listed) if listed.is_empty() => {
+                            "no snapshots yet: one is taken before a turn's first change".into()
+                        }
+                        Ok(listed) => listed
+                            .iter()
+                            .map(|s| {
+                                format!(
+                                    "{}  {}  {}  {} changed since",
+                                    &s.id[..12],
+                                    crate::sessions_cmd::when(s.time as f64),
+                                    s.mark.turn.map_or_else(
+                                        || s.mark.label.clone(),
+                                        |t| format!("turn {t}")
+                                    ),
+                                    s.changed_since
+                                )
+                            })
+                            .chain(["/restore SNAPSHOT [--dry-run] puts the workspace back".into()])
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        Err(err) => format!("the snapshots could not be listed: {err}"),
+                    };
+                    let _ = found.send(text);
+                });
+            }
+            _ => {}
+        }
     }
 }
 

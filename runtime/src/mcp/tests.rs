@@ -81,8 +81,8 @@ fn results_map_text_and_structured_content_and_summarise_the_rest() {
         Ok("a\nb"),
     );
     check_render(
-        json!({"content": [{"type": "text", "text": "{\"n\":1}"}], "structuredContent": {"n": 1}}),
-        Ok("{\"n\":1}"),
+        json!({"content": [{"type": "text", "text": "7"}], "structuredContent": {"result": 7}}),
+        Ok("7"),
     );
     check_render(
         json!({"content": [], "structuredContent": {"n": 2}}),

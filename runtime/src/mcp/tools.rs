@@ -93,7 +93,7 @@ pub fn definition(server: &McpServerConfig, tool: &Value) -> Result<ToolDefiniti
 
 /// A tool result (its JSON form) as the model reads it: text blocks as
 /// they are, structured content as JSON, images, audio and resources
-/// summarised, all bounded. A result marked as an error is a failed call.
+/// summarised, all bounded; structured content only when no text came. A result marked as an error is a failed call.
 pub fn render(result: &Value) -> Result<String, ToolError> {
     let mut parts: Vec<String> = Vec::new();
     for block in result
@@ -104,12 +104,12 @@ pub fn render(result: &Value) -> Result<String, ToolError> {
     {
         parts.push(block_text(block));
     }
-    if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
-        // Servers often send the same JSON as text too; once is enough.
-        let json = structured.to_string();
-        if !parts.iter().any(|p| p.trim() == json) {
-            parts.push(json);
-        }
+    // The spec asks servers to send structured content as text too; it is
+    // shown only when no text came with it.
+    if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null())
+        && parts.is_empty()
+    {
+        parts.push(structured.to_string());
     }
     let text = truncate_middle(&parts.join("\n"), MAX_RESULT);
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
