@@ -13,6 +13,7 @@
 //! - `confinement`: every file tool against `..`, absolute paths and symlinks.
 //! - `behaviour`: what each built-in tool does.
 //! - `gating`: the definition gate and the execution gate in Plan mode.
+//! - `snapshotting`: the snapshot hook before calls that may change files.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,6 +33,7 @@ mod confinement;
 mod gating;
 mod registering;
 mod running;
+mod snapshotting;
 
 /// What a fake tool does when it runs.
 #[derive(Debug, Clone, Copy)]
