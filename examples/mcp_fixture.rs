@@ -102,6 +102,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             std::process::exit(1)
         }
         _ => {
+            // Tests that check no server outlives its session ask where it runs.
+            if let Some(path) = std::env::var_os("MCP_FIXTURE_PIDFILE") {
+                std::fs::write(path, std::process::id().to_string())?;
+            }
             let running = Fixture::new().serve(rmcp::transport::stdio()).await?;
             running.waiting().await?;
             Ok(())

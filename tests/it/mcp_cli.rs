@@ -251,3 +251,70 @@ text = "done"
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("no snapshot '0000'"), "{}", out.stderr);
 }
+
+/// Waits, without polling, until process `pid` has exited (or is gone).
+fn exited(pid: i32) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let Some(pid) = Pid::from_raw(pid) else {
+        return true;
+    };
+    let Ok(fd) = pidfd_open(pid, PidfdFlags::empty()) else {
+        return true;
+    };
+    // A pidfd becomes readable once its process has exited.
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    let patience = Timespec {
+        tv_sec: crate::support::PATIENCE.as_secs() as i64,
+        tv_nsec: 0,
+    };
+    poll(&mut fds, Some(&patience)).is_ok_and(|ready| ready == 1)
+}
+
+#[tokio::test]
+async fn no_mcp_server_outlives_its_exec() {
+    let (ws, data) = dirs();
+    let pidfile = data.path().join("fx.pid");
+    let config = data.path().join("cadre.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[mcp_servers.fx]\ncommand = \"{}\"\nenv = {{ MCP_FIXTURE_PIDFILE = \"{}\" }}\n",
+            fixture().display(),
+            pidfile.display()
+        ),
+    )
+    .expect("config");
+    let script = data.path().join("script.toml");
+    std::fs::write(
+        &script,
+        "[[response]]\niteration = 1\n[[response.tool_calls]]\nname = \"mcp_fx_add\"\n\
+         arguments = { a = 1, b = 1 }\n\n[[response]]\niteration = 2\ntext = \"done\"\n",
+    )
+    .expect("script");
+    let out = exec_json(
+        None,
+        (&ws, &data),
+        &[
+            "--script",
+            s(&script),
+            "--config",
+            s(&config),
+            "--posture",
+            "bypass",
+        ],
+        "add",
+    )
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let events = events(&out);
+    assert_eq!(of_type(&events, "tool.result")[0]["output"], "2");
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .expect("the server wrote its pid")
+        .parse()
+        .expect("pid");
+    let gone = tokio::task::spawn_blocking(move || exited(pid))
+        .await
+        .expect("wait");
+    assert!(gone, "the MCP server {pid} outlived cadre");
+}
