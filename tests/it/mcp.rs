@@ -351,3 +351,88 @@ async fn servers_that_do_not_start_are_reported_and_the_rest_go_on() {
     assert_eq!(tools.len(), 5);
     hub.shutdown().await;
 }
+
+/// The last user message of a request: whose conversation it is.
+fn asker(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn sub_agents_get_mcp_tools_only_through_their_authority() {
+    let mock = MockServer::start().await;
+    mock.respond_with(|request| {
+        // Whether a call of this turn was answered already.
+        let answered = request["messages"].as_array().is_some_and(|m| {
+            m.iter()
+                .rev()
+                .take_while(|m| m["role"] != "user")
+                .any(|m| m["role"] == "tool")
+        });
+        Some(match (asker(request).as_str(), answered) {
+            ("boss", false) => Reply::sse(&tool_call_chunks(
+                "s1",
+                "agent",
+                &json!({"action": "spawn", "prompt": "helper work", "role": "helper"}),
+            )),
+            ("helper work", false) => Reply::sse(&tool_call_chunks(
+                "h1",
+                "mcp_fx_add",
+                &json!({"a": 1, "b": 2}),
+            )),
+            ("reader work", false) => Reply::sse(&tool_call_chunks(
+                "r1",
+                "mcp_fx_add",
+                &json!({"a": 1, "b": 2}),
+            )),
+            ("boss2", false) => Reply::sse(&tool_call_chunks(
+                "s2",
+                "agent",
+                &json!({"action": "spawn", "prompt": "reader work", "role": "reader"}),
+            )),
+            (_, _) => Reply::sse(&text_chunks("done")),
+        })
+    });
+    let mut roles = std::collections::BTreeMap::new();
+    roles.insert(
+        "helper".to_string(),
+        cadre::runtime::config::RoleConfig::default(),
+    );
+    roles.insert(
+        "reader".to_string(),
+        cadre::runtime::config::RoleConfig {
+            allowed_tools: Some(vec!["read_file".into()]),
+            ..Default::default()
+        },
+    );
+    let mut session = SessionBuilder::openai(&mock.url)
+        .subagents(roles, 2)
+        .mcp(vec![server("fx", true)])
+        .start()
+        .await;
+    session.turn("boss").await;
+    session.turn("boss2").await;
+    let seen = |who: &str| -> Vec<String> {
+        mock.requests()
+            .iter()
+            .filter(|r| asker(r) == who)
+            .flat_map(|r| contents(r, "tool"))
+            .collect()
+    };
+    // A role without an allow-list inherits the session's MCP tools; one
+    // with an allow-list gets only what it names.
+    assert_eq!(seen("helper work"), ["3"]);
+    let reader = seen("reader work");
+    assert!(
+        reader[0].contains("'mcp_fx_add' is not among this agent's allowed tools"),
+        "{reader:?}"
+    );
+    session.shutdown().await;
+}
