@@ -303,7 +303,11 @@ impl RunConfig {
             sandbox,
             response_limits,
             mcp_servers: files.mcp_servers,
-            snapshot_max_file_bytes: snapshot_cap(&settings.snapshots),
+            snapshot_max_file_bytes: settings
+                .snapshots
+                .enabled
+                .unwrap_or(true)
+                .then(|| snapshot_cap(&settings.snapshots)),
         })
     }
 
@@ -437,12 +441,11 @@ fn response_limits(limits: &cadre_runtime::config::LimitSettings) -> ResponseLim
     }
 }
 
-/// `[snapshots]`: the per-file cap in bytes, or `None` when they are off.
-pub fn snapshot_cap(settings: &cadre_runtime::config::SnapshotSettings) -> Option<u64> {
-    let cap = settings
+/// `[snapshots]`: the per-file cap in bytes (whether or not they are on).
+pub fn snapshot_cap(settings: &cadre_runtime::config::SnapshotSettings) -> u64 {
+    settings
         .max_file_mib
         .map_or(cadre_runtime::snapshot::DEFAULT_MAX_FILE_BYTES, |mib| {
             mib.saturating_mul(1024 * 1024)
-        });
-    settings.enabled.unwrap_or(true).then_some(cap)
+        })
 }

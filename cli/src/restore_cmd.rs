@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use cadre_runtime::config::{Config, ConfigPaths};
-use cadre_runtime::snapshot::{DEFAULT_MAX_FILE_BYTES, Mark, SnapshotError, Snapshots};
+use cadre_runtime::snapshot::{Mark, SnapshotError, Snapshots};
 use cadre_runtime::store::{LeaseOwner, Store, StoreError, store_path};
 
 use crate::args::{RestoreAction, RestoreArgs};
@@ -63,15 +63,7 @@ pub fn run(
     let config = Config::load(&paths).map_err(|e| CliError::config(e.to_string()))?;
     // What counts as the workspace now uses the session's own cap, even
     // where recording is off.
-    let cap = crate::config::snapshot_cap(&config.settings.snapshots).unwrap_or(
-        config
-            .settings
-            .snapshots
-            .max_file_mib
-            .map_or(DEFAULT_MAX_FILE_BYTES, |mib| {
-                mib.saturating_mul(1024 * 1024)
-            }),
-    );
+    let cap = crate::config::snapshot_cap(&config.settings.snapshots);
     let snapshots = Snapshots::new(&data_dir, &workspace, cap);
     match args.action {
         RestoreAction::List { .. } => {

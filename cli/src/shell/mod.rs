@@ -169,50 +169,49 @@ struct Lookups {
 impl Lookups {
     fn answer(&self, notice: &Notice) {
         let found = self.found.clone();
-        match notice {
-            Notice::McpServers => {
-                let mcp = self.attached.mcp.clone();
-                tokio::spawn(async move {
-                    let text = cadre_runtime::mcp::render_reports(&mcp.reports().await);
-                    let _ = found.send(text);
+        if let Notice::McpServers = notice {
+            let mcp = self.attached.mcp.clone();
+            tokio::spawn(async move {
+                let _ = found.send(cadre_runtime::mcp::render_reports(&mcp.reports().await));
+            });
+        } else if let Notice::Snapshots = notice {
+            let Some(snapshots) = self.attached.snapshots.clone() else {
+                let _ = found.send("snapshots are off ([snapshots] enabled = false)".into());
+                return;
+            };
+            let session = self.session_id.clone();
+            tokio::task::spawn_blocking(move || {
+                let _ = found.send(match snapshots.list(Some(&session)) {
+                    Ok(listed) => snapshot_lines(&listed),
+                    Err(err) => format!("the snapshots could not be listed: {err}"),
                 });
-            }
-            Notice::Snapshots => {
-                let Some(snapshots) = self.attached.snapshots.clone() else {
-                    let _ = found.send("snapshots are off ([snapshots] enabled = false)".into());
-                    return;
-                };
-                let session = self.session_id.clone();
-                tokio::task::spawn_blocking(move || {
-                    let text = match snapshots.list(Some(&session)) {
-                        Ok(listed) if listed.is_empty() => {
-                            "no snapshots yet: one is taken before a turn's first change".into()
-                        }
-                        Ok(listed) => listed
-                            .iter()
-                            .map(|s| {
-                                format!(
-                                    "{}  {}  {}  {} changed since",
-                                    &s.id[..12],
-                                    crate::sessions_cmd::when(s.time as f64),
-                                    s.mark.turn.map_or_else(
-                                        || s.mark.label.clone(),
-                                        |t| format!("turn {t}")
-                                    ),
-                                    s.changed_since
-                                )
-                            })
-                            .chain(["/restore SNAPSHOT [--dry-run] puts the workspace back".into()])
-                            .collect::<Vec<_>>()
-                            .join("\n"),
-                        Err(err) => format!("the snapshots could not be listed: {err}"),
-                    };
-                    let _ = found.send(text);
-                });
-            }
-            _ => {}
+            });
         }
     }
+}
+
+/// This session's snapshots, one line each, newest first.
+fn snapshot_lines(listed: &[cadre_runtime::snapshot::SnapshotInfo]) -> String {
+    if listed.is_empty() {
+        return "no snapshots yet: one is taken before a turn's first change".into();
+    }
+    let mut lines: Vec<String> = listed
+        .iter()
+        .map(|s| {
+            let turn = s
+                .mark
+                .turn
+                .map_or_else(|| s.mark.label.clone(), |t| format!("turn {t}"));
+            format!(
+                "{}  {}  {turn}  {} changed since",
+                &s.id[..12],
+                crate::sessions_cmd::when(s.time as f64),
+                s.changed_since
+            )
+        })
+        .collect();
+    lines.push("/restore SNAPSHOT [--dry-run] puts the workspace back".into());
+    lines.join("\n")
 }
 
 /// Writes `default_mode` off the async threads; a failure is a warning, the
