@@ -73,9 +73,35 @@ impl Tail {
 struct Connection {
     service: RunningService<RoleClient, ()>,
     stderr: Tail,
+    /// Reads its stderr into `stderr` until the pipe closes.
+    reader: Option<tokio::task::JoinHandle<()>>,
     // Dropped after the service: the group is killed, then the child reaped.
     _group: Option<GroupGuard>,
     _child: Child,
+}
+
+impl Connection {
+    /// Kills what is left of the server and says how it ended, with the
+    /// end of its stderr read to the end of the pipe (bounded).
+    async fn last_words(mut self) -> String {
+        if let Some(group) = &self._group {
+            group.kill();
+        }
+        let _ = self._child.start_kill();
+        if let Some(reader) = self.reader.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+        }
+        exited(&self.stderr)
+    }
+}
+
+/// How a server ended, with the end of its stderr.
+fn exited(stderr: &Tail) -> String {
+    let tail = stderr.text();
+    match tail.trim() {
+        "" => "it exited".to_string(),
+        tail => format!("it exited; its stderr ends with: {tail}"),
+    }
 }
 
 /// What the server is now.
@@ -146,7 +172,7 @@ impl McpServer {
         let link = self.link.lock().await;
         match (&link.connection, &link.down) {
             (Some(c), _) if !c.service.is_closed() => ServerState::Running,
-            (Some(c), _) => ServerState::Down(self.exited(&c.stderr)),
+            (Some(c), _) => ServerState::Down(exited(&c.stderr)),
             (None, Some(why)) => ServerState::Down(why.clone()),
             (None, None) => ServerState::Down("not started".into()),
         }
@@ -207,12 +233,13 @@ impl McpServer {
     /// A client for the running server, starting it again when it died.
     async fn peer(&self) -> Result<(Peer<RoleClient>, u64), ToolError> {
         let mut link = self.link.lock().await;
-        if let Some(connection) = &link.connection {
-            if !connection.service.is_closed() {
-                return Ok((connection.service.peer().clone(), link.generation));
-            }
-            link.down = Some(self.exited(&connection.stderr));
-            link.connection = None;
+        if let Some(connection) = &link.connection
+            && !connection.service.is_closed()
+        {
+            return Ok((connection.service.peer().clone(), link.generation));
+        }
+        if let Some(connection) = link.connection.take() {
+            link.down = Some(connection.last_words().await);
         }
         let name = &self.config.name;
         if link.restarts >= MAX_RESTARTS {
@@ -248,19 +275,11 @@ impl McpServer {
             return "it was started again since".into();
         }
         let why = match link.connection.take() {
-            Some(connection) => self.exited(&connection.stderr),
+            Some(connection) => connection.last_words().await,
             None => link.down.clone().unwrap_or_default(),
         };
         link.down = Some(why.clone());
         why
-    }
-
-    fn exited(&self, stderr: &Tail) -> String {
-        let tail = stderr.text();
-        match tail.trim() {
-            "" => "it exited".to_string(),
-            tail => format!("it exited; its stderr ends with: {tail}"),
-        }
     }
 
     /// Spawns the server in its own process group and runs the MCP
@@ -283,9 +302,10 @@ impl McpServer {
         })?;
         let group = child.id().and_then(GroupGuard::register);
         let stderr = Tail::default();
+        let mut reader = None;
         if let Some(mut pipe) = child.stderr.take() {
             let tail = stderr.clone();
-            tokio::spawn(async move {
+            reader = Some(tokio::spawn(async move {
                 let mut buf = [0u8; 4096];
                 while let Ok(n) = pipe.read(&mut buf).await {
                     if n == 0 {
@@ -293,14 +313,25 @@ impl McpServer {
                     }
                     tail.push(&buf[..n]);
                 }
-            });
+            }));
         }
-        let failed = |message: String, stderr: &Tail| StartFailure {
-            message,
-            stderr: stderr.text(),
+        // A server that did not start is killed, and its stderr read to the
+        // end (bounded), so the report quotes its last words.
+        let mut failed = async |message: String, child: &mut Child| {
+            if let Some(group) = &group {
+                group.kill();
+            }
+            let _ = child.start_kill();
+            if let Some(reader) = reader.take() {
+                let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+            }
+            StartFailure {
+                message,
+                stderr: stderr.text(),
+            }
         };
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-            return Err(failed("its stdio could not be opened".into(), &stderr));
+            return Err(failed("its stdio could not be opened".into(), &mut child).await);
         };
         let limit = config.startup_timeout;
         let handshake = async {
@@ -315,18 +346,15 @@ impl McpServer {
         let (service, tools) = match tokio::time::timeout(limit, handshake).await {
             Ok(Ok(done)) => done,
             Ok(Err(err)) => {
-                // Let its last words reach the tail before it is killed.
-                let _ = tokio::time::timeout(Duration::from_millis(200), child.wait()).await;
-                return Err(failed(format!("the MCP handshake failed: {err}"), &stderr));
+                let message = format!("the MCP handshake failed: {err}");
+                return Err(failed(message, &mut child).await);
             }
             Err(_) => {
-                return Err(failed(
-                    format!(
-                        "it did not answer `initialize` and list its tools within {} s",
-                        limit.as_secs_f64()
-                    ),
-                    &stderr,
-                ));
+                let message = format!(
+                    "it did not answer `initialize` and list its tools within {} s",
+                    limit.as_secs_f64()
+                );
+                return Err(failed(message, &mut child).await);
             }
         };
         let tools = tools
@@ -337,6 +365,7 @@ impl McpServer {
             Connection {
                 service,
                 stderr,
+                reader,
                 _group: group,
                 _child: child,
             },
