@@ -318,3 +318,30 @@ async fn no_mcp_server_outlives_its_exec() {
         .expect("wait");
     assert!(gone, "the MCP server {pid} outlived cadre");
 }
+
+#[tokio::test]
+async fn a_bad_server_entry_exits_2_naming_the_file_and_the_place() {
+    let (ws, data) = dirs();
+    std::fs::write(
+        ws.path().join(".mcp.json"),
+        r#"{"mcpServers": {"web": {"type": "http", "url": "https://example.invalid"}}}"#,
+    )
+    .expect(".mcp.json");
+    let out = cadre(&["mcp", "list", "--workspace", s(ws.path())]).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(".mcp.json: mcpServers.web.type"),
+        "{}",
+        out.stderr
+    );
+    let config = data.path().join("bad.toml");
+    std::fs::write(&config, "[mcp_servers.fs]\ncomand = \"x\"\n").expect("config");
+    std::fs::remove_file(ws.path().join(".mcp.json")).expect("rm");
+    let out = exec_json(None, (&ws, &data), &["--config", s(&config)], "hi").await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("bad.toml") && out.stderr.contains("comand"),
+        "{}",
+        out.stderr
+    );
+}
