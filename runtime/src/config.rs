@@ -8,7 +8,10 @@
 //! variables, which beat every file. Scalar settings take the value of the
 //! highest layer that sets them; roles replace a lower layer's role of the
 //! same name as a whole; permission rules from every file accumulate, each
-//! kept with its scope so decisions name it.
+//! kept with its scope so decisions name it. A project's `.mcp.json` is read
+//! as a layer just below its config file; `[mcp_servers]` merge by the
+//! rules of `mcp::config` (a project cannot start or trust a server).
+//! `[sandbox]` and `[snapshots]` are ignored in the project's file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -357,6 +360,24 @@ posture = "never"
         assert_eq!(
             (s.limits.response_mib, s.limits.response_secs),
             (Some(4), Some(60))
+        );
+    }
+
+    #[test]
+    fn a_project_file_cannot_turn_snapshots_off() {
+        let user = file("[snapshots]\nmax_file_mib = 2\n");
+        let project = file("[snapshots]\nenabled = false\nmax_file_mib = 0\n");
+        let merged = Config::merge(vec![
+            (user, Scope::User, "user.toml".into()),
+            (project, Scope::Project, "project.toml".into()),
+        ])
+        .expect("merges");
+        assert_eq!(
+            merged.settings.snapshots,
+            SnapshotSettings {
+                enabled: None,
+                max_file_mib: Some(2)
+            }
         );
     }
 

@@ -111,8 +111,9 @@ impl McpHub {
             };
             match started {
                 Err(outcome) => {
+                    // The host reports failures (`McpHub::failures`).
                     if let Outcome::Failed(failure) = &outcome {
-                        tracing::warn!(server = %server.config().name, %failure, "MCP server did not start");
+                        tracing::debug!(server = %server.config().name, %failure, "MCP server did not start");
                     }
                     entry.outcome = outcome;
                 }
