@@ -371,6 +371,7 @@ fn tool_context(
         agents: None,
         plans: None,
         rules: None,
+        snapshots: None,
     }
 }
 

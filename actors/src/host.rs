@@ -26,6 +26,7 @@ use cadre_runtime::permission::rules::RuleSet;
 use cadre_runtime::permission::{Posture, ProtectedPaths};
 use cadre_runtime::protocol::Envelope;
 use cadre_runtime::sandbox::SandboxConfig;
+use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::store::{Store, StoreError, store_path};
 use cadre_runtime::tool::{FileLimits, Tool, ToolRegistry, ToolRunner, Workspace};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -270,6 +271,7 @@ impl HostBuilder {
             model,
             models,
             tools: ToolRunner::new(Arc::new(registry), self.tool_timeout),
+            tool_timeout: self.tool_timeout,
             roles: self.roles,
             max_subagents: self.max_subagents,
             sandbox: Arc::new(self.sandbox),
@@ -325,7 +327,7 @@ pub enum Resume {
 }
 
 /// One session's settings.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SessionOptions {
     /// The workspace root (a resumed session keeps its own).
     pub workspace: PathBuf,
@@ -351,6 +353,12 @@ pub struct SessionOptions {
     /// cadre's configuration and data, beyond the workspace's `.cadre` and
     /// `.git`: never written by a tool call (P10).
     pub protected: Arc<ProtectedPaths>,
+    /// Tools of this session only (an MCP server's, started in its
+    /// workspace), offered and gated like the built-ins.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// The workspace's snapshots, taken before each turn that may change
+    /// files; `None` takes none.
+    pub snapshots: Option<Arc<Snapshots>>,
 }
 
 impl SessionOptions {
@@ -368,6 +376,8 @@ impl SessionOptions {
             max_iterations: 50,
             plan_agent_entry: false,
             protected: Arc::new(ProtectedPaths::new()),
+            tools: Vec::new(),
+            snapshots: None,
         }
     }
 }
@@ -391,6 +401,7 @@ pub struct Host {
     model: Arc<dyn ModelClient>,
     models: Arc<dyn ModelSource>,
     tools: ToolRunner,
+    tool_timeout: Duration,
     roles: BTreeMap<String, RoleConfig>,
     max_subagents: u32,
     sandbox: Arc<SandboxConfig>,
@@ -415,7 +426,7 @@ impl Host {
 
     /// Starts a new session or resumes a stored one.
     pub async fn start(&self, options: SessionOptions) -> Result<Started, HostError> {
-        let (session_id, workspace) = self.resolve(&options).await?;
+        let (session_id, workspace) = self.find(&options.resume, &options.workspace).await?;
         let workspace = Workspace::new(&workspace)
             .map_err(|e| HostError::Usage(format!("workspace {}: {e}", workspace.display())))?;
         // The session's directory is made by whoever first writes in it (the
@@ -442,9 +453,22 @@ impl Host {
         )));
         config.plan_agent_entry = options.plan_agent_entry;
         config.sandbox = self.sandbox.clone();
+        config.snapshots = options.snapshots;
+        let tools = if options.tools.is_empty() {
+            self.tools.clone()
+        } else {
+            // This session's own tools join the host's in a registry of its own.
+            let mut registry = ToolRegistry::new();
+            for tool in self.tools.registry().tools().chain(&options.tools) {
+                registry
+                    .register(tool.clone())
+                    .map_err(|e| HostError::Config(e.to_string()))?;
+            }
+            ToolRunner::new(Arc::new(registry), self.tool_timeout)
+        };
         let services = SessionServices {
             model: self.model.clone(),
-            tools: self.tools.clone(),
+            tools,
             store: Some(self.store.clone()),
         };
         let (handle, events) = spawn_session(config, services).await?;
@@ -455,20 +479,24 @@ impl Host {
         })
     }
 
-    /// The session id and workspace `options` ask for.
-    async fn resolve(&self, options: &SessionOptions) -> Result<(String, PathBuf), HostError> {
-        let (spec, here) = match &options.resume {
+    /// The session id and workspace `resume` asks for (a new id and
+    /// `workspace` for a new session; the stored ones for a resume).
+    pub async fn find(
+        &self,
+        resume: &Resume,
+        workspace: &std::path::Path,
+    ) -> Result<(String, PathBuf), HostError> {
+        let (spec, here) = match resume {
             Resume::New => {
-                return Ok((uuid::Uuid::new_v4().to_string(), options.workspace.clone()));
+                return Ok((uuid::Uuid::new_v4().to_string(), workspace.to_path_buf()));
             }
             Resume::Session(spec) => (spec.clone(), None),
             Resume::LatestInWorkspace => (
                 "latest".to_string(),
                 Some(
-                    options
-                        .workspace
+                    workspace
                         .canonicalize()
-                        .unwrap_or_else(|_| options.workspace.clone()),
+                        .unwrap_or_else(|_| workspace.to_path_buf()),
                 ),
             ),
         };

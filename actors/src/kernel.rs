@@ -18,6 +18,7 @@ use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::protocol::Envelope;
 use cadre_runtime::sandbox::SandboxConfig;
+use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::store::StoreError;
 use cadre_runtime::tool::{ToolRunner, Workspace};
 use ractor::{Actor, ActorCell, ActorRef};
@@ -68,6 +69,9 @@ pub struct AgentSpec {
     pub sandbox: Arc<SandboxConfig>,
     /// cadre's configuration and data, never written by a tool call (P10).
     pub protected: Arc<cadre_runtime::permission::ProtectedPaths>,
+    /// The workspace's snapshots, taken before each turn that may change
+    /// files (a sub-agent's under its session's); `None` takes none.
+    pub snapshots: Option<Arc<Snapshots>>,
 }
 
 impl AgentSpec {

@@ -39,6 +39,82 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// Answer a session's plan questionnaire without running it.
     Plan(PlanArgs),
+    /// List the workspace's snapshots, or put the workspace back as one
+    /// recorded it.
+    Restore(RestoreArgs),
+    /// The configured MCP servers: started, listed, stopped.
+    Mcp(McpArgs),
+}
+
+/// `cadre restore`.
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: RestoreAction,
+
+    /// The workspace (default: the current directory).
+    #[arg(long = "workspace", id = "restore_workspace", global = true)]
+    pub workspace: Option<PathBuf>,
+
+    /// Where sessions are stored (default: $CADRE_HOME, else the platform data dir + cadre).
+    #[arg(
+        long = "data-dir",
+        id = "restore_data_dir",
+        env = "CADRE_HOME",
+        global = true
+    )]
+    pub data_dir: Option<PathBuf>,
+
+    /// A configuration file read after the user, project and local ones.
+    #[arg(long = "config", id = "restore_config", global = true)]
+    pub config: Option<PathBuf>,
+}
+
+/// `cadre restore list|apply`.
+#[derive(Debug, Subcommand)]
+pub enum RestoreAction {
+    /// Snapshots, newest first: id, session, turn, time, files changed since.
+    List {
+        /// Only this session's: an id, a unique id prefix, or `latest`
+        /// (default: every session's in the workspace).
+        session: Option<String>,
+    },
+    /// Put the workspace back: changed files restored, deleted ones
+    /// recreated, files created since removed; ignored files left alone.
+    /// The session's conversation is kept. Refused while the session runs.
+    Apply {
+        /// The snapshot's id, or a unique prefix of four or more characters.
+        snapshot: String,
+        /// Report what would change, and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// `cadre mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: McpAction,
+
+    /// The workspace, whose `.mcp.json` and `.cadre` config are read
+    /// (default: the current directory).
+    #[arg(long = "workspace", id = "mcp_workspace", global = true)]
+    pub workspace: Option<PathBuf>,
+
+    /// A configuration file read after the user, project and local ones.
+    #[arg(long = "config", id = "mcp_config", global = true)]
+    pub config: Option<PathBuf>,
+}
+
+/// `cadre mcp list`.
+#[derive(Debug, Subcommand)]
+pub enum McpAction {
+    /// Start every configured server, list its state, its tools and their
+    /// safety, and stop it.
+    List,
 }
 
 /// `cadre sessions`.

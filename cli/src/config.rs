@@ -76,6 +76,11 @@ pub struct RunConfig {
     pub protected: ProtectedPaths,
     /// The file and search tools' bounds (`[limits]`).
     pub limits: FileLimits,
+    /// The MCP servers (`[mcp_servers.NAME]`, `.mcp.json`).
+    pub mcp_servers: Vec<cadre_runtime::mcp::McpServerConfig>,
+    /// Files larger than this are not recorded in snapshots; `None` when
+    /// snapshots are off (`[snapshots]`).
+    pub snapshot_max_file_bytes: Option<u64>,
 }
 
 /// A new session, or a stored one to carry on (ST3).
@@ -290,6 +295,12 @@ impl RunConfig {
             response_limits,
             protected,
             limits: settings.limits.apply(FileLimits::default()),
+            mcp_servers: files.mcp_servers,
+            snapshot_max_file_bytes: settings
+                .snapshots
+                .enabled
+                .unwrap_or(true)
+                .then(|| snapshot_cap(&settings.snapshots)),
         })
     }
 
@@ -356,4 +367,13 @@ fn response_limits(limits: &cadre_runtime::config::LimitSettings) -> ResponseLim
             Duration::from_secs(secs.max(1))
         }),
     }
+}
+
+/// `[snapshots]`: the per-file cap in bytes (whether or not they are on).
+pub fn snapshot_cap(settings: &cadre_runtime::config::SnapshotSettings) -> u64 {
+    settings
+        .max_file_mib
+        .map_or(cadre_runtime::snapshot::DEFAULT_MAX_FILE_BYTES, |mib| {
+            mib.saturating_mul(1024 * 1024)
+        })
 }

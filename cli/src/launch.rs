@@ -24,6 +24,8 @@ pub struct Launched {
     pub host: Host,
     /// The session's id (new, or the resumed one).
     pub session_id: String,
+    /// Its MCP servers and snapshots.
+    pub attached: crate::attach::Attached,
 }
 
 /// Builds the host (store, model client, tools, roles, sandbox) and starts
@@ -55,8 +57,24 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
         Resume::Spec(_) => "--resume",
         Resume::LatestHere => "--continue",
     };
+    // The session's MCP servers start in its workspace, which a resumed
+    // session keeps from the store.
+    let (resume, workspace) = match resume {
+        HostResume::New => (HostResume::New, config.workspace.clone()),
+        other => {
+            let (id, workspace) =
+                host.find(&other, &config.workspace)
+                    .await
+                    .map_err(|e| match e {
+                        HostError::Usage(why) => CliError::usage(format!("{flag}: {why}")),
+                        other => host_error(other),
+                    })?;
+            (HostResume::Session(id), workspace)
+        }
+    };
+    let attached = crate::attach::attach(config, &workspace).await;
     let options = SessionOptions {
-        workspace: config.workspace.clone(),
+        workspace,
         resume,
         mode: Some(config.mode).filter(|_| config.mode_given || config.resume == Resume::New),
         posture: Some(config.posture)
@@ -67,6 +85,8 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
         max_iterations: config.max_iterations,
         plan_agent_entry: config.plan_agent_entry,
         protected: Arc::new(config.protected.clone().with_real_spellings()),
+        tools: attached.tools.clone(),
+        snapshots: attached.snapshots.clone(),
     };
     let Started {
         session_id,
@@ -81,6 +101,7 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
         events,
         host,
         session_id,
+        attached,
     })
 }
 

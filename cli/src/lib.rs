@@ -15,6 +15,11 @@
 //! - [`config_cmd`]: `cadre config get|set|list` over `settings.toml`.
 //! - [`sessions_cmd`]: `cadre sessions list|show|fork` and `cadre plan …`,
 //!   offline against the store.
+//! - [`attach`]: what a session gets besides the built-ins: MCP servers'
+//!   tools and workspace snapshots.
+//! - [`mcp_cmd`]: `cadre mcp list`.
+//! - [`restore_cmd`]: `cadre restore list|apply`, offline against the
+//!   snapshots and the store.
 //! - [`render`]: text, json and stream-json renderings of the event stream.
 //! - [`exit`]: exit codes.
 //!
@@ -22,12 +27,15 @@
 //! or writes to stdout.
 
 pub mod args;
+pub mod attach;
 pub mod config;
 pub mod config_cmd;
 pub mod exec;
 pub mod exit;
 pub mod launch;
+pub mod mcp_cmd;
 pub mod render;
+pub mod restore_cmd;
 pub mod sessions_cmd;
 pub mod shell;
 
@@ -92,6 +100,12 @@ pub fn main() -> ExitCode {
                 "no data directory: pass --data-dir or set CADRE_HOME",
             )),
         },
+        Some(Command::Restore(args)) => restore_cmd::run(args, &env, config_dir.as_deref()),
+        Some(Command::Mcp(args)) => block_on(mcp_cmd::run(
+            args,
+            env.current_dir.clone(),
+            config_dir.clone(),
+        )),
         Some(Command::Config(args)) => match config_dir {
             Some(dir) => config_cmd::run(args, &Settings::in_dir(&dir)),
             None => Err(exit::CliError::usage(
@@ -153,8 +167,9 @@ fn shell_flag(matches: &clap::ArgMatches) -> Option<String> {
     let command = Cli::command();
     matches
         .ids()
-        .filter(|id| matches.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+        // A subcommand's global flags show up here too; only the shell's count.
         .filter_map(|id| command.get_arguments().find(|arg| arg.get_id() == id))
+        .filter(|arg| matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine))
         .find(|arg| !arg.is_global_set())
         .map(|arg| match arg.get_long() {
             Some(long) => format!("--{long}"),
@@ -177,7 +192,7 @@ fn finish(result: Result<u8, exit::CliError>) -> ExitCode {
 }
 
 /// The platform data directory + cadre.
-fn default_data_dir(env: &Environment) -> Option<PathBuf> {
+pub(crate) fn default_data_dir(env: &Environment) -> Option<PathBuf> {
     env.platform_data_dir.as_ref().map(|d| d.join("cadre"))
 }
 

@@ -282,6 +282,7 @@ impl TextView {
                 "  ⇢ agent {agent_id} {status}{}",
                 if *verified { "" } else { " (unverified)" }
             )),
+            Event::WorkspaceRestored { .. } => err(restored_text(event)),
             Event::ModeChanged { mode } => err(format!("mode: {mode}")),
             Event::OpRejected { message, .. } => err(format!("refused: {message}")),
             Event::SessionStatus {
@@ -405,4 +406,47 @@ pub(crate) fn brief_arguments(arguments: &Value) -> String {
         }
     }
     shorten(arguments).to_string()
+}
+
+/// A `workspace.restored` event as text: what changed, path by path, and
+/// how to undo it. Empty for any other event.
+pub fn restored_text(event: &Event) -> String {
+    let Event::WorkspaceRestored {
+        snapshot,
+        before,
+        dry_run,
+        restored,
+        recreated,
+        removed,
+        skipped,
+    } = event
+    else {
+        return String::new();
+    };
+    let short = snapshot.get(..12).unwrap_or(snapshot);
+    let mut text = if *dry_run {
+        format!("restore {short} (dry run, nothing changed):")
+    } else {
+        format!("workspace restored to {short}:")
+    };
+    for (verb, paths) in [
+        ("restore", restored),
+        ("recreate", recreated),
+        ("remove", removed),
+    ] {
+        for path in paths {
+            text.push_str(&format!("\n  {verb:<8} {path}"));
+        }
+    }
+    for why in skipped {
+        text.push_str(&format!("\n  skipped  {why}"));
+    }
+    if restored.is_empty() && recreated.is_empty() && removed.is_empty() && skipped.is_empty() {
+        text.push_str(" the workspace already matches it");
+    }
+    if let Some(before) = before {
+        let undo = before.get(..12).unwrap_or(before);
+        text.push_str(&format!("\n  undo with: cadre restore apply {undo}"));
+    }
+    text
 }

@@ -18,7 +18,7 @@ fn not_found(e: cadre_runtime::store::StoreError) -> CliError {
 }
 
 /// When, as `YYYY-MM-DD HH:MM` UTC.
-fn when(seconds: f64) -> String {
+pub(crate) fn when(seconds: f64) -> String {
     let secs = seconds as i64;
     let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).

@@ -8,13 +8,17 @@
 //! variables, which beat every file. Scalar settings take the value of the
 //! highest layer that sets them; roles replace a lower layer's role of the
 //! same name as a whole; permission rules from every file accumulate, each
-//! kept with its scope so decisions name it.
+//! kept with its scope so decisions name it. A project's `.mcp.json` is read
+//! as a layer just below its config file; `[mcp_servers]` merge by the
+//! rules of `mcp::config` (a project cannot start or trust a server).
+//! `[sandbox]` and `[snapshots]` are ignored in the project's file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::mcp::config::{McpServerConfig, McpServerEntry};
 use crate::mode::Mode;
 use crate::permission::Posture;
 use crate::permission::rules::{PermissionRules, RuleError, RuleSet, Scope};
@@ -63,6 +67,22 @@ pub struct ConfigFile {
     /// Bounds on what commands, models and the file tools may produce.
     #[serde(default)]
     pub limits: LimitSettings,
+    /// MCP servers by name (see `docs/mcp.md`).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerEntry>,
+    /// Workspace snapshots. Ignored in the project's file.
+    #[serde(default)]
+    pub snapshots: SnapshotSettings,
+}
+
+/// `[snapshots]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotSettings {
+    /// Record the workspace before each turn that may change files (default true).
+    pub enabled: Option<bool>,
+    /// MiB above which a file is not recorded (default 10).
+    pub max_file_mib: Option<u64>,
 }
 
 /// `[sandbox]` (see `docs/security/sandbox.md`).
@@ -251,6 +271,8 @@ pub struct Config {
     pub rules: RuleSet,
     /// Roles by name, the highest layer's definition of each.
     pub roles: BTreeMap<String, RoleConfig>,
+    /// The MCP servers, merged (`mcp::config::merge`).
+    pub mcp_servers: Vec<McpServerConfig>,
 }
 
 impl Config {
@@ -268,6 +290,18 @@ impl Config {
         }
         let mut files = Vec::new();
         for (path, scope) in paths.layers() {
+            if scope == Scope::Project
+                && let Some(ws) = &paths.workspace
+            {
+                // A project's `.mcp.json` sits just below its config file.
+                let json = ws.join(".mcp.json");
+                let mcp_servers = crate::mcp::config::read_mcp_json(&json)?;
+                let file = ConfigFile {
+                    mcp_servers,
+                    ..ConfigFile::default()
+                };
+                files.push((file, Scope::Project, json));
+            }
             files.push((ConfigFile::read(&path)?, scope, path));
         }
         Self::merge(files)
@@ -276,7 +310,9 @@ impl Config {
     /// Merges parsed layers, lowest precedence first.
     pub fn merge(layers: Vec<(ConfigFile, Scope, PathBuf)>) -> Result<Self, ConfigError> {
         let mut merged = Config::default();
-        for (file, scope, path) in layers {
+        let mut mcp = Vec::new();
+        for (mut file, scope, path) in layers {
+            mcp.push((std::mem::take(&mut file.mcp_servers), scope, path.clone()));
             let s = &mut merged.settings;
             s.mode = file.mode.or(s.mode);
             s.posture = file.posture.or(s.posture);
@@ -292,6 +328,8 @@ impl Config {
                     .writable_roots
                     .or(s.sandbox.writable_roots.take());
                 s.sandbox.env = file.sandbox.env.or(s.sandbox.env.take());
+                s.snapshots.enabled = file.snapshots.enabled.or(s.snapshots.enabled);
+                s.snapshots.max_file_mib = file.snapshots.max_file_mib.or(s.snapshots.max_file_mib);
             }
             s.limits = file.limits.over(s.limits);
             merged
@@ -303,6 +341,8 @@ impl Config {
                 })?;
             merged.roles.extend(file.roles);
         }
+        let layers: Vec<_> = mcp.iter().map(|(e, s, p)| (e, *s, p.as_path())).collect();
+        merged.mcp_servers = crate::mcp::config::merge(&layers)?;
         Ok(merged)
     }
 }
@@ -380,6 +420,24 @@ posture = "never"
         assert_eq!(
             (s.limits.response_mib, s.limits.response_secs),
             (Some(4), Some(60))
+        );
+    }
+
+    #[test]
+    fn a_project_file_cannot_turn_snapshots_off() {
+        let user = file("[snapshots]\nmax_file_mib = 2\n");
+        let project = file("[snapshots]\nenabled = false\nmax_file_mib = 0\n");
+        let merged = Config::merge(vec![
+            (user, Scope::User, "user.toml".into()),
+            (project, Scope::Project, "project.toml".into()),
+        ])
+        .expect("merges");
+        assert_eq!(
+            merged.settings.snapshots,
+            SnapshotSettings {
+                enabled: None,
+                max_file_mib: Some(2)
+            }
         );
     }
 

@@ -19,6 +19,8 @@
 //!   agent and approval ids, the child table, reports.
 //! - [`config`]: configuration files and their precedence.
 //! - [`settings`]: user defaults in `settings.toml`, replaced whole under a cross-process lock.
+//! - [`mcp`]: MCP servers over stdio, their tools behind the same gates.
+//! - [`snapshot`]: workspace snapshots in a side git repository, and restore.
 //! - [`sandbox`]: commands under Landlock, with a clean environment, bounded
 //!   output and process groups that die with the call.
 //!
@@ -30,6 +32,7 @@
 pub mod agent;
 pub mod config;
 pub mod lifecycle;
+pub mod mcp;
 pub mod message;
 pub mod mode;
 pub mod model;
@@ -40,6 +43,7 @@ pub mod prompt;
 pub mod protocol;
 pub mod sandbox;
 pub mod settings;
+pub mod snapshot;
 pub mod store;
 pub mod tool;
 pub mod turn;

@@ -81,6 +81,16 @@ pub enum Op {
         /// What to do.
         action: PlanAction,
     },
+    /// Put the workspace back as a snapshot recorded it (ST4); the
+    /// conversation is kept as it is. Answered by `workspace.restored`, or
+    /// `op.rejected` while a turn runs or when there is no such snapshot.
+    Restore {
+        /// The snapshot's id, or a unique prefix of four or more characters.
+        snapshot: String,
+        /// Report what would change, and change nothing.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        dry_run: bool,
+    },
     /// Cancel whatever runs, drop the queue and stop the session. Answered
     /// by `session.stopped`.
     Shutdown,
@@ -512,6 +522,29 @@ pub enum Event {
         /// Its text, when it exists.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
+    },
+    /// The workspace was put back as a snapshot recorded it (or, in a dry
+    /// run, would be). Paths are relative to the workspace.
+    #[serde(rename = "workspace.restored")]
+    WorkspaceRestored {
+        /// The snapshot's full id.
+        snapshot: String,
+        /// The snapshot taken just before, which undoes this restore;
+        /// absent in a dry run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before: Option<String>,
+        /// Nothing was changed.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        dry_run: bool,
+        /// Files changed since the snapshot, put back.
+        restored: Vec<String>,
+        /// Files deleted since the snapshot, recreated.
+        recreated: Vec<String>,
+        /// Files created since the snapshot, removed.
+        removed: Vec<String>,
+        /// Paths that could not be put back, each with why (`path: why`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        skipped: Vec<String>,
     },
     /// Nothing runs and nothing is queued.
     #[serde(rename = "session.idle")]

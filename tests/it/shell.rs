@@ -198,3 +198,57 @@ fn ctrl_c_at_an_idle_prompt_asks_again_and_a_second_one_in_a_row_leaves() {
     expect(&mut shell, "session stopped after 0 turns");
     exits_0(&mut shell);
 }
+
+/// One turn that creates a file (the person allows it), for `/restore`.
+const RESTORE_SCRIPT: &str = r###"
+[[response]]
+turn = 1
+iteration = 1
+[[response.tool_calls]]
+name = "write_file"
+arguments = { path = "made.txt", content = "made by turn 1\n" }
+
+[[response]]
+turn = 1
+iteration = 2
+text = "made.txt is written."
+"###;
+
+#[test]
+fn restore_and_mcp_in_the_shell() {
+    let Shell {
+        pty: mut shell, ws, ..
+    } = start(RESTORE_SCRIPT);
+    shell.send_line("/mcp").expect("send");
+    expect(&mut shell, "no MCP servers are configured");
+    shell.send_line("/restore").expect("send");
+    expect(&mut shell, "no snapshots yet");
+
+    shell.send_line("Make the file").expect("send");
+    expect(
+        &mut shell,
+        "[y] allow once  [s] allow for session  [n] deny",
+    );
+    shell.send_line("y").expect("send");
+    expect(&mut shell, "turn 1 completed");
+    assert!(ws.path().join("made.txt").exists());
+
+    shell.send_line("/restore list").expect("send");
+    let (_, line) = shell
+        .exp_regex(r"[0-9a-f]{12}  [0-9: -]+  turn 1  1 changed since")
+        .expect("the snapshot of turn 1 is listed");
+    let id = line.split_whitespace().next().expect("id").to_string();
+    shell
+        .send_line(&format!("/restore {id} --dry-run"))
+        .expect("send");
+    expect(&mut shell, "(dry run, nothing changed)");
+    expect(&mut shell, "remove   made.txt");
+    assert!(ws.path().join("made.txt").exists());
+    shell.send_line(&format!("/restore {id}")).expect("send");
+    expect(&mut shell, "workspace restored to");
+    expect(&mut shell, "undo with: cadre restore apply");
+    assert!(!ws.path().join("made.txt").exists());
+
+    shell.send_line("/quit").expect("send");
+    exits_0(&mut shell);
+}

@@ -399,6 +399,7 @@ impl SessionState {
             posture_given: true,
             sandbox: self.spec.sandbox.clone(),
             protected: self.spec.protected.clone(),
+            snapshots: self.spec.snapshots.clone(),
             authority,
         }
     }

@@ -36,6 +36,7 @@ use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::Decision;
 use cadre_runtime::protocol::{Activity, Envelope, Event, FailureCategory, Op, Usage};
 use cadre_runtime::sandbox::{SandboxConfig, sandbox_status};
+use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::tool::{
     AgentRequest, Authorization, ErrorCode, PlanRequest, ToolOutcome, Workspace,
 };
@@ -81,6 +82,9 @@ pub struct SessionConfig {
     pub posture_given: bool,
     /// How `bash` commands are sandboxed; sub-agents share it.
     pub sandbox: Arc<SandboxConfig>,
+    /// The workspace's snapshots, one before each turn that may change
+    /// files; sub-agents record under the session. `None` takes none.
+    pub snapshots: Option<Arc<Snapshots>>,
 }
 
 impl SessionConfig {
@@ -102,6 +106,7 @@ impl SessionConfig {
             mode_given: true,
             posture_given: true,
             sandbox: Arc::default(),
+            snapshots: None,
         }
     }
 
@@ -137,6 +142,7 @@ impl SessionConfig {
             posture_given: self.posture_given,
             sandbox: self.sandbox,
             protected: Arc::new(permissions.protected),
+            snapshots: self.snapshots,
         }
     }
 }
@@ -645,10 +651,42 @@ impl SessionState {
                 queue_length: self.queue.len(),
                 turns: self.queue.turns(),
             }),
+            Op::Restore { snapshot, dry_run } => {
+                if !self.busy("restore", "workspace") {
+                    self.restore(snapshot, dry_run).await;
+                }
+            }
             Op::Shutdown => {
                 let effects = self.queue.step(QueueInput::Shutdown);
                 self.perform(myself, effects, false).await;
             }
+        }
+    }
+
+    /// Puts the workspace back as a snapshot recorded it, after recording
+    /// it as it is now. The handler waits for the restore (on the blocking
+    /// pool): no turn may start while files are being put back. The
+    /// conversation is kept; the event, stored in the transcript, records it.
+    async fn restore(&mut self, snapshot: String, dry_run: bool) {
+        let Some(snapshots) = self.spec.snapshots.clone() else {
+            return self.reject("restore", "this session records no snapshots");
+        };
+        let before = (!dry_run).then(|| cadre_runtime::snapshot::Mark {
+            session: self.spec.session_id.clone(),
+            agent: self.spec.path.to_string(),
+            turn: None,
+            label: format!("before restoring {}", short(&snapshot)),
+        });
+        let restored =
+            tokio::task::spawn_blocking(move || snapshots.restore(&snapshot, before.as_ref()))
+                .await;
+        match restored {
+            Ok(Ok(report)) => {
+                tracing::info!(parent: &self.span, snapshot = %report.snapshot, dry_run, "workspace restored");
+                self.emit(report.into_event(dry_run));
+            }
+            Ok(Err(err)) => self.reject("restore", err.to_string()),
+            Err(err) => self.reject("restore", format!("the restore failed: {err}")),
         }
     }
 
@@ -750,4 +788,9 @@ impl SessionState {
             }));
         }
     }
+}
+
+/// A snapshot id as people read it: its first twelve characters.
+fn short(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
 }

@@ -22,6 +22,7 @@ use cadre_runtime::model::RequestContext;
 use cadre_runtime::plan::lifecycle::entry_refusal;
 use cadre_runtime::prompt::system_prompt;
 use cadre_runtime::protocol::{Event, FailureCategory, Usage};
+use cadre_runtime::snapshot::{Mark, TurnSnapshotter};
 use cadre_runtime::store::{ModeIntent, QueuedMessage, StoreError};
 use cadre_runtime::tool::{Offer, ToolContext};
 use cadre_runtime::turn::{TurnConfig, TurnMachine};
@@ -353,6 +354,16 @@ impl SessionState {
                 }) as Arc<dyn cadre_runtime::tool::PlanHost>
             }),
             rules: Some(spec.authority.rules.clone()),
+            snapshots: spec.snapshots.clone().map(|snapshots| {
+                let mark = Mark {
+                    session: spec.session_id.clone(),
+                    agent: spec.path.to_string(),
+                    turn: Some(turn_id),
+                    label: format!("before turn {turn_id} of {}", spec.path),
+                };
+                Arc::new(TurnSnapshotter::new(snapshots, mark))
+                    as Arc<dyn cadre_runtime::tool::Snapshotter>
+            }),
         };
         TurnArgs {
             machine: TurnMachine::new(turn, self.conversation.as_slice().into()),

@@ -9,6 +9,7 @@ use cadre_runtime::store::QuestionnaireAnswer;
 const MODE_USAGE: &str = "/mode [plan|work|operate]";
 const PLAN_USAGE: &str = "/plan on|off|status|view";
 const MODEL_USAGE: &str = "/model [NAME]";
+const RESTORE_USAGE: &str = "/restore [list | SNAPSHOT [--dry-run]]";
 
 /// The slash commands and what they do, for `/help`.
 pub const COMMANDS: &[(&str, &str)] = &[
@@ -24,6 +25,11 @@ pub const COMMANDS: &[(&str, &str)] = &[
         MODEL_USAGE,
         "show the model, or switch for the next turns (refused while a turn runs)",
     ),
+    (
+        RESTORE_USAGE,
+        "list this session's snapshots, or put the workspace back (refused while a turn runs)",
+    ),
+    ("/mcp", "the MCP servers: state, tools and their safety"),
     ("/config", "the session's effective settings"),
     ("/queue", "how many messages wait for a turn"),
     ("/help", "this list"),
@@ -52,6 +58,17 @@ pub enum Command {
     Model(Option<String>),
     /// `/plan on|off|status|view`; `/plan` alone is `status`.
     Plan(PlanAction),
+    /// `/restore` or `/restore list`: this session's snapshots.
+    Snapshots,
+    /// `/restore SNAPSHOT [--dry-run]`.
+    Restore {
+        /// The snapshot's id or a unique prefix.
+        snapshot: String,
+        /// Report only.
+        dry_run: bool,
+    },
+    /// `/mcp`.
+    Mcp,
     /// `/config`.
     Config,
     /// `/queue`.
@@ -105,6 +122,17 @@ pub fn parse(line: &str) -> Line {
             [name] => Ok(Command::Model(Some((*name).to_string()))),
             _ => Err(MODEL_USAGE),
         },
+        "/restore" => match args.as_slice() {
+            [] | ["list"] => Ok(Command::Snapshots),
+            [id] | [id, "--dry-run"] | ["--dry-run", id] if !id.starts_with('-') => {
+                Ok(Command::Restore {
+                    snapshot: (*id).to_string(),
+                    dry_run: args.len() == 2,
+                })
+            }
+            _ => Err(RESTORE_USAGE),
+        },
+        "/mcp" => no_arguments(&args, Command::Mcp, "/mcp"),
         "/config" => no_arguments(&args, Command::Config, "/config"),
         "/queue" => no_arguments(&args, Command::Queue, "/queue"),
         "/help" | "/?" => no_arguments(&args, Command::Help, "/help"),

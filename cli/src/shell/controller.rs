@@ -74,6 +74,13 @@ pub enum Notice {
     AnswerHeld,
     /// The session stopped on its own; Enter leaves.
     SessionGone,
+    /// `/mcp`: the host looks the servers up and answers with `Found`.
+    McpServers,
+    /// `/restore`: the host lists the session's snapshots and answers with
+    /// `Found`.
+    Snapshots,
+    /// What the host found for `McpServers` or `Snapshots`, as text.
+    Found(String),
 }
 
 /// What `/config` shows: the session's effective settings.
@@ -296,6 +303,11 @@ impl Controller {
             Command::Model(Some(model)) => self.when_settled(Op::SetModel { model }),
             Command::Model(None) => notice(Notice::Model(self.facts.model.clone())),
             Command::Plan(action) => self.when_settled(Op::Plan { action }),
+            Command::Snapshots => notice(Notice::Snapshots),
+            Command::Restore { snapshot, dry_run } => {
+                self.when_settled(Op::Restore { snapshot, dry_run })
+            }
+            Command::Mcp => notice(Notice::McpServers),
             Command::Config => notice(Notice::Config(self.facts.clone())),
             Command::Queue => op(Op::Status),
             Command::Help => notice(Notice::Help),

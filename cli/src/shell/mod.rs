@@ -42,7 +42,14 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
         mut events,
         host,
         session_id,
+        attached,
     } = launch(&config, true).await?;
+    let (found_tx, mut found) = tokio::sync::mpsc::unbounded_channel();
+    let lookups = Lookups {
+        attached,
+        session_id: session_id.clone(),
+        found: found_tx,
+    };
     // Before the terminal: rustyline saves the SIGINT handler around each
     // line and puts it back after, so the shell's must be in place first.
     let mut interrupts = interrupts();
@@ -90,18 +97,19 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
                     {
                         chosen = Some(mode);
                     }
-                    let next = react(&mut shell, &handle, &view, &mut terminal, input);
+                    let next = react(&mut shell, &handle, &view, &mut terminal, &lookups, input);
                     terminal.answer(reply, next);
                 }
                 // The reader is gone (it could not start, say): as Ctrl-D.
                 None => {
-                    react(&mut shell, &handle, &view, &mut terminal, Input::Eof);
+                    react(&mut shell, &handle, &view, &mut terminal, &lookups, Input::Eof);
                 }
             },
             // Ctrl-C while the reader is between two lines arrives as SIGINT.
             Some(()) = interrupts.recv() => {
-                react(&mut shell, &handle, &view, &mut terminal, Input::Interrupt);
+                react(&mut shell, &handle, &view, &mut terminal, &lookups, Input::Interrupt);
             }
+            Some(text) = found.recv() => terminal.show(view.notice(&Notice::Found(text))),
         }
     }
     if terminal.reading() {
@@ -113,6 +121,7 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
         }
     }
     handle.stopped().await;
+    lookups.attached.mcp.shutdown().await;
     host.close().await;
     terminal.finish();
     Ok(exit::SUCCESS)
@@ -125,6 +134,7 @@ fn react(
     handle: &cadre_actors::SessionHandle,
     view: &View,
     terminal: &mut Terminal,
+    lookups: &Lookups,
     input: Input,
 ) -> Next {
     if shell.quitting() {
@@ -134,6 +144,7 @@ fn react(
     let reaction = shell.input(input);
     for notice in &reaction.notices {
         terminal.show(view.notice(notice));
+        lookups.answer(notice);
     }
     for op in reaction.ops {
         // A session that is gone says so with `session.stopped`.
@@ -144,6 +155,62 @@ fn react(
     } else {
         Next::Read
     }
+}
+
+/// What `/mcp` and `/restore` look up, off the shell's loop: the answer
+/// comes back as text on `found`.
+struct Lookups {
+    attached: crate::attach::Attached,
+    session_id: String,
+    found: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+impl Lookups {
+    fn answer(&self, notice: &Notice) {
+        let found = self.found.clone();
+        if let Notice::McpServers = notice {
+            let mcp = self.attached.mcp.clone();
+            tokio::spawn(async move {
+                let _ = found.send(cadre_runtime::mcp::render_reports(&mcp.reports().await));
+            });
+        } else if let Notice::Snapshots = notice {
+            let Some(snapshots) = self.attached.snapshots.clone() else {
+                let _ = found.send("snapshots are off ([snapshots] enabled = false)".into());
+                return;
+            };
+            let session = self.session_id.clone();
+            tokio::task::spawn_blocking(move || {
+                let _ = found.send(match snapshots.list(Some(&session)) {
+                    Ok(listed) => snapshot_lines(&listed),
+                    Err(err) => format!("the snapshots could not be listed: {err}"),
+                });
+            });
+        }
+    }
+}
+
+/// This session's snapshots, one line each, newest first.
+fn snapshot_lines(listed: &[cadre_runtime::snapshot::SnapshotInfo]) -> String {
+    if listed.is_empty() {
+        return "no snapshots yet: one is taken before a turn's first change".into();
+    }
+    let mut lines: Vec<String> = listed
+        .iter()
+        .map(|s| {
+            let turn = s
+                .mark
+                .turn
+                .map_or_else(|| s.mark.label.clone(), |t| format!("turn {t}"));
+            format!(
+                "{}  {}  {turn}  {} changed since",
+                &s.id[..12],
+                crate::sessions_cmd::when(s.time as f64),
+                s.changed_since
+            )
+        })
+        .collect();
+    lines.push("/restore SNAPSHOT [--dry-run] puts the workspace back".into());
+    lines.join("\n")
 }
 
 /// Writes `default_mode` off the async threads; a failure is a warning, the

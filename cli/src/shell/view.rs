@@ -147,6 +147,9 @@ impl View {
             Notice::TypeFeedback => "type what to change, then Enter\n".into(),
             Notice::AnswerHeld => "(the answer goes as soon as the turn has ended)\n".into(),
             Notice::SessionGone => "the session stopped; press Enter to leave\n".into(),
+            Notice::McpServers => "looking up the MCP servers…\n".into(),
+            Notice::Snapshots => "listing this session's snapshots…\n".into(),
+            Notice::Found(text) => format!("{}\n", text.trim_end()),
         })
     }
 }

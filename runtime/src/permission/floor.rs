@@ -88,7 +88,9 @@ pub fn assess(
             reason: format!("'{}' is read-only", def.name),
         };
     }
-    if def.writes_path_only {
+    // A host tool with a path argument may write it: `.git` is blocked
+    // for it as for the built-in writers.
+    if def.writes_path_only || def.path_arg.as_deref() == Some("path") {
         return assess_write(def, args, workspace_root);
     }
     FloorVerdict::Unproven {

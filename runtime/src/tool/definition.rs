@@ -294,6 +294,27 @@ pub struct ToolContext {
     /// The rules in force, so `grep`, `glob` and `list_dir` leave out the
     /// files a read deny (or ask) rule covers; `None` leaves out nothing.
     pub rules: Option<Arc<RuleSet>>,
+    /// Records the workspace before the turn's first call that may change
+    /// files (ST4); `None` where nothing is recorded.
+    pub snapshots: Option<Arc<dyn Snapshotter>>,
+}
+
+/// The future a [`Snapshotter`] returns.
+pub type SnapshotFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<(), crate::snapshot::SnapshotError>> + Send + 'a>>;
+
+/// Records the workspace before a call that may change it. The runner
+/// calls it before every such call; an implementation records once per
+/// turn. A call whose snapshot fails does not run.
+pub trait Snapshotter: Send + Sync + 'static {
+    /// Records the workspace, unless this turn already did.
+    fn before_change(&self) -> SnapshotFuture<'_>;
+}
+
+impl std::fmt::Debug for dyn Snapshotter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Snapshotter")
+    }
 }
 
 /// What the plan lifecycle tools ask their host (PL1, PL4).

@@ -24,8 +24,8 @@ pub use builtin::{
 };
 pub use definition::{
     AgentHost, AgentRequest, Authorization, Authorizer, DecisionFuture, ErrorCode, PlanHost,
-    PlanRequest, Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
-    builtin_definitions,
+    PlanRequest, Safety, SnapshotFuture, Snapshotter, Tool, ToolContext, ToolDefinition, ToolError,
+    ToolFuture, builtin_definitions,
 };
 pub use gate::{Offer, ToolSpec, definition_gate, execution_gate, offered_tools};
 pub use registry::{RegistryError, ToolRegistry};

@@ -92,6 +92,11 @@ impl ToolRegistry {
         self.by_name.get(name).map(|&i| &self.tools[i])
     }
 
+    /// Every tool, in registration order.
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.iter().map(|entry| &entry.tool)
+    }
+
     /// Every definition, in registration order.
     pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
         self.tools.iter().map(|entry| entry.tool.definition())

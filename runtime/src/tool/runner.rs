@@ -19,7 +19,9 @@ use crate::permission::Verdict;
 pub type ToolOutcome = Result<String, ToolError>;
 
 /// Runs tool calls: lookup, argument parsing, the execution gate, schema
-/// validation, the timeout and panic capture, in that order.
+/// validation, the permission decision, the turn's workspace snapshot (for
+/// a call that may change files), the timeout and panic capture, in that
+/// order.
 #[derive(Debug, Clone)]
 pub struct ToolRunner {
     registry: Arc<ToolRegistry>,
@@ -142,6 +144,15 @@ impl ToolRunner {
             // and a person's approval never widens a scope.
             scope_gate(def, safety, &args, ctx)?;
         }
+        if let Some(snapshots) = &ctx.snapshots
+            && may_change_workspace(def, safety, &args, ctx)
+        {
+            snapshots.before_change().await.map_err(|err| {
+                ToolError::failed(format!(
+                    "the workspace could not be recorded before this call, so it did not run: {err}"
+                ))
+            })?;
+        }
         let limit = def.timeout.unwrap_or(self.default_timeout);
         let run = AssertUnwindSafe(entry.tool.run(args, ctx)).catch_unwind();
         match tokio::time::timeout(limit, run).await {
@@ -157,6 +168,20 @@ impl ToolRunner {
             Ok(Ok(outcome)) => outcome,
         }
     }
+}
+
+/// Whether a call that passed every gate may change the workspace, so the
+/// turn's snapshot must be taken first (ST4): not a read-only call, nor one
+/// that touches only the agent's own state (its task list, its plan file).
+fn may_change_workspace(
+    def: &super::definition::ToolDefinition,
+    safety: Safety,
+    args: &Value,
+    ctx: &ToolContext,
+) -> bool {
+    let plan_file = def.writes_path_only
+        && ctx.is_plan_file(args.get("path").and_then(Value::as_str).unwrap_or_default());
+    safety == Safety::SideEffect && !def.session_state_only && !plan_file
 }
 
 /// Arguments must be a JSON object; an empty string means no arguments,

@@ -16,6 +16,7 @@
 //! - `paths`: rules on real paths through the runner (symlinks, hard links,
 //!   withheld search results), and a property over paths through links.
 //! - `bounds`: the file and search tools' limits.
+//! - `snapshotting`: the snapshot hook before calls that may change files.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ mod gating;
 mod paths;
 mod registering;
 mod running;
+mod snapshotting;
 
 /// What a fake tool does when it runs.
 #[derive(Debug, Clone, Copy)]
@@ -150,6 +152,7 @@ impl Env {
             agents: None,
             plans: None,
             rules: None,
+            snapshots: None,
         };
         let mut registry = ToolRegistry::with_builtins();
         for fake in [

@@ -16,12 +16,14 @@ use cadre::actors::{
 use cadre::runtime::Mode;
 use cadre::runtime::agent::SameModel;
 use cadre::runtime::config::RoleConfig;
+use cadre::runtime::mcp::{McpHub, McpServerConfig};
 use cadre::runtime::model::{ModelClient, OpenAiClient, OpenAiConfig, RetryPolicy, Retrying};
 use cadre::runtime::paths::DataDir;
 use cadre::runtime::permission::Posture;
 use cadre::runtime::permission::guardian::GuardianConfig;
 use cadre::runtime::permission::rules::RuleSet;
 use cadre::runtime::protocol::{Envelope, Event, Op};
+use cadre::runtime::snapshot::{DEFAULT_MAX_FILE_BYTES, Snapshots};
 use cadre::runtime::store::{Store, store_path};
 use cadre::runtime::tool::{Tool, ToolRegistry, ToolRunner, Workspace};
 use serde_json::Value;
@@ -54,6 +56,8 @@ pub struct SessionBuilder {
     subagents: Option<(BTreeMap<String, RoleConfig>, u32)>,
     plan_agent_entry: bool,
     store_limit: Option<u64>,
+    mcp: Vec<McpServerConfig>,
+    snapshots: bool,
 }
 
 impl SessionBuilder {
@@ -85,7 +89,21 @@ impl SessionBuilder {
             subagents: None,
             plan_agent_entry: false,
             store_limit: None,
+            mcp: Vec::new(),
+            snapshots: false,
         }
+    }
+
+    /// Starts these MCP servers with the session and registers their tools.
+    pub fn mcp(mut self, servers: Vec<McpServerConfig>) -> Self {
+        self.mcp = servers;
+        self
+    }
+
+    /// Records workspace snapshots before turns that may change files.
+    pub fn snapshots(mut self) -> Self {
+        self.snapshots = true;
+        self
     }
 
     /// Offers `enter_plan_mode` in Work (config `plan.agent_entry`).
@@ -150,6 +168,7 @@ impl SessionBuilder {
         for tool in self.tools {
             registry.register(tool).expect("register tool");
         }
+        let mcp = McpHub::start(self.mcp, workspace.path(), &mut registry).await;
         let session_id = uuid::Uuid::new_v4().to_string();
         let paths = DataDir::new(data.path()).session(&session_id);
         let session_id_copy = session_id.clone();
@@ -162,6 +181,15 @@ impl SessionBuilder {
         config.max_iterations = self.max_iterations;
         config.permissions = self.permissions;
         config.plan_agent_entry = self.plan_agent_entry;
+        if self.snapshots {
+            let root = workspace.path().canonicalize().expect("workspace");
+            config.snapshots = Some(Arc::new(Snapshots::new(
+                data.path(),
+                &root,
+                DEFAULT_MAX_FILE_BYTES,
+            )));
+        }
+        let snapshots = config.snapshots.clone();
         config.subagents = self.subagents.map(|(roles, max)| {
             Arc::new(Subagents::new(
                 roles,
@@ -190,6 +218,8 @@ impl SessionBuilder {
             session_id: session_id_copy,
             workspace,
             store,
+            mcp,
+            snapshots,
             _data: data,
         }
     }
@@ -205,6 +235,10 @@ pub struct TestSession {
     pub workspace: TempDir,
     /// The session's store (a file in the data directory).
     pub store: StoreHandle,
+    /// The session's MCP servers.
+    pub mcp: McpHub,
+    /// The workspace's snapshots, when the session records them.
+    pub snapshots: Option<Arc<Snapshots>>,
     /// Kept so the directory lives as long as the session.
     _data: TempDir,
 }

@@ -116,3 +116,24 @@ fn plan_replies() {
     check("yes", None);
     check("", None);
 }
+
+#[test]
+fn restore_and_mcp() {
+    let restore = |snapshot: &str, dry_run| {
+        command(Command::Restore {
+            snapshot: snapshot.into(),
+            dry_run,
+        })
+    };
+    check("/restore", command(Command::Snapshots));
+    check("/restore list", command(Command::Snapshots));
+    check("/restore 1a2b3c", restore("1a2b3c", false));
+    check("/restore 1a2b3c --dry-run", restore("1a2b3c", true));
+    check("/restore --dry-run 1a2b3c", restore("1a2b3c", true));
+    const USAGE: &str = "/restore [list | SNAPSHOT [--dry-run]]";
+    check("/restore --dry-run", usage(USAGE));
+    check("/restore a b", usage(USAGE));
+    check("/restore a --force", usage(USAGE));
+    check("/mcp", command(Command::Mcp));
+    check("/mcp list", usage("/mcp"));
+}

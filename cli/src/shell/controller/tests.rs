@@ -371,3 +371,30 @@ fn config_shows_what_the_events_said() {
         ],
     );
 }
+
+#[test]
+fn restore_goes_to_the_session_and_lookups_to_the_host() {
+    check(
+        vec![
+            line("/restore abcd --dry-run"),
+            line("/restore"),
+            line("/mcp"),
+        ],
+        vec![
+            ops(vec![Op::Restore {
+                snapshot: "abcd".into(),
+                dry_run: true,
+            }]),
+            notices(vec![Notice::Snapshots]),
+            notices(vec![Notice::McpServers]),
+        ],
+    );
+    // While a turn runs the session's refusal is the answer.
+    check(
+        vec![turn_started(), line("/restore abcd")],
+        vec![ops(vec![Op::Restore {
+            snapshot: "abcd".into(),
+            dry_run: false,
+        }])],
+    );
+}

@@ -651,3 +651,68 @@ fn kinds_and_scopes_on_the_wire() {
     assert!(Scope::Session > Scope::Local && Scope::Local > Scope::Project);
     assert!(Scope::Project > Scope::User);
 }
+
+/// What `rules` decide for a call of an MCP tool whose definition takes a
+/// `path` (`with_path`) or not.
+fn host(rules: &[&str], with_path: bool, args: Value, expected: Option<&str>) {
+    let mut def = crate::tool::ToolDefinition::new(
+        "mcp_fs_write_file",
+        "",
+        json!({"type": "object"}),
+        crate::tool::Safety::SideEffect,
+    );
+    if with_path {
+        def = def.taking_path("path");
+    }
+    let call = crate::permission::Call::new(
+        &def,
+        &args,
+        crate::tool::Safety::SideEffect,
+        Path::new(ROOT),
+    );
+    let got = set_of(rules)
+        .decide(&call)
+        .map(|m| format!("{} {} {}", m.kind, m.scope, m.rule));
+    assert_eq!(
+        got.as_deref(),
+        expected,
+        "{args} (path argument: {with_path})"
+    );
+}
+
+#[test]
+fn path_rules_hold_on_mcp_tools_with_a_path() {
+    let allow = ["allow user mcp_fs_write_file(src/**)"];
+    let src = json!({"path": "src/a.rs"});
+    let top = json!({"path": "Cargo.toml"});
+    host(
+        &allow,
+        true,
+        src.clone(),
+        Some("allow user mcp_fs_write_file(src/**)"),
+    );
+    host(&allow, true, top.clone(), None);
+    host(&allow, true, json!({"path": "src/../Cargo.toml"}), None);
+    // A tool that takes no path is never allowed by a path pattern, and
+    // deny and ask rules with one catch every call of it.
+    host(&allow, false, src.clone(), None);
+    let deny = ["deny user mcp_fs_write_file(secrets/**)"];
+    host(&deny, true, top.clone(), None);
+    host(
+        &deny,
+        true,
+        json!({"path": "secrets/k"}),
+        Some("deny user mcp_fs_write_file(secrets/**)"),
+    );
+    host(
+        &deny,
+        false,
+        top,
+        Some("deny user mcp_fs_write_file(secrets/**)"),
+    );
+    // Name globs still take no argument pattern.
+    assert!(matches!(
+        Rule::parse(RuleKind::Allow, Scope::User, "mcp_*(src/**)"),
+        Err(RuleError::ArgumentNotSupported { .. })
+    ));
+}

@@ -1,0 +1,41 @@
+//! `cadre mcp list`: starts the configured MCP servers as a session would,
+//! reports each one's state, tools and their safety, and stops them.
+
+use std::path::PathBuf;
+
+use cadre_runtime::config::{Config, ConfigPaths};
+use cadre_runtime::mcp::{McpHub, render_reports};
+use cadre_runtime::tool::{ToolRegistry, Workspace};
+
+use crate::args::{McpAction, McpArgs};
+use crate::exit::{self, CliError};
+
+/// `cadre mcp …`; exits 0 when the list was printed, whatever the servers did.
+pub async fn run(
+    args: McpArgs,
+    current_dir: Option<PathBuf>,
+    config_dir: Option<PathBuf>,
+) -> Result<u8, CliError> {
+    let Some(workspace) = args.workspace.or(current_dir) else {
+        return Err(CliError::usage(
+            "cannot tell the current directory; pass --workspace",
+        ));
+    };
+    let paths = ConfigPaths {
+        user: config_dir.map(|d| d.join("config.toml")),
+        workspace: Some(workspace.clone()),
+        explicit: args.config,
+    };
+    let config = Config::load(&paths).map_err(|e| CliError::config(e.to_string()))?;
+    let workspace = Workspace::new(&workspace)
+        .map_err(|e| CliError::usage(format!("--workspace {}: {e}", workspace.display())))?;
+    match args.action {
+        McpAction::List => {
+            let mut registry = ToolRegistry::new();
+            let hub = McpHub::start(config.mcp_servers, workspace.root(), &mut registry).await;
+            println!("{}", render_reports(&hub.reports().await));
+            hub.shutdown().await;
+            Ok(exit::SUCCESS)
+        }
+    }
+}

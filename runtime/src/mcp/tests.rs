@@ -1,0 +1,281 @@
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::config::{McpServerEntry, merge, read_mcp_json};
+use super::tools::{MAX_RESULT, definition, render, safety, tool_name};
+use super::*;
+use crate::permission::rules::Scope;
+use crate::tool::Safety;
+
+fn check_name(server: &str, tool: &str, expected: &str) {
+    assert_eq!(tool_name(server, tool), expected, "{server} / {tool}");
+}
+
+#[test]
+fn tool_names_are_prefixed_and_cleaned() {
+    check_name("fs", "read_file", "mcp_fs_read_file");
+    check_name("my-srv", "get.thing/now", "mcp_my-srv_get_thing_now");
+    check_name("fs", "é", "mcp_fs__");
+    let long = "x".repeat(80);
+    let a = tool_name("fs", &long);
+    let b = tool_name("fs", &format!("{long}y"));
+    assert_eq!((a.len(), b.len()), (64, 64));
+    assert_ne!(a, b, "long names keep a hash of the whole");
+}
+
+#[test]
+fn only_a_trusted_servers_read_only_hint_makes_a_tool_read_only() {
+    let check = |trusted, hint, expected| assert_eq!(safety(trusted, hint), expected);
+    check(true, Some(true), Safety::ReadOnly);
+    check(true, Some(false), Safety::SideEffect);
+    check(true, None, Safety::SideEffect);
+    check(false, Some(true), Safety::SideEffect);
+    check(false, None, Safety::SideEffect);
+}
+
+#[test]
+fn a_definition_carries_the_schema_the_timeout_and_the_path_argument() {
+    let mut server = McpServerConfig::new("fs", "srv");
+    server.trusted = true;
+    server.tool_timeout = Duration::from_secs(7);
+    let tool = json!({
+        "name": "write_file",
+        "description": "Writes a file.",
+        "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+        "annotations": {"readOnlyHint": false}
+    });
+    let def = definition(&server, &tool).unwrap();
+    assert_eq!(def.name, "mcp_fs_write_file");
+    assert_eq!(def.safety, Safety::SideEffect);
+    assert_eq!(def.timeout, Some(Duration::from_secs(7)));
+    assert_eq!(def.path_arg.as_deref(), Some("path"));
+    assert_eq!(def.input_schema, tool["inputSchema"]);
+    assert!(
+        def.description
+            .starts_with("[MCP server 'fs', tool 'write_file'] Writes")
+    );
+    let no_schema = json!({"name": "x"});
+    assert!(definition(&server, &no_schema).is_err());
+}
+
+fn check_render(result: Value, expected: Result<&str, &str>) {
+    let got = render(&result);
+    match expected {
+        Ok(text) => assert_eq!(got, Ok(text.to_string()), "{result}"),
+        Err(text) => assert_eq!(
+            got.map_err(|e| e.message),
+            Err(text.to_string()),
+            "{result}"
+        ),
+    }
+}
+
+#[test]
+fn results_map_text_and_structured_content_and_summarise_the_rest() {
+    check_render(
+        json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}),
+        Ok("a\nb"),
+    );
+    check_render(
+        json!({"content": [{"type": "text", "text": "7"}], "structuredContent": {"result": 7}}),
+        Ok("7"),
+    );
+    check_render(
+        json!({"content": [], "structuredContent": {"n": 2}}),
+        Ok("{\"n\":2}"),
+    );
+    check_render(
+        json!({"content": [{"type": "image", "mimeType": "image/png", "data": "AAAA"}]}),
+        Ok("[image image/png, about 3 bytes]"),
+    );
+    check_render(
+        json!({"content": [{"type": "resource", "resource": {"uri": "file:///a", "text": "hi"}}]}),
+        Ok("[resource file:///a]\nhi"),
+    );
+    check_render(
+        json!({"content": [{"type": "resource", "resource": {"uri": "u", "blob": "AAAAAAAA", "mimeType": "x/y"}}]}),
+        Ok("[resource u: x/y, about 6 bytes]"),
+    );
+    check_render(
+        json!({"content": [{"type": "text", "text": "no such file"}], "isError": true}),
+        Err("no such file"),
+    );
+    check_render(
+        json!({"content": [], "isError": true}),
+        Err("the tool reported an error"),
+    );
+}
+
+#[test]
+fn a_huge_result_is_bounded_like_bash_output() {
+    let big = "x".repeat(10 * MAX_RESULT);
+    let out = render(&json!({"content": [{"type": "text", "text": big}]})).unwrap();
+    assert!(out.len() < MAX_RESULT + 100, "{}", out.len());
+    assert!(out.contains("bytes omitted"));
+}
+
+fn entry(toml_text: &str) -> BTreeMap<String, McpServerEntry> {
+    #[derive(serde::Deserialize)]
+    struct File {
+        mcp_servers: BTreeMap<String, McpServerEntry>,
+    }
+    toml::from_str::<File>(toml_text).unwrap().mcp_servers
+}
+
+type Layer = (BTreeMap<String, McpServerEntry>, Scope, PathBuf);
+
+fn merged(layers: &[Layer]) -> Result<Vec<McpServerConfig>, crate::config::ConfigError> {
+    let refs: Vec<_> = layers
+        .iter()
+        .map(|(e, s, p)| (e, *s, p.as_path()))
+        .collect();
+    merge(&refs)
+}
+
+fn user(text: &str) -> Layer {
+    (entry(text), Scope::User, "user.toml".into())
+}
+fn project(text: &str) -> Layer {
+    (entry(text), Scope::Project, "project.toml".into())
+}
+fn local(text: &str) -> Layer {
+    (entry(text), Scope::Local, "local.toml".into())
+}
+
+/// Each case: the layers, and per server (name, command, trusted, disabled?).
+fn check_merge(layers: &[Layer], expected: &[(&str, &str, bool, bool)]) {
+    let got: Vec<(String, String, bool, bool)> = merged(layers)
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.name, s.command, s.trusted, s.disabled.is_some()))
+        .collect();
+    let expected: Vec<(String, String, bool, bool)> = expected
+        .iter()
+        .map(|(n, c, t, d)| (n.to_string(), c.to_string(), *t, *d))
+        .collect();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn a_project_cannot_start_trust_or_take_over_a_server_on_its_own() {
+    // The user's server starts, untrusted unless said.
+    check_merge(
+        &[user("[mcp_servers.fs]\ncommand = \"a\"\n")],
+        &[("fs", "a", false, false)],
+    );
+    // A project's server does not start until the user's config enables it,
+    // and its `trusted` is ignored.
+    let p = project("[mcp_servers.web]\ncommand = \"w\"\ntrusted = true\n");
+    check_merge(std::slice::from_ref(&p), &[("web", "w", false, true)]);
+    check_merge(
+        &[
+            p.clone(),
+            local("[mcp_servers.web]\nenabled = true\ntrusted = true\n"),
+        ],
+        &[("web", "w", true, false)],
+    );
+    // A project never replaces the user's command, nor enables what the
+    // user disabled; it may disable.
+    check_merge(
+        &[
+            user("[mcp_servers.fs]\ncommand = \"mine\"\n"),
+            project("[mcp_servers.fs]\ncommand = \"theirs\"\nenabled = true\n"),
+        ],
+        &[("fs", "mine", false, false)],
+    );
+    check_merge(
+        &[
+            user("[mcp_servers.fs]\ncommand = \"a\"\n"),
+            project("[mcp_servers.fs]\nenabled = false\n"),
+        ],
+        &[("fs", "a", false, true)],
+    );
+}
+
+#[test]
+fn settings_merge_and_tool_filters_apply() {
+    let servers = merged(&[
+        user("[mcp_servers.fs]\ncommand = \"a\"\nargs = [\"--x\"]\nstartup_timeout = 2\ndisabled_tools = [\"rm\"]\n"),
+        local("[mcp_servers.fs]\ntool_timeout = 0.5\n"),
+    ])
+    .unwrap();
+    let fs = &servers[0];
+    assert_eq!(fs.args, ["--x"]);
+    assert_eq!(fs.startup_timeout, Duration::from_secs(2));
+    assert_eq!(fs.tool_timeout, Duration::from_millis(500));
+    assert!(fs.offers("read") && !fs.offers("rm"));
+}
+
+fn check_error(layers: &[Layer], file: &str, fragment: &str) {
+    let err = merged(layers).expect_err(fragment);
+    assert_eq!(err.path, file, "{err}");
+    assert!(err.message.contains(fragment), "{err}");
+}
+
+#[test]
+fn bad_entries_name_the_file_and_the_place() {
+    check_error(
+        &[user("[mcp_servers.fs]\ncommand = \"\"\n")],
+        "user.toml",
+        "mcp_servers.fs.command",
+    );
+    check_error(
+        &[local("[mcp_servers.fs]\nargs = [\"x\"]\n")],
+        "local.toml",
+        "mcp_servers.fs.command",
+    );
+    check_error(
+        &[local("[mcp_servers.fs]\ntrusted = true\n")],
+        "local.toml",
+        "no file gives its 'command'",
+    );
+    check_error(
+        &[user(
+            "[mcp_servers.fs]\ncommand = \"a\"\ntool_timeout = -1\n",
+        )],
+        "user.toml",
+        "mcp_servers.fs.tool_timeout",
+    );
+    check_error(
+        &[user("[mcp_servers.\"a b\"]\ncommand = \"a\"\n")],
+        "user.toml",
+        "mcp_servers.a b",
+    );
+}
+
+#[test]
+fn a_projects_mcp_json_is_read_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".mcp.json");
+    let read = |text: &str| {
+        std::fs::write(&path, text).unwrap();
+        read_mcp_json(&path)
+    };
+    let entries = read(
+        r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "srv"], "env": {"K": "v"}}}}"#,
+    )
+    .unwrap();
+    assert_eq!(entries["fs"].command.as_deref(), Some("npx"));
+    assert_eq!(
+        entries["fs"].args.as_deref(),
+        Some(&["-y".to_string(), "srv".to_string()][..])
+    );
+    let err = read(r#"{"mcpServers": {"web": {"type": "http", "url": "x"}}}"#).unwrap_err();
+    assert!(err.message.contains("mcpServers.web"), "{err}");
+    let err = read(r#"{"mcpServers": {"web": {"args": []}}}"#).unwrap_err();
+    assert!(
+        err.message.contains("mcpServers.web: 'command' is missing"),
+        "{err}"
+    );
+    let err = read("{not json").unwrap_err();
+    assert_eq!(err.path, path.display().to_string());
+    assert!(
+        read_mcp_json(Path::new("/nonexistent/.mcp.json"))
+            .unwrap()
+            .is_empty()
+    );
+}
