@@ -1,0 +1,23 @@
+//! Workflows (W1–W12): a declarative DAG of steps, each run by an agent of
+//! its own under a supervisor, with fan-out, checks, durable and exact
+//! resume, and live progress; Operate delegation runs through the same
+//! engine.
+//!
+//! A workflow file (TOML, `docs/workflows.md`) is parsed with spans and
+//! validated before anything starts, every finding printed
+//! `FILE:LINE:COL: message`. The schedule is a pure machine
+//! ([`scheduler::Scheduler`]: `step(input) -> effects`); the actors only
+//! perform its effects.
+//!
+//! # Layout
+//! - [`diagnostic`]: findings and how they print.
+//! - [`format`]: the file as written, with spans; a JSON plan as TOML.
+//! - [`template`]: `{{…}}` references in prompts and scopes.
+//! - [`model`]: the validated workflow.
+//! - [`validate`]: from text to a [`model::Workflow`], or every finding.
+
+pub mod diagnostic;
+pub mod format;
+pub mod model;
+pub mod template;
+pub mod validate;
