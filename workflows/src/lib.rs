@@ -15,9 +15,12 @@
 //! - [`template`]: `{{…}}` references in prompts and scopes.
 //! - [`model`]: the validated workflow.
 //! - [`validate`]: from text to a [`model::Workflow`], or every finding.
+//! - [`scheduler`]: the pure machine that runs a workflow: lifecycle,
+//!   fan-out, failure policy, budgets, exact resume, capped hand-forward.
 
 pub mod diagnostic;
 pub mod format;
 pub mod model;
+pub mod scheduler;
 pub mod template;
 pub mod validate;

@@ -171,3 +171,26 @@ fn variables_are_overridden_and_durations_parse() {
     assert_eq!(parse_duration("0s"), None);
     assert_eq!(parse_duration("m"), None);
 }
+
+#[test]
+fn a_json_plan_validates_like_a_file_without_positions() {
+    let plan = serde_json::json!({
+        "workflow": {"name": "op", "max_parallel": 2},
+        "steps": [
+            {"name": "a", "prompt": "A", "scope": ["src/a.rs"], "check": "true"},
+            {"name": "b", "prompt": "B", "needs": ["zz"], "mode": null}
+        ]
+    });
+    let text = crate::format::json_to_toml(&plan).expect("renders");
+    let source = Source {
+        name: "workflow".into(),
+        text,
+        positions: false,
+    };
+    let err = validate(&source, &Options::default()).expect_err("unknown dependency");
+    assert_eq!(
+        err.render(),
+        "workflow: step 'b' needs 'zz', which is not a step of this workflow"
+    );
+    assert!(crate::format::json_to_toml(&serde_json::json!([1])).is_err());
+}
