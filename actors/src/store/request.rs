@@ -9,9 +9,9 @@ use cadre_runtime::message::Message;
 use cadre_runtime::permission::Posture;
 use cadre_runtime::plan::{self, EntryError};
 use cadre_runtime::store::{
-    Admission, Admitted, AgentRecord, AnswerOutcome, LeaseOwner, ModeIntent, NewAgent,
-    NewQuestionnaire, NewSession, QuestionnaireAnswer, QuestionnaireKind, QueuedMessage,
-    SessionRecord, Source, Store, StoreError,
+    Admission, Admitted, AgentRecord, AnswerOutcome, InstanceRecord, LeaseOwner, ModeIntent,
+    NewAgent, NewQuestionnaire, NewRun, NewSession, QuestionnaireAnswer, QuestionnaireKind,
+    QueuedMessage, RunRecord, SessionRecord, Source, Store, StoreError,
 };
 use ractor::RpcReplyPort;
 
@@ -234,6 +234,64 @@ pub enum StoreRequest {
         /// It.
         reply: Reply<Vec<Message>>,
     },
+    /// Records a new workflow run and takes its lease.
+    CreateRun(Box<RunDraft>, Reply<RunRecord>),
+    /// Opens a stored run to resume it (takes its lease): the run and its
+    /// instances.
+    OpenRun {
+        /// The run's id, a unique prefix, or `latest`.
+        spec: String,
+        /// Them.
+        reply: Reply<(RunRecord, Vec<InstanceRecord>)>,
+    },
+    /// Records step instances as they are now.
+    RecordInstances {
+        /// The run.
+        run_id: String,
+        /// (step order, instance).
+        instances: Vec<(i64, InstanceRecord)>,
+        /// Done.
+        reply: Reply<()>,
+    },
+    /// Records how a run ended and gives up its lease.
+    FinishRun {
+        /// The run.
+        run_id: String,
+        /// `completed`, `failed` or `cancelled`.
+        status: String,
+        /// Done.
+        reply: Reply<()>,
+    },
+    /// Takes the cancel requests other processes left for a run.
+    TakeCancels {
+        /// The run.
+        run_id: String,
+        /// The targets (`*`, `step`, `step[i]`).
+        reply: Reply<Vec<String>>,
+    },
+}
+
+/// A workflow run to record, owned.
+#[derive(Debug, Clone)]
+pub struct RunDraft {
+    /// Its id.
+    pub id: String,
+    /// The calling session, if any.
+    pub caller_id: Option<String>,
+    /// The workflow's name.
+    pub name: String,
+    /// The file it was read from.
+    pub file: Option<String>,
+    /// Its text.
+    pub source: String,
+    /// Its settings (JSON).
+    pub settings: String,
+    /// The workspace.
+    pub workspace: PathBuf,
+    /// The widest mode of its steps.
+    pub mode: Mode,
+    /// The posture it runs under.
+    pub posture: Posture,
 }
 
 impl StoreRequest {
@@ -261,6 +319,12 @@ impl StoreRequest {
             StoreRequest::Resolve { reply, .. } => no!(reply),
             StoreRequest::Admitted { reply, .. } => no!(reply),
             StoreRequest::Conversation { reply, .. } => no!(reply),
+            StoreRequest::CreateRun(_, reply) => no!(reply),
+            StoreRequest::OpenRun { reply, .. } => no!(reply),
+            StoreRequest::RecordInstances { reply, .. } | StoreRequest::FinishRun { reply, .. } => {
+                no!(reply)
+            }
+            StoreRequest::TakeCancels { reply, .. } => no!(reply),
         }
     }
 
@@ -404,6 +468,49 @@ impl StoreRequest {
             }
             StoreRequest::Conversation { session_id, reply } => {
                 let _ = reply.send(s.conversation(&session_id));
+            }
+            StoreRequest::CreateRun(draft, reply) => {
+                let created = s.create_run(
+                    &NewRun {
+                        id: &draft.id,
+                        caller_id: draft.caller_id.as_deref(),
+                        name: &draft.name,
+                        file: draft.file.as_deref(),
+                        source: &draft.source,
+                        settings: &draft.settings,
+                        workspace: &draft.workspace,
+                        mode: draft.mode,
+                        posture: draft.posture,
+                    },
+                    owner,
+                );
+                let _ = reply.send(created);
+            }
+            StoreRequest::OpenRun { spec, reply } => {
+                let opened = s
+                    .resolve_run(&spec)
+                    .and_then(|run| s.open_run(&run.id, owner));
+                let _ = reply.send(opened);
+            }
+            StoreRequest::RecordInstances {
+                run_id,
+                instances,
+                reply,
+            } => {
+                let _ = reply.send(s.record_instances(&run_id, &instances));
+            }
+            StoreRequest::FinishRun {
+                run_id,
+                status,
+                reply,
+            } => {
+                let finished = s
+                    .finish_run(&run_id, &status)
+                    .and_then(|()| s.release_lease(&run_id, owner));
+                let _ = reply.send(finished);
+            }
+            StoreRequest::TakeCancels { run_id, reply } => {
+                let _ = reply.send(s.take_cancels(&run_id));
             }
         }
     }
