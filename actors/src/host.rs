@@ -31,7 +31,11 @@ use cadre_runtime::tool::{FileLimits, Tool, ToolRegistry, ToolRunner, Workspace}
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 
-use crate::kernel::StartError;
+use cadre_runtime::agent::{AgentPath, Authority, DEFAULT_MAX_DEPTH, LiveAuthority};
+
+use crate::delegation::{Caller, Delegation};
+use crate::events::EventSink;
+use crate::kernel::{AgentSpec, StartError};
 use crate::session::{
     PermissionConfig, SessionConfig, SessionHandle, SessionServices, Subagents, spawn_session,
 };
@@ -128,6 +132,7 @@ pub struct HostBuilder {
     file_limits: FileLimits,
     max_subagents: u32,
     sandbox: SandboxConfig,
+    workflows: Option<Arc<dyn Delegation>>,
 }
 
 impl HostBuilder {
@@ -148,7 +153,15 @@ impl HostBuilder {
             file_limits: FileLimits::default(),
             max_subagents: 8,
             sandbox: SandboxConfig::default(),
+            workflows: None,
         }
+    }
+
+    /// The workflow engine sessions in Operate delegate to (the
+    /// `workflow` tool); without one the tool is not offered.
+    pub fn workflows(mut self, engine: Arc<dyn Delegation>) -> Self {
+        self.workflows = Some(engine);
+        self
     }
 
     /// Takes roles, the sub-agent limit and the model (when a file names a
@@ -273,6 +286,7 @@ impl HostBuilder {
             roles: self.roles,
             max_subagents: self.max_subagents,
             sandbox: Arc::new(self.sandbox),
+            workflows: self.workflows,
         })
     }
 
@@ -394,6 +408,7 @@ pub struct Host {
     roles: BTreeMap<String, RoleConfig>,
     max_subagents: u32,
     sandbox: Arc<SandboxConfig>,
+    workflows: Option<Arc<dyn Delegation>>,
 }
 
 impl Host {
@@ -438,11 +453,7 @@ impl Host {
             guardian: options.guardian,
             protected: (*options.protected).clone(),
         };
-        config.subagents = Some(Arc::new(Subagents::new(
-            self.roles.clone(),
-            self.models.clone(),
-            self.max_subagents,
-        )));
+        config.subagents = Some(self.subagents());
         config.plan_agent_entry = options.plan_agent_entry;
         config.sandbox = self.sandbox.clone();
         let services = SessionServices {
@@ -455,6 +466,65 @@ impl Host {
             session_id,
             handle,
             events,
+        })
+    }
+
+    /// Sub-agent roles, models and limits, and the workflow engine.
+    fn subagents(&self) -> Arc<Subagents> {
+        let subagents = Subagents::new(self.roles.clone(), self.models.clone(), self.max_subagents);
+        Arc::new(match &self.workflows {
+            Some(engine) => subagents.with_workflows(engine.clone()),
+            None => subagents,
+        })
+    }
+
+    /// What a workflow run this host starts on its own (`cadre workflow
+    /// run`) runs as: a caller with `options`' workspace, mode (Work when
+    /// unset), posture (Ask when unset), rules and interactivity, this
+    /// host's model, tools, store, roles and sandbox; its events go to
+    /// `events`, its runs' files under `<data dir>/runs`.
+    pub fn workflow_caller(
+        &self,
+        options: &SessionOptions,
+        events: EventSink,
+    ) -> Result<Caller, HostError> {
+        let workspace = Workspace::new(&options.workspace).map_err(|e| {
+            HostError::Usage(format!("workspace {}: {e}", options.workspace.display()))
+        })?;
+        let mode = options.mode.unwrap_or_default();
+        let posture = options.posture.unwrap_or_default();
+        let authority = Authority::root(mode, posture, options.rules.clone(), DEFAULT_MAX_DEPTH);
+        let spec = AgentSpec {
+            session_id: String::new(),
+            path: AgentPath::root(),
+            role: "main".into(),
+            authority,
+            parent: None,
+            model: None,
+            prompt: None,
+            max_iterations: options.max_iterations,
+            workspace,
+            paths: self.data.session("workflows"),
+            interactive: options.interactive,
+            guardian: options.guardian.clone(),
+            subagents: Some(self.subagents()),
+            plan_agent_entry: false,
+            mode_given: true,
+            posture_given: true,
+            sandbox: self.sandbox.clone(),
+            protected: options.protected.clone(),
+        };
+        Ok(Caller {
+            spec,
+            live: LiveAuthority::root(mode, posture),
+            services: SessionServices {
+                model: self.model.clone(),
+                tools: self.tools.clone(),
+                store: Some(self.store.clone()),
+            },
+            events,
+            session_id: None,
+            runs_dir: self.data.path().join("runs"),
         })
     }
 

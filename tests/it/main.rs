@@ -22,3 +22,4 @@ mod shell;
 mod streaming;
 mod support;
 mod tools;
+mod workflows;

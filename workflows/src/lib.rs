@@ -11,6 +11,9 @@
 //!
 //! # Layout
 //! - [`diagnostic`]: findings and how they print.
+//! - [`engine`]: the actors that run a workflow (a supervisor per run, a
+//!   step actor per running instance), the run in the store, and the
+//!   [`engine::Engine`] behind the Operate `workflow` tool.
 //! - [`format`]: the file as written, with spans; a JSON plan as TOML.
 //! - [`template`]: `{{…}}` references in prompts and scopes.
 //! - [`model`]: the validated workflow.
@@ -19,6 +22,7 @@
 //!   fan-out, failure policy, budgets, exact resume, capped hand-forward.
 
 pub mod diagnostic;
+pub mod engine;
 pub mod format;
 pub mod model;
 pub mod scheduler;

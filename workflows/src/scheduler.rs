@@ -25,7 +25,7 @@ pub mod outputs;
 mod report;
 
 pub use key::instance_key;
-pub use report::{Counts, Report};
+pub use report::{Counts, InstanceReport, Report, StepReport};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -405,7 +405,18 @@ impl Scheduler {
             return fx;
         }
         match input {
-            Input::Start => {}
+            Input::Start => {
+                for (s, run) in self.steps.iter().enumerate() {
+                    for index in 0..run.instances.len() {
+                        fx.push(Effect::State {
+                            step: s,
+                            index: Some(index),
+                            state: State::Pending,
+                            reason: None,
+                        });
+                    }
+                }
+            }
             Input::Answered {
                 id,
                 output,

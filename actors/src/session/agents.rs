@@ -42,6 +42,9 @@ pub struct Subagents {
     /// Running sub-agents at once, across the whole tree.
     slots: Arc<Semaphore>,
     limit: usize,
+    /// The workflow engine the Operate `workflow` tool delegates to;
+    /// `None` leaves the tool out.
+    workflows: Option<Arc<dyn crate::delegation::Delegation>>,
 }
 
 impl Subagents {
@@ -58,7 +61,19 @@ impl Subagents {
             models,
             slots: Arc::new(Semaphore::new(limit)),
             limit,
+            workflows: None,
         }
+    }
+
+    /// The same, delegating the Operate `workflow` tool to `engine`.
+    pub fn with_workflows(mut self, engine: Arc<dyn crate::delegation::Delegation>) -> Self {
+        self.workflows = Some(engine);
+        self
+    }
+
+    /// The workflow engine, when the host has one.
+    pub fn workflows(&self) -> Option<&Arc<dyn crate::delegation::Delegation>> {
+        self.workflows.as_ref()
     }
 
     /// The concurrency limit in force.

@@ -10,8 +10,8 @@ use cadre_runtime::permission::Posture;
 use cadre_runtime::plan::{self, EntryError};
 use cadre_runtime::store::{
     Admission, Admitted, AgentRecord, AnswerOutcome, InstanceRecord, LeaseOwner, ModeIntent,
-    NewAgent, NewQuestionnaire, NewRun, NewSession, QuestionnaireAnswer, QuestionnaireKind,
-    QueuedMessage, RunRecord, SessionRecord, Source, Store, StoreError,
+    NewAgent, NewQuestionnaire, NewRun, NewSession, OpenedRun, QuestionnaireAnswer,
+    QuestionnaireKind, QueuedMessage, RunRecord, SessionRecord, Source, Store, StoreError,
 };
 use ractor::RpcReplyPort;
 
@@ -241,8 +241,8 @@ pub enum StoreRequest {
     OpenRun {
         /// The run's id, a unique prefix, or `latest`.
         spec: String,
-        /// Them.
-        reply: Reply<(RunRecord, Vec<InstanceRecord>)>,
+        /// It.
+        reply: Reply<OpenedRun>,
     },
     /// Records step instances as they are now.
     RecordInstances {

@@ -37,7 +37,7 @@ pub use agents::{AgentRecord, NewAgent};
 pub use leases::{LEASE_EXPIRY_SECS, LeaseOwner};
 pub use plans::{AnswerOutcome, NewQuestionnaire, Questionnaire};
 pub use queue::{Admission, Admitted, QueuedMessage, Source};
-pub use runs::{InstanceRecord, NewRun, RunRecord};
+pub use runs::{InstanceRecord, NewRun, OpenedRun, RunRecord};
 pub use schema::SCHEMA_VERSION;
 pub use sessions::{NewSession, SessionRecord};
 

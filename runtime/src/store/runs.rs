@@ -38,6 +38,17 @@ pub struct RunRecord {
     pub updated_at: f64,
 }
 
+/// A run opened to resume.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenedRun {
+    /// The run.
+    pub run: RunRecord,
+    /// Its instances as last stored.
+    pub instances: Vec<InstanceRecord>,
+    /// Agents started under it (the next one is numbered after them).
+    pub agents: u32,
+}
+
 /// A new run.
 #[derive(Debug, Clone)]
 pub struct NewRun<'a> {
@@ -138,12 +149,8 @@ impl Store {
     }
 
     /// Opens a stored run to resume it: takes its lease, marks it running,
-    /// and returns it with its instances.
-    pub fn open_run(
-        &mut self,
-        id: &str,
-        owner: &LeaseOwner,
-    ) -> Result<(RunRecord, Vec<InstanceRecord>), StoreError> {
+    /// and returns it with its instances and how many agents it started.
+    pub fn open_run(&mut self, id: &str, owner: &LeaseOwner) -> Result<OpenedRun, StoreError> {
         self.acquire_lease(id, owner)?;
         self.conn.execute(
             "UPDATE workflow_runs SET status = 'running', updated_at = ?2 WHERE id = ?1",
@@ -152,7 +159,16 @@ impl Store {
         let run = self
             .find_run(id)?
             .ok_or_else(|| StoreError::NotFound(format!("there is no workflow run {id}")))?;
-        Ok((run, self.instances(id)?))
+        let agents: i64 = self.conn.query_row(
+            "SELECT count(*) FROM agents WHERE parent_id = ?1",
+            [id],
+            |row| row.get(0),
+        )?;
+        Ok(OpenedRun {
+            run,
+            instances: self.instances(id)?,
+            agents: u32::try_from(agents).unwrap_or(u32::MAX),
+        })
     }
 
     /// A run by its exact id.

@@ -72,8 +72,15 @@ fn runs_and_instances_are_stored_read_back_and_leased() {
     ));
     store.finish_run("run-1", "completed").expect("finished");
     store.release_lease("run-1", &me).expect("released");
-    let (reopened, rows) = other.open_run("run-1", &them).expect("resumed");
-    assert_eq!((reopened.status.as_str(), rows.len()), ("running", 2));
+    let opened = other.open_run("run-1", &them).expect("resumed");
+    assert_eq!(
+        (
+            opened.run.status.as_str(),
+            opened.instances.len(),
+            opened.agents
+        ),
+        ("running", 2, 0)
+    );
     assert_eq!(other.resolve_run("run").expect("prefix").id, "run-1");
     assert_eq!(other.resolve_run("latest").expect("latest").id, "run-1");
     assert!(other.resolve_run("zzz").is_err());

@@ -1,0 +1,1 @@
+//! Operate delegation: the `workflow` tool.
