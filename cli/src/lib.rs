@@ -15,6 +15,8 @@
 //! - [`config_cmd`]: `cadre config get|set|list` over `settings.toml`.
 //! - [`sessions_cmd`]: `cadre sessions list|show|fork` and `cadre plan …`,
 //!   offline against the store.
+//! - [`workflow_cmd`]: `cadre workflow validate|run|resume|list|show|cancel`.
+//! - [`workflow_view`]: a workflow run's progress and final table, with no I/O.
 //! - [`render`]: text, json and stream-json renderings of the event stream.
 //! - [`exit`]: exit codes.
 //!
@@ -30,6 +32,8 @@ pub mod launch;
 pub mod render;
 pub mod sessions_cmd;
 pub mod shell;
+pub mod workflow_cmd;
+pub mod workflow_view;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -92,6 +96,7 @@ pub fn main() -> ExitCode {
                 "no data directory: pass --data-dir or set CADRE_HOME",
             )),
         },
+        Some(Command::Workflow(args)) => workflow_cmd::run(args, env, config_dir),
         Some(Command::Config(args)) => match config_dir {
             Some(dir) => config_cmd::run(args, &Settings::in_dir(&dir)),
             None => Err(exit::CliError::usage(
@@ -133,7 +138,9 @@ fn run_shell(
 }
 
 /// Runs a session host on a fresh async runtime.
-fn block_on(host: impl Future<Output = Result<u8, exit::CliError>>) -> Result<u8, exit::CliError> {
+pub(crate) fn block_on(
+    host: impl Future<Output = Result<u8, exit::CliError>>,
+) -> Result<u8, exit::CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -177,7 +184,7 @@ fn finish(result: Result<u8, exit::CliError>) -> ExitCode {
 }
 
 /// The platform data directory + cadre.
-fn default_data_dir(env: &Environment) -> Option<PathBuf> {
+pub(crate) fn default_data_dir(env: &Environment) -> Option<PathBuf> {
     env.platform_data_dir.as_ref().map(|d| d.join("cadre"))
 }
 
@@ -196,7 +203,7 @@ fn environment() -> Environment {
 
 /// Reads the user, project, local and `--config` files; the user's is in
 /// cadre's configuration directory.
-fn load_config(
+pub(crate) fn load_config(
     args: &args::SessionArgs,
     env: &Environment,
     config_dir: Option<&Path>,
@@ -210,7 +217,7 @@ fn load_config(
 }
 
 /// Reads the user's defaults from `settings.toml`, the lowest layer.
-fn load_defaults(config_dir: Option<&Path>) -> Result<UserDefaults, exit::CliError> {
+pub(crate) fn load_defaults(config_dir: Option<&Path>) -> Result<UserDefaults, exit::CliError> {
     let Some(dir) = config_dir else {
         return Ok(UserDefaults::default());
     };
