@@ -66,6 +66,7 @@ impl Host {
             file_scopes: Vec::new(),
             agents: None,
             plans: None,
+            workflows: None,
         };
         Self {
             ws,

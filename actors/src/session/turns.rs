@@ -23,7 +23,9 @@ use cadre_runtime::plan::lifecycle::entry_refusal;
 use cadre_runtime::prompt::system_prompt;
 use cadre_runtime::protocol::{Event, FailureCategory, Usage};
 use cadre_runtime::store::{ModeIntent, QueuedMessage, StoreError};
-use cadre_runtime::tool::{AGENT_TOOL, ENTER_PLAN_TOOL, ToolContext, definition_gate};
+use cadre_runtime::tool::{
+    AGENT_TOOL, ENTER_PLAN_TOOL, ToolContext, WORKFLOW_TOOL, definition_gate,
+};
 use cadre_runtime::turn::{TurnConfig, TurnMachine};
 use ractor::{Actor, ActorRef, RpcReplyPort};
 
@@ -299,8 +301,13 @@ impl SessionState {
         );
         // Tools that could only fail here are not offered.
         let plans = spec.is_session();
+        let workflows = spec
+            .subagents
+            .as_ref()
+            .is_some_and(|s| s.workflows().is_some());
         tools.retain(|t| match t.name.as_str() {
             AGENT_TOOL => spec.subagents.is_some(),
+            WORKFLOW_TOOL => workflows,
             ENTER_PLAN_TOOL => plans && spec.plan_agent_entry,
             "exit_plan_mode" => plans,
             _ => true,
@@ -355,6 +362,11 @@ impl SessionState {
                 Arc::new(plan_host::SessionPlanHost {
                     session: myself.clone(),
                 }) as Arc<dyn cadre_runtime::tool::PlanHost>
+            }),
+            workflows: workflows.then(|| {
+                Arc::new(agents::SessionWorkflowHost {
+                    session: myself.clone(),
+                }) as Arc<dyn cadre_runtime::tool::WorkflowHost>
             }),
             rules: Some(spec.authority.rules.clone()),
         };

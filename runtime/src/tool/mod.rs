@@ -19,12 +19,12 @@ mod runner;
 mod workspace;
 
 pub use builtin::{
-    AGENT_TOOL, ENTER_PLAN_TOOL, FileLimits, TodoItem, builtin_tools, builtin_tools_with,
-    truncate_middle,
+    AGENT_TOOL, ENTER_PLAN_TOOL, FileLimits, TodoItem, WORKFLOW_TOOL, builtin_tools,
+    builtin_tools_with, truncate_middle,
 };
 pub use definition::{
     AgentHost, AgentRequest, Authorization, Authorizer, DecisionFuture, ErrorCode, PlanHost,
-    PlanRequest, Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
+    PlanRequest, Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture, WorkflowHost,
     builtin_definitions,
 };
 pub use gate::{ToolSpec, definition_gate, execution_gate};
