@@ -165,6 +165,11 @@ fn help() -> String {
     }
     let _ = writeln!(
         text,
+        "  {:<27} {}",
+        "/workflow FILE", "run a workflow over the session; /workflow cancel [STEP[i]] stops it"
+    );
+    let _ = writeln!(
+        text,
         "  //text                      send a message that starts with /\n\
          approval prompts: {APPROVAL_CHOICES}\n\
          plan questionnaires: {PLAN_CHOICES}\n\
