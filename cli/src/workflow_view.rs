@@ -287,8 +287,8 @@ mod tests {
             lines,
             [
                 "workflow wf · run r1",
-                "  list    finalized                      1m05s  1.5k tok",
-                "  review  1/3 done · 1 running · 1 failed    10s  4.5k tok",
+                "  list    finalized                      1m05s 1.5k tok",
+                "  review  1/3 done · 1 running · 1 failed     10s 4.5k tok",
             ]
         );
     }

@@ -165,8 +165,8 @@ fn help() -> String {
     }
     let _ = writeln!(
         text,
-        "  {:<27} {}",
-        "/workflow FILE", "run a workflow over the session; /workflow cancel [STEP[i]] stops it"
+        "  {:<27} run a workflow over the session; /workflow cancel [STEP[i]] stops it",
+        "/workflow FILE"
     );
     let _ = writeln!(
         text,
