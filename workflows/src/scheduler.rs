@@ -185,6 +185,10 @@ pub enum Input {
     Tokens(u64),
     /// Sub-agents started by steps.
     AgentsStarted(u64),
+    /// Stop dispatching: the model endpoint refused in a way no retry
+    /// fixes (authentication, an exhausted quota). What runs finishes; what
+    /// waits is cancelled with the reason.
+    Halt(String),
 }
 
 /// What the actors must do.
@@ -453,6 +457,11 @@ impl Scheduler {
             Input::AgentsStarted(n) => {
                 self.agents += n;
                 self.agent_budget(&mut fx);
+            }
+            Input::Halt(why) => {
+                if self.halted.is_none() {
+                    self.halt(why, &mut fx);
+                }
             }
         }
         self.pump(&mut fx);
@@ -723,7 +732,12 @@ impl Scheduler {
         if self.agents < limit || self.halted.is_some() {
             return;
         }
-        let why = format!("the run's agent budget ({limit}) is spent");
+        self.halt(format!("the run's agent budget ({limit}) is spent"), fx);
+    }
+
+    /// Nothing more starts; what waits is cancelled with `why`; what runs
+    /// goes on.
+    fn halt(&mut self, why: String, fx: &mut Vec<Effect>) {
         self.halted = Some(why.clone());
         for s in 0..self.steps.len() {
             for index in 0..self.steps[s].instances.len() {

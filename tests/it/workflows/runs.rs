@@ -351,3 +351,54 @@ prompt = "after the crash"
     assert_eq!(done.step("after").status, "blocked");
     assert!(!done.run_id.is_empty());
 }
+
+#[tokio::test]
+async fn an_authentication_error_stops_dispatching_and_says_so() {
+    let mock = MockServer::start().await;
+    mock.respond_with(|request| {
+        Some(if prompt_of(request) == "item 1" {
+            Reply::error(401, "invalid api key")
+        } else {
+            look_then(request, "ok")
+        })
+    });
+    let h = Harness::new(&mock).await;
+    let text = "[workflow]\nname = \"auth\"\nmax_parallel = 1\n[[steps]]\nname = \"x\"\nfor_each = [1, 2, 3]\nprompt = \"item {{item}}\"\n";
+    let done = h.run(text, Posture::Bypass, None).await;
+    let halted = done.report.halted.clone().unwrap_or_default();
+    assert!(
+        halted.starts_with("the model endpoint refused step:x[0]"),
+        "{halted}"
+    );
+    assert_eq!(done.step("x").instances[1].state, State::Cancelled);
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "nothing was sent after the refusal"
+    );
+}
+
+#[tokio::test]
+async fn a_step_past_its_timeout_fails_and_keeps_its_transcript() {
+    let mock = MockServer::start().await;
+    mock.respond_with(|request| {
+        Some(if prompt_of(request) == "slow" && answered(request) == 1 {
+            Reply::HangAfter {
+                body: String::new(),
+            }
+        } else {
+            look_then(request, "fast")
+        })
+    });
+    let h = Harness::new(&mock).await;
+    let text = "[workflow]\nname = \"slow\"\n[[steps]]\nname = \"slow\"\nprompt = \"slow\"\ntimeout = \"300ms\"\n[[steps]]\nname = \"fast\"\nprompt = \"fast\"\n";
+    let done = h.run(text, Posture::Bypass, None).await;
+    let slow = done.step("slow");
+    assert_eq!(slow.status, "failed");
+    let reason = slow.reason.clone().unwrap_or_default();
+    assert!(
+        reason.starts_with("timed out after 300ms; its partial transcript is kept under agent"),
+        "{reason}"
+    );
+    assert_eq!(done.step("fast").status, "succeeded");
+}

@@ -17,7 +17,7 @@ use std::time::Duration;
 use cadre_actors::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
 use cadre_actors::session::SessionMsg;
 use cadre_runtime::agent::AgentPath;
-use cadre_runtime::protocol::{Envelope, Event, Op};
+use cadre_runtime::protocol::{Envelope, Event, FailureCategory, Op};
 use cadre_runtime::sandbox::SandboxConfig;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::time::Instant;
@@ -265,10 +265,22 @@ impl StepState {
                 }
                 let _ = self.agent.cast(SessionMsg::Op(Op::Shutdown));
             }
-            Event::TurnFailed { message, usage, .. } => {
+            Event::TurnFailed {
+                message,
+                usage,
+                category,
+                retryable,
+                ..
+            } => {
                 self.supervisor(StepReport::Tokens(
                     usage.prompt_tokens + usage.completion_tokens,
                 ));
+                if *category == FailureCategory::Infrastructure && !retryable && terminal(message) {
+                    self.supervisor(StepReport::Halt(format!(
+                        "the model endpoint refused {}: {message}",
+                        self.args.prefix
+                    )));
+                }
                 self.report_failure(message.clone());
                 let _ = self.agent.cast(SessionMsg::Op(Op::Shutdown));
             }
@@ -349,6 +361,15 @@ impl StepState {
             _ => return None,
         })
     }
+}
+
+/// Whether a model failure is one no retry and no other step fixes: the
+/// endpoint refused the credentials or the quota is gone. (The model
+/// client's message carries the status: `HTTP 401: …`.)
+fn terminal(message: &str) -> bool {
+    ["HTTP 401", "HTTP 403", "insufficient_quota"]
+        .iter()
+        .any(|m| message.contains(m))
 }
 
 fn human(d: Duration) -> String {

@@ -54,6 +54,8 @@ pub enum StepReport {
     },
     /// Tokens spent by a turn.
     Tokens(u64),
+    /// The model endpoint refused in a way no retry fixes: stop dispatching.
+    Halt(String),
     /// An event the caller must see (ids already the step's).
     Event(Box<Event>),
 }
@@ -284,6 +286,7 @@ impl SupervisorState {
                 self.dirty.insert(id);
                 Input::Tokens(n)
             }
+            StepReport::Halt(why) => Input::Halt(why),
             StepReport::Event(event) => {
                 let spawned = matches!(*event, Event::AgentSpawned { .. });
                 self.caller.events.send(*event);

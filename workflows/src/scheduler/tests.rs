@@ -536,3 +536,38 @@ fn large_outputs_are_capped_and_referenced_by_file() {
         )
     );
 }
+
+#[test]
+fn a_terminal_model_error_stops_dispatching_and_says_so() {
+    let mut run = Run::new(
+        "[[steps]]\nname = \"x\"\nfor_each = [1, 2, 3]\nprompt = \"{{item}}\"\n[[steps]]\nname = \"y\"\nprompt = \"y\"\n",
+        2,
+    );
+    assert_eq!(run.names(), ["x[0]", "x[1]"]);
+    run.input(Input::Halt("the model server refused: HTTP 401".into()));
+    run.fail("x[0]", "HTTP 401");
+    assert_eq!(run.names(), ["x[1]"], "nothing new starts");
+    run.answer("x[1]", "b");
+    let report = run.report();
+    assert_eq!(
+        report.halted.as_deref(),
+        Some("the model server refused: HTTP 401")
+    );
+    assert_eq!(run.state("x", 2), State::Cancelled);
+    assert_eq!(run.state("y", 0), State::Cancelled);
+}
+
+#[test]
+fn an_answer_that_breaks_its_schema_is_not_accepted() {
+    let mut run = Run::new(
+        "[[steps]]\nname = \"a\"\nprompt = \"A\"\noutput = \"json\"\noutput_schema = { type = \"array\", items = { type = \"string\" } }\n",
+        1,
+    );
+    run.answer("a", "[1, 2]");
+    assert_eq!(run.state("a", 0), State::Failed);
+    let reason = run.report().steps[0].reason.clone().unwrap_or_default();
+    assert!(
+        reason.starts_with("the answer does not match output_schema: 1 is not of type"),
+        "{reason}"
+    );
+}
