@@ -158,9 +158,9 @@ pub enum Input {
         id: InstanceId,
         /// Its final answer.
         output: String,
-        /// Tool calls it made: an answer with a check and no call behind it
-        /// is a claim without evidence.
-        tool_calls: usize,
+        /// The tool calls it made, as `name subject → outcome`: an answer
+        /// with a check and no call behind it is a claim without evidence.
+        calls: Vec<String>,
     },
     /// An attempt ended without an answer (the turn failed, timed out,
     /// crashed, or the agent could not start).
@@ -286,8 +286,8 @@ pub struct Instance {
     pub json: Option<Value>,
     /// Its key, once rendered.
     pub key: Option<String>,
-    /// Its tool calls in the accepted attempt.
-    pub tool_calls: usize,
+    /// The tool calls of its accepted attempt (`name subject → outcome`).
+    pub calls: Vec<String>,
     /// Taken from an earlier run.
     pub restored: bool,
 }
@@ -302,7 +302,7 @@ impl Instance {
             output: None,
             json: None,
             key: None,
-            tool_calls: 0,
+            calls: Vec::new(),
             restored: false,
         }
     }
@@ -421,11 +421,7 @@ impl Scheduler {
                     }
                 }
             }
-            Input::Answered {
-                id,
-                output,
-                tool_calls,
-            } => self.answered(id, output, tool_calls, &mut fx),
+            Input::Answered { id, output, calls } => self.answered(id, output, calls, &mut fx),
             Input::AttemptFailed { id, reason } => {
                 if self.is(id, State::Dispatched) {
                     self.running -= 1;
@@ -501,7 +497,7 @@ impl Scheduler {
         &mut self,
         id: InstanceId,
         output: String,
-        tool_calls: usize,
+        calls: Vec<String>,
         fx: &mut Vec<Effect>,
     ) {
         if !self.is(id, State::Dispatched) {
@@ -533,7 +529,8 @@ impl Scheduler {
         let inst = self.inst(id);
         inst.output = Some(output.clone());
         inst.json = json;
-        inst.tool_calls = tool_calls;
+        let no_calls = calls.is_empty();
+        inst.calls = calls;
         fx.push(Effect::Output { id, output, file });
         match check {
             None => {
@@ -541,7 +538,7 @@ impl Scheduler {
                 self.set(id, State::Finalized, None, fx);
                 self.settle_step(id.step, fx);
             }
-            Some(_) if tool_calls == 0 => {
+            Some(_) if no_calls => {
                 self.running -= 1;
                 self.set(id, State::Finalized, None, fx);
                 self.attempt_failed(

@@ -80,6 +80,8 @@ async fn a_diamond_runs_its_two_middle_steps_at_the_same_time() {
         done.states("a", None),
         ["pending", "dispatched", "finalized"]
     );
+    // The report lists the calls each step really made.
+    assert_eq!(done.step("a").instances[0].calls, ["list_dir . → ok"]);
     assert!(matches!(
         done.events.first(),
         Some(Event::WorkflowStarted { .. })

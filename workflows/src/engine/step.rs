@@ -17,7 +17,7 @@ use std::time::Duration;
 use cadre_actors::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
 use cadre_actors::session::SessionMsg;
 use cadre_runtime::agent::AgentPath;
-use cadre_runtime::protocol::{Envelope, Event, FailureCategory, Op};
+use cadre_runtime::protocol::{Envelope, Event, FailureCategory, Op, ToolStatus};
 use cadre_runtime::sandbox::SandboxConfig;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::time::Instant;
@@ -84,7 +84,9 @@ pub struct StepState {
     agent: ActorRef<SessionMsg>,
     path: AgentPath,
     answer: String,
-    tool_calls: usize,
+    /// Every tool call of the attempt, `name subject`, with its outcome
+    /// once it has one.
+    calls: Vec<(String, String)>,
     tokens: u64,
     last_progress: Instant,
     /// Whether the attempt's outcome was reported (later events are
@@ -136,7 +138,7 @@ impl Actor for StepActor {
             agent: actor,
             path,
             answer: String::new(),
-            tool_calls: 0,
+            calls: Vec::new(),
             tokens: 0,
             last_progress: Instant::now(),
             reported: false,
@@ -250,7 +252,31 @@ impl StepState {
         self.last_progress = Instant::now();
         match &event {
             Event::AssistantMessage { text, .. } => self.answer.clone_from(text),
-            Event::ToolCall { .. } => self.tool_calls += 1,
+            Event::ToolCall {
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                let subject = self.subject(name, arguments);
+                self.calls
+                    .push((call_id.clone(), format!("{name}{subject}")));
+            }
+            Event::ToolResult {
+                call_id,
+                status,
+                error_code,
+                ..
+            } => {
+                if let Some((_, call)) = self.calls.iter_mut().find(|(id, _)| id == call_id) {
+                    match (status, error_code) {
+                        (ToolStatus::Ok, _) => call.push_str(" → ok"),
+                        (ToolStatus::Error, code) => {
+                            call.push_str(&format!(" → {}", code.map_or("error", |c| c.as_str())))
+                        }
+                    }
+                }
+            }
             Event::TurnCompleted { usage, .. } => {
                 self.tokens += usage.prompt_tokens + usage.completion_tokens;
                 self.supervisor(StepReport::Tokens(
@@ -258,10 +284,8 @@ impl StepState {
                 ));
                 if !std::mem::replace(&mut self.reported, true) {
                     let output = std::mem::take(&mut self.answer);
-                    self.supervisor(StepReport::Answered {
-                        output,
-                        tool_calls: self.tool_calls,
-                    });
+                    let calls = self.calls.iter().map(|(_, c)| c.clone()).collect();
+                    self.supervisor(StepReport::Answered { output, calls });
                 }
                 let _ = self.agent.cast(SessionMsg::Op(Op::Shutdown));
             }
@@ -289,6 +313,24 @@ impl StepState {
         if let Some(shown) = self.outward(event) {
             self.supervisor(StepReport::Event(Box::new(shown)));
         }
+    }
+
+    /// What a call works on, from its tool's marks: a shell command, or
+    /// the path argument.
+    fn subject(&self, name: &str, arguments: &serde_json::Value) -> String {
+        let registry = self.args.services.tools.registry();
+        let Some(def) = registry.definitions().find(|d| d.name == name) else {
+            return String::new();
+        };
+        let shown = if def.shell {
+            arguments
+                .get("command")
+                .and_then(|c| c.as_str())
+                .map(|c| format!(" `{c}`"))
+        } else {
+            def.path_in(arguments).map(|p| format!(" {p}"))
+        };
+        shown.unwrap_or_default()
     }
 
     /// The events the caller must see, with the step's ids: prompts,

@@ -37,8 +37,8 @@ pub enum StepReport {
     Answered {
         /// Its final answer.
         output: String,
-        /// Tool calls behind it.
-        tool_calls: usize,
+        /// The tool calls behind it.
+        calls: Vec<String>,
     },
     /// The attempt ended without an answer.
     Failed {
@@ -274,11 +274,7 @@ impl SupervisorState {
         report: StepReport,
     ) {
         let input = match report {
-            StepReport::Answered { output, tool_calls } => Input::Answered {
-                id,
-                output,
-                tool_calls,
-            },
+            StepReport::Answered { output, calls } => Input::Answered { id, output, calls },
             StepReport::Failed { reason } => Input::AttemptFailed { id, reason },
             StepReport::Checked { passed, detail } => Input::Checked { id, passed, detail },
             StepReport::Tokens(n) => {

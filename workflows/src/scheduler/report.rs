@@ -24,6 +24,8 @@ pub struct InstanceReport {
     pub output: Option<String>,
     /// Taken from an earlier run.
     pub restored: bool,
+    /// The tool calls it really made (`name subject → outcome`).
+    pub calls: Vec<String>,
 }
 
 /// One step in a report.
@@ -92,6 +94,7 @@ impl Scheduler {
                     reason: inst.reason.clone(),
                     output: inst.output.clone(),
                     restored: inst.restored,
+                    calls: inst.calls.clone(),
                 });
             }
             if run.instances.is_empty() && run.status != StepStatus::Succeeded {

@@ -295,7 +295,7 @@ fn a_claim_without_a_tool_call_fails_its_check() {
     run.input(Input::Answered {
         id,
         output: "all tests pass".into(),
-        tool_calls: 0,
+        calls: Vec::new(),
     });
     assert!(run.checks.is_empty(), "the check does not even run");
     assert_eq!(run.state("a", 0), State::Failed);
