@@ -98,7 +98,7 @@ impl Run {
         self.input(Input::Answered {
             id,
             output: output.into(),
-            tool_calls: 1,
+            calls: vec!["list_dir . → ok".into()],
         });
     }
 
