@@ -28,6 +28,7 @@ use cadre_runtime::protocol::Envelope;
 use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::store::{Store, StoreError, store_path};
 use cadre_runtime::tool::{FileLimits, Tool, ToolRegistry, ToolRunner, Workspace};
+use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 
@@ -133,6 +134,7 @@ pub struct HostBuilder {
     max_subagents: u32,
     sandbox: SandboxConfig,
     workflows: Option<Arc<dyn Delegation>>,
+    model_requests: Option<u32>,
 }
 
 impl HostBuilder {
@@ -154,7 +156,16 @@ impl HostBuilder {
             max_subagents: 8,
             sandbox: SandboxConfig::default(),
             workflows: None,
+            model_requests: None,
         }
+    }
+
+    /// Model requests in flight at once per endpoint (base URL and model),
+    /// across every session, sub-agent and workflow step of this host; the
+    /// others wait for a slot (W9). `[limits] model_requests`.
+    pub fn model_requests(mut self, max: u32) -> Self {
+        self.model_requests = Some(max.max(1));
+        self
     }
 
     /// The workflow engine sessions in Operate delegate to (the
@@ -254,7 +265,8 @@ impl HostBuilder {
 
     /// Builds the model client and the registry and opens the store.
     pub async fn build(self) -> Result<Host, HostError> {
-        let model = self.client()?;
+        let endpoints = Endpoints::new(self.model_requests);
+        let model = self.client(&endpoints)?;
         let mut registry = ToolRegistry::with_builtins_bounded(self.file_limits);
         for tool in self.tools {
             registry
@@ -275,6 +287,7 @@ impl HostBuilder {
             choice: self.model.clone(),
             retry: self.retry,
             limits: self.response_limits,
+            endpoints,
         });
         Ok(Host {
             data: DataDir::new(self.data_dir),
@@ -290,7 +303,7 @@ impl HostBuilder {
         })
     }
 
-    fn client(&self) -> Result<Arc<dyn ModelClient>, HostError> {
+    fn client(&self, endpoints: &Endpoints) -> Result<Arc<dyn ModelClient>, HostError> {
         Ok(match &self.model {
             ModelChoice::Server {
                 base_url,
@@ -304,7 +317,8 @@ impl HostBuilder {
                 config.limits = self.response_limits;
                 let client =
                     OpenAiClient::new(config).map_err(|e| HostError::Config(e.to_string()))?;
-                Arc::new(Retrying::new(Arc::new(client), self.retry))
+                let client = endpoints.limit(base_url, model, Arc::new(client));
+                Arc::new(Retrying::new(client, self.retry))
             }
             ModelChoice::Script(path) => {
                 let script = Script::load(path).map_err(|e| HostError::Config(e.to_string()))?;
@@ -576,6 +590,7 @@ struct RoleModels {
     choice: ModelChoice,
     retry: RetryPolicy,
     limits: ResponseLimits,
+    endpoints: Endpoints,
 }
 
 impl ModelSource for RoleModels {
@@ -598,11 +613,89 @@ impl ModelSource for RoleModels {
         let Some(model) = role.model.clone().or(default_model) else {
             return Err(format!("base_url {base_url} needs a model"));
         };
-        let mut config = OpenAiConfig::new(base_url.clone(), model);
+        let mut config = OpenAiConfig::new(base_url.clone(), model.clone());
         config.api_key = api_key;
         config.stream = stream;
         config.limits = self.limits;
         let client = OpenAiClient::new(config).map_err(|e| e.to_string())?;
-        Ok(Arc::new(Retrying::new(Arc::new(client), self.retry)))
+        let client = self.endpoints.limit(base_url, &model, Arc::new(client));
+        Ok(Arc::new(Retrying::new(client, self.retry)))
+    }
+}
+
+/// One request limiter per model endpoint (W9): every client this host
+/// builds for the same base URL and model shares its slots.
+#[derive(Clone, Default)]
+struct Endpoints {
+    max: Option<u32>,
+    slots: Arc<std::sync::Mutex<BTreeMap<(String, String), Arc<Semaphore>>>>,
+}
+
+impl Endpoints {
+    fn new(max: Option<u32>) -> Self {
+        Self {
+            max,
+            slots: Arc::default(),
+        }
+    }
+
+    /// `client`, limited with the endpoint's shared slots when there is a limit.
+    fn limit(
+        &self,
+        base_url: &str,
+        model: &str,
+        client: Arc<dyn ModelClient>,
+    ) -> Arc<dyn ModelClient> {
+        let Some(max) = self.max else {
+            return client;
+        };
+        let slots = self
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry((base_url.to_string(), model.to_string()))
+            .or_insert_with(|| Arc::new(Semaphore::new(max as usize)))
+            .clone();
+        Arc::new(Limited {
+            inner: client,
+            slots,
+        })
+    }
+}
+
+/// A client whose requests wait for a slot of their endpoint, held until
+/// the response stream ends (or is dropped). A retry waits for a slot again,
+/// so a backoff holds none.
+struct Limited {
+    inner: Arc<dyn ModelClient>,
+    slots: Arc<Semaphore>,
+}
+
+impl ModelClient for Limited {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    fn stream(
+        &self,
+        request: cadre_runtime::model::ModelRequest,
+    ) -> cadre_runtime::model::ModelStream {
+        use futures::StreamExt;
+        let (inner, slots) = (self.inner.clone(), self.slots.clone());
+        let mut request = Some(request);
+        Box::pin(
+            futures::stream::once(async move { slots.acquire_owned().await.ok() }).flat_map(
+                move |permit| {
+                    let stream = match request.take() {
+                        Some(request) => inner.stream(request),
+                        None => Box::pin(futures::stream::empty()),
+                    };
+                    stream.map(move |item| {
+                        let _held = &permit;
+                        item
+                    })
+                },
+            ),
+        )
     }
 }

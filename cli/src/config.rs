@@ -76,6 +76,9 @@ pub struct RunConfig {
     pub protected: ProtectedPaths,
     /// The file and search tools' bounds (`[limits]`).
     pub limits: FileLimits,
+    /// Model requests in flight at once per endpoint (`[limits]
+    /// model_requests`); `None` for no limit.
+    pub model_requests: Option<u32>,
 }
 
 /// A new session, or a stored one to carry on (ST3).
@@ -290,6 +293,7 @@ impl RunConfig {
             response_limits,
             protected,
             limits: settings.limits.apply(FileLimits::default()),
+            model_requests: settings.limits.model_requests,
         })
     }
 

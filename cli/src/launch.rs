@@ -72,7 +72,12 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
 /// the tools, the roles, the sandbox, and the workflow engine sessions in
 /// Operate delegate to.
 pub async fn host(config: &RunConfig) -> Result<Host, CliError> {
-    Host::builder(&config.data_dir)
+    let builder = Host::builder(&config.data_dir);
+    let builder = match config.model_requests {
+        Some(max) => builder.model_requests(max),
+        None => builder,
+    };
+    builder
         .model(config.model.clone())
         .retry(config.retry)
         .response_limits(config.response_limits)

@@ -68,9 +68,28 @@ impl Harness {
     }
 
     pub async fn with_model(model: ModelChoice) -> Self {
+        Self::build(model, None).await
+    }
+
+    /// A host whose model endpoint takes at most `max` requests at once.
+    pub async fn limited(mock: &MockServer, max: u32) -> Self {
+        let model = ModelChoice::Server {
+            base_url: mock.url.clone(),
+            model: "mock-model".into(),
+            api_key: None,
+            stream: true,
+        };
+        Self::build(model, Some(max)).await
+    }
+
+    async fn build(model: ModelChoice, model_requests: Option<u32>) -> Self {
         let data = tempfile::tempdir().expect("data dir");
         let workspace = tempfile::tempdir().expect("workspace");
-        let host = Host::builder(data.path())
+        let mut builder = Host::builder(data.path());
+        if let Some(max) = model_requests {
+            builder = builder.model_requests(max);
+        }
+        let host = builder
             .model(model)
             .retry(quick_retries(2))
             .workflows(Arc::new(cadre::workflows::engine::Engine::new()))

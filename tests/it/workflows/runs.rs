@@ -404,3 +404,36 @@ async fn a_step_past_its_timeout_fails_and_keeps_its_transcript() {
     );
     assert_eq!(done.step("fast").status, "succeeded");
 }
+
+#[tokio::test]
+async fn one_limiter_per_endpoint_holds_every_step_of_every_run() {
+    let mock = MockServer::start().await;
+    // Each reply takes a while, so requests would overlap without the limit.
+    mock.respond_with(|request| {
+        let Reply::Stream { body, .. } = look_then(request, "ok") else {
+            return None;
+        };
+        Some(Reply::Stream {
+            body,
+            piece: None,
+            gap: std::time::Duration::from_millis(30),
+        })
+    });
+    let h = Harness::limited(&mock, 2).await;
+    let text = "[workflow]\nname = \"wide\"\nmax_parallel = 6\n[[steps]]\nname = \"x\"\nfor_each = [1, 2, 3, 4, 5, 6]\nprompt = \"item {{item}}\"\n";
+    // Two runs at once on one host share the endpoint's two slots.
+    let (a, b) = tokio::join!(
+        h.run(text, Posture::Bypass, None),
+        h.run(text, Posture::Bypass, None)
+    );
+    assert_eq!(
+        (a.report.status.as_str(), b.report.status.as_str()),
+        ("completed", "completed")
+    );
+    assert!(
+        mock.most_in_flight() <= 2,
+        "{} requests at once",
+        mock.most_in_flight()
+    );
+    assert_eq!(mock.requests().len(), 24);
+}
