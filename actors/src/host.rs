@@ -623,12 +623,15 @@ impl ModelSource for RoleModels {
     }
 }
 
+/// The slots of each endpoint, by (base URL, model).
+type Slots = BTreeMap<(String, String), Arc<Semaphore>>;
+
 /// One request limiter per model endpoint (W9): every client this host
 /// builds for the same base URL and model shares its slots.
 #[derive(Clone, Default)]
 struct Endpoints {
     max: Option<u32>,
-    slots: Arc<std::sync::Mutex<BTreeMap<(String, String), Arc<Semaphore>>>>,
+    slots: Arc<std::sync::Mutex<Slots>>,
 }
 
 impl Endpoints {
