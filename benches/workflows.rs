@@ -3,7 +3,9 @@
 //! one tool call (`list_dir`) and one answer, so two model requests.
 //!
 //! Reported per scenario, next to a bare async-openai loop doing the same
-//! requests with the same concurrency in the same process:
+//! requests (the same system prompt and tool schemas) with the same
+//! concurrency in the same process (the mock server runs in it too, so its
+//! CPU counts on both sides):
 //! - wall / ideal, where ideal = ceil(N / parallel) × 2 × latency;
 //! - CPU per model call (user + system time of the process / 2N);
 //! - peak resident memory per live step (peak RSS growth / steps at once).
@@ -12,7 +14,7 @@
 //! 50 ms per request (within 1.10× of ideal); N=1000 all at once with 1 s
 //! per request (within 1.15×, under 80 KiB per live step). The file store
 //! stays on. Run with `cargo bench --bench workflows`; `SCENARIO=small`
-//! runs only the first.
+//! runs only the first, `SIDE=cadre` or `SIDE=bare` only one side.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
@@ -29,14 +31,18 @@ use async_openai::config::OpenAIConfig;
 use async_openai::types::chat::{
     ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
     ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
+    ChatCompletionRequestSystemMessage, ChatCompletionRequestSystemMessageContent,
     ChatCompletionRequestToolMessage, ChatCompletionRequestToolMessageContent,
     ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent,
-    CreateChatCompletionRequest, FunctionCall,
+    ChatCompletionStreamOptions, ChatCompletionTool, ChatCompletionTools,
+    CreateChatCompletionRequest, FunctionCall, FunctionObject,
 };
 use cadre::actors::EventSink;
 use cadre::actors::host::{Host, ModelChoice, SessionOptions};
 use cadre::runtime::Mode;
 use cadre::runtime::permission::Posture;
+use cadre::runtime::prompt::system_prompt;
+use cadre::runtime::tool::{ToolRegistry, definition_gate};
 use cadre::workflows::diagnostic::Source;
 use cadre::workflows::engine::{Launch, RunSettings, start};
 use cadre::workflows::validate::{Options, validate};
@@ -138,8 +144,24 @@ struct Measured {
 async fn scenario(n: usize, parallel: usize, latency: Duration) {
     let server = mock(latency).await;
     let ideal = latency * 2 * n.div_ceil(parallel) as u32;
-    let bare = bare_loop(&server.url, n, parallel).await;
-    let cadre = cadre_run(&server.url, n, parallel).await;
+    // SIDE=cadre or SIDE=bare measures one side alone (a fresh process has
+    // no memory the other side's allocations left behind).
+    let side = std::env::var("SIDE").unwrap_or_default();
+    let none = || Measured {
+        wall: Duration::ZERO,
+        cpu: Duration::ZERO,
+        peak_growth: 0,
+    };
+    let bare = if side == "cadre" {
+        none()
+    } else {
+        bare_loop(&server.url, n, parallel).await
+    };
+    let cadre = if side == "bare" {
+        none()
+    } else {
+        cadre_run(&server.url, n, parallel).await
+    };
     let calls = 2 * n as u32;
     println!(
         "workflow of {n} steps, max_parallel {parallel}, {} ms per model request; ideal {:.2} s",
@@ -255,18 +277,50 @@ async fn bare_loop(url: &str, n: usize, parallel: usize) -> Measured {
     }
 }
 
+/// The tools cadre offers a step in Work mode, so both sides send the
+/// same bytes.
+fn tool_spec() -> Vec<ChatCompletionTools> {
+    let registry = ToolRegistry::with_builtins();
+    definition_gate(&registry, Mode::Work, None, None)
+        .into_iter()
+        .map(|spec| {
+            ChatCompletionTools::Function(ChatCompletionTool {
+                function: FunctionObject {
+                    name: spec.name,
+                    description: Some(spec.description),
+                    parameters: Some(spec.parameters),
+                    strict: None,
+                },
+            })
+        })
+        .collect()
+}
+
 async fn bare_step(client: &async_openai::Client<OpenAIConfig>, i: usize) {
-    let mut messages = vec![ChatCompletionRequestMessage::User(
-        ChatCompletionRequestUserMessage {
+    let tools = tool_spec();
+    let mut messages = vec![
+        ChatCompletionRequestMessage::System(ChatCompletionRequestSystemMessage {
+            content: ChatCompletionRequestSystemMessageContent::Text(system_prompt(
+                Mode::Work,
+                std::path::Path::new("."),
+            )),
+            name: None,
+        }),
+        ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
             content: ChatCompletionRequestUserMessageContent::Text(format!("task {i}")),
             name: None,
-        },
-    )];
+        }),
+    ];
     loop {
         let request = CreateChatCompletionRequest {
             model: "m".into(),
             messages: messages.clone(),
+            tools: Some(tools.clone()),
             stream: Some(true),
+            stream_options: Some(ChatCompletionStreamOptions {
+                include_usage: Some(true),
+                include_obfuscation: None,
+            }),
             ..Default::default()
         };
         let mut stream = client.chat().create_stream(request).await.expect("stream");
