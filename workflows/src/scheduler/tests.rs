@@ -1,3 +1,5 @@
+use std::collections::HashMap;
+
 use pretty_assertions::assert_eq;
 
 use super::*;
