@@ -370,6 +370,7 @@ fn tool_context(
         file_scopes: Vec::new(),
         agents: None,
         plans: None,
+        workflows: None,
         rules: None,
         snapshots: None,
     }

@@ -29,10 +29,15 @@ use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::store::{Store, StoreError, store_path};
 use cadre_runtime::tool::{FileLimits, Tool, ToolRegistry, ToolRunner, Workspace};
+use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 
-use crate::kernel::StartError;
+use cadre_runtime::agent::{AgentPath, Authority, DEFAULT_MAX_DEPTH, LiveAuthority};
+
+use crate::delegation::{Caller, Delegation};
+use crate::events::EventSink;
+use crate::kernel::{AgentSpec, StartError};
 use crate::session::{
     PermissionConfig, SessionConfig, SessionHandle, SessionServices, Subagents, spawn_session,
 };
@@ -129,6 +134,8 @@ pub struct HostBuilder {
     file_limits: FileLimits,
     max_subagents: u32,
     sandbox: SandboxConfig,
+    workflows: Option<Arc<dyn Delegation>>,
+    model_requests: Option<u32>,
 }
 
 impl HostBuilder {
@@ -149,7 +156,24 @@ impl HostBuilder {
             file_limits: FileLimits::default(),
             max_subagents: 8,
             sandbox: SandboxConfig::default(),
+            workflows: None,
+            model_requests: None,
         }
+    }
+
+    /// Model requests in flight at once per endpoint (base URL and model),
+    /// across every session, sub-agent and workflow step of this host; the
+    /// others wait for a slot (W9). `[limits] model_requests`.
+    pub fn model_requests(mut self, max: u32) -> Self {
+        self.model_requests = Some(max.max(1));
+        self
+    }
+
+    /// The workflow engine sessions in Operate delegate to (the
+    /// `workflow` tool); without one the tool is not offered.
+    pub fn workflows(mut self, engine: Arc<dyn Delegation>) -> Self {
+        self.workflows = Some(engine);
+        self
     }
 
     /// Takes roles, the sub-agent limit and the model (when a file names a
@@ -242,7 +266,8 @@ impl HostBuilder {
 
     /// Builds the model client and the registry and opens the store.
     pub async fn build(self) -> Result<Host, HostError> {
-        let model = self.client()?;
+        let endpoints = Endpoints::new(self.model_requests);
+        let model = self.client(&endpoints)?;
         let mut registry = ToolRegistry::with_builtins_bounded(self.file_limits);
         for tool in self.tools {
             registry
@@ -263,6 +288,7 @@ impl HostBuilder {
             choice: self.model.clone(),
             retry: self.retry,
             limits: self.response_limits,
+            endpoints,
         });
         Ok(Host {
             data: DataDir::new(self.data_dir),
@@ -275,10 +301,11 @@ impl HostBuilder {
             roles: self.roles,
             max_subagents: self.max_subagents,
             sandbox: Arc::new(self.sandbox),
+            workflows: self.workflows,
         })
     }
 
-    fn client(&self) -> Result<Arc<dyn ModelClient>, HostError> {
+    fn client(&self, endpoints: &Endpoints) -> Result<Arc<dyn ModelClient>, HostError> {
         Ok(match &self.model {
             ModelChoice::Server {
                 base_url,
@@ -292,7 +319,8 @@ impl HostBuilder {
                 config.limits = self.response_limits;
                 let client =
                     OpenAiClient::new(config).map_err(|e| HostError::Config(e.to_string()))?;
-                Arc::new(Retrying::new(Arc::new(client), self.retry))
+                let client = endpoints.limit(base_url, model, Arc::new(client));
+                Arc::new(Retrying::new(client, self.retry))
             }
             ModelChoice::Script(path) => {
                 let script = Script::load(path).map_err(|e| HostError::Config(e.to_string()))?;
@@ -405,6 +433,7 @@ pub struct Host {
     roles: BTreeMap<String, RoleConfig>,
     max_subagents: u32,
     sandbox: Arc<SandboxConfig>,
+    workflows: Option<Arc<dyn Delegation>>,
 }
 
 impl Host {
@@ -446,11 +475,7 @@ impl Host {
             guardian: options.guardian,
             protected: (*options.protected).clone(),
         };
-        config.subagents = Some(Arc::new(Subagents::new(
-            self.roles.clone(),
-            self.models.clone(),
-            self.max_subagents,
-        )));
+        config.subagents = Some(self.subagents());
         config.plan_agent_entry = options.plan_agent_entry;
         config.sandbox = self.sandbox.clone();
         config.snapshots = options.snapshots;
@@ -476,6 +501,66 @@ impl Host {
             session_id,
             handle,
             events,
+        })
+    }
+
+    /// Sub-agent roles, models and limits, and the workflow engine.
+    fn subagents(&self) -> Arc<Subagents> {
+        let subagents = Subagents::new(self.roles.clone(), self.models.clone(), self.max_subagents);
+        Arc::new(match &self.workflows {
+            Some(engine) => subagents.with_workflows(engine.clone()),
+            None => subagents,
+        })
+    }
+
+    /// What a workflow run this host starts on its own (`cadre workflow
+    /// run`) runs as: a caller with `options`' workspace, mode (Work when
+    /// unset), posture (Ask when unset), rules and interactivity, this
+    /// host's model, tools, store, roles and sandbox; its events go to
+    /// `events`, its runs' files under `<data dir>/runs`.
+    pub fn workflow_caller(
+        &self,
+        options: &SessionOptions,
+        events: EventSink,
+    ) -> Result<Caller, HostError> {
+        let workspace = Workspace::new(&options.workspace).map_err(|e| {
+            HostError::Usage(format!("workspace {}: {e}", options.workspace.display()))
+        })?;
+        let mode = options.mode.unwrap_or_default();
+        let posture = options.posture.unwrap_or_default();
+        let authority = Authority::root(mode, posture, options.rules.clone(), DEFAULT_MAX_DEPTH);
+        let spec = AgentSpec {
+            session_id: String::new(),
+            path: AgentPath::root(),
+            role: "main".into(),
+            authority,
+            parent: None,
+            model: None,
+            prompt: None,
+            max_iterations: options.max_iterations,
+            workspace,
+            paths: self.data.session("workflows"),
+            interactive: options.interactive,
+            guardian: options.guardian.clone(),
+            subagents: Some(self.subagents()),
+            plan_agent_entry: false,
+            mode_given: true,
+            posture_given: true,
+            sandbox: self.sandbox.clone(),
+            protected: options.protected.clone(),
+            snapshots: options.snapshots.clone(),
+        };
+        Ok(Caller {
+            spec,
+            live: LiveAuthority::root(mode, posture),
+            services: SessionServices {
+                model: self.model.clone(),
+                tools: self.tools.clone(),
+                store: Some(self.store.clone()),
+            },
+            events,
+            session_id: None,
+            runs_dir: self.data.path().join("runs"),
         })
     }
 
@@ -531,6 +616,7 @@ struct RoleModels {
     choice: ModelChoice,
     retry: RetryPolicy,
     limits: ResponseLimits,
+    endpoints: Endpoints,
 }
 
 impl ModelSource for RoleModels {
@@ -553,11 +639,92 @@ impl ModelSource for RoleModels {
         let Some(model) = role.model.clone().or(default_model) else {
             return Err(format!("base_url {base_url} needs a model"));
         };
-        let mut config = OpenAiConfig::new(base_url.clone(), model);
+        let mut config = OpenAiConfig::new(base_url.clone(), model.clone());
         config.api_key = api_key;
         config.stream = stream;
         config.limits = self.limits;
         let client = OpenAiClient::new(config).map_err(|e| e.to_string())?;
-        Ok(Arc::new(Retrying::new(Arc::new(client), self.retry)))
+        let client = self.endpoints.limit(base_url, &model, Arc::new(client));
+        Ok(Arc::new(Retrying::new(client, self.retry)))
+    }
+}
+
+/// The slots of each endpoint, by (base URL, model).
+type Slots = BTreeMap<(String, String), Arc<Semaphore>>;
+
+/// One request limiter per model endpoint (W9): every client this host
+/// builds for the same base URL and model shares its slots.
+#[derive(Clone, Default)]
+struct Endpoints {
+    max: Option<u32>,
+    slots: Arc<std::sync::Mutex<Slots>>,
+}
+
+impl Endpoints {
+    fn new(max: Option<u32>) -> Self {
+        Self {
+            max,
+            slots: Arc::default(),
+        }
+    }
+
+    /// `client`, limited with the endpoint's shared slots when there is a limit.
+    fn limit(
+        &self,
+        base_url: &str,
+        model: &str,
+        client: Arc<dyn ModelClient>,
+    ) -> Arc<dyn ModelClient> {
+        let Some(max) = self.max else {
+            return client;
+        };
+        let slots = self
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry((base_url.to_string(), model.to_string()))
+            .or_insert_with(|| Arc::new(Semaphore::new(max as usize)))
+            .clone();
+        Arc::new(Limited {
+            inner: client,
+            slots,
+        })
+    }
+}
+
+/// A client whose requests wait for a slot of their endpoint, held until
+/// the response stream ends (or is dropped). A retry waits for a slot again,
+/// so a backoff holds none.
+struct Limited {
+    inner: Arc<dyn ModelClient>,
+    slots: Arc<Semaphore>,
+}
+
+impl ModelClient for Limited {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    fn stream(
+        &self,
+        request: cadre_runtime::model::ModelRequest,
+    ) -> cadre_runtime::model::ModelStream {
+        use futures::StreamExt;
+        let (inner, slots) = (self.inner.clone(), self.slots.clone());
+        let mut request = Some(request);
+        Box::pin(
+            futures::stream::once(async move { slots.acquire_owned().await.ok() }).flat_map(
+                move |permit| {
+                    let stream = match request.take() {
+                        Some(request) => inner.stream(request),
+                        None => Box::pin(futures::stream::empty()),
+                    };
+                    stream.map(move |item| {
+                        let _held = &permit;
+                        item
+                    })
+                },
+            ),
+        )
     }
 }

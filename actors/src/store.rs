@@ -24,7 +24,7 @@
 
 mod request;
 
-pub use request::{Opened, QuestionnaireDraft, SessionOpen, StoreRequest};
+pub use request::{Opened, QuestionnaireDraft, RunDraft, SessionOpen, StoreRequest};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};

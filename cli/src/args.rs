@@ -44,6 +44,8 @@ pub enum Command {
     Restore(RestoreArgs),
     /// The configured MCP servers: started, listed, stopped.
     Mcp(McpArgs),
+    /// Validate, run, resume, list, show and cancel workflows.
+    Workflow(WorkflowArgs),
 }
 
 /// `cadre restore`.
@@ -115,6 +117,115 @@ pub enum McpAction {
     /// Start every configured server, list its state, its tools and their
     /// safety, and stop it.
     List,
+}
+
+/// `cadre workflow`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit codes: 0 every step verified or finalized; 1 some step failed or was \
+blocked; 2 an invalid file or bad usage; 75 an infrastructure failure (the store is busy, the \
+run is leased to another process); 130 interrupted."
+)]
+pub struct WorkflowArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: WorkflowAction,
+}
+
+/// `cadre workflow validate|run|resume|list|show|cancel`.
+#[derive(Debug, Subcommand)]
+pub enum WorkflowAction {
+    /// Check a workflow file; every finding is printed FILE:LINE:COL: message.
+    Validate(WorkflowValidateArgs),
+    /// Run a workflow file.
+    Run(Box<WorkflowRunArgs>),
+    /// Run what a stored run left unfinished (never what it finished).
+    Resume(Box<WorkflowResumeArgs>),
+    /// The most recent runs.
+    List {
+        /// How many.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Where runs are stored (default: $CADRE_HOME, else the platform data dir + cadre).
+        #[arg(long, env = "CADRE_HOME")]
+        data_dir: Option<PathBuf>,
+    },
+    /// One run: its steps and their states.
+    Show {
+        /// A run id, a unique prefix, or `latest`.
+        run: String,
+        /// Where runs are stored.
+        #[arg(long, env = "CADRE_HOME")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Cancel a run, one step (`STEP`) or one item (`STEP[i]`); the rest
+    /// runs on.
+    Cancel {
+        /// A run id, a unique prefix, or `latest`.
+        run: String,
+        /// `STEP` or `STEP[i]` (default: the whole run).
+        target: Option<String>,
+        /// Where runs are stored.
+        #[arg(long, env = "CADRE_HOME")]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+/// `cadre workflow validate`.
+#[derive(Debug, Args)]
+pub struct WorkflowValidateArgs {
+    /// The workflow file (TOML).
+    pub file: PathBuf,
+    /// A variable, `KEY=VALUE`, over the file's `[vars]`. Repeatable.
+    #[arg(long = "var", value_name = "KEY=VALUE")]
+    pub vars: Vec<String>,
+    /// The workspace, whose configuration names the roles (default: the current directory).
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// A configuration file read after the user, project and local ones.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+}
+
+/// `cadre workflow run`.
+#[derive(Debug, Args)]
+pub struct WorkflowRunArgs {
+    /// The workflow file (TOML).
+    pub file: PathBuf,
+    /// A variable, `KEY=VALUE`, over the file's `[vars]`. Repeatable.
+    #[arg(long = "var", value_name = "KEY=VALUE")]
+    pub vars: Vec<String>,
+    /// Step instances running at once, at most (the file's `max_parallel` caps it too).
+    #[arg(long)]
+    pub max_parallel: Option<u32>,
+    /// Print what would launch (instances, roles, models, budget) and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub output_format: OutputFormat,
+    /// The session flags: model, posture, directories.
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+/// `cadre workflow resume`.
+#[derive(Debug, Args)]
+pub struct WorkflowResumeArgs {
+    /// A run id, a unique prefix, or `latest`.
+    pub run: String,
+    /// Also run again what failed (and so what it blocked).
+    #[arg(long)]
+    pub retry_failed: bool,
+    /// Step instances running at once, at most.
+    #[arg(long)]
+    pub max_parallel: Option<u32>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub output_format: OutputFormat,
+    /// The session flags: model, posture, directories.
+    #[command(flatten)]
+    pub session: SessionArgs,
 }
 
 /// `cadre sessions`.

@@ -81,6 +81,9 @@ pub struct RunConfig {
     /// Files larger than this are not recorded in snapshots; `None` when
     /// snapshots are off (`[snapshots]`).
     pub snapshot_max_file_bytes: Option<u64>,
+    /// Model requests in flight at once per endpoint (`[limits]
+    /// model_requests`); `None` for no limit.
+    pub model_requests: Option<u32>,
 }
 
 /// A new session, or a stored one to carry on (ST3).
@@ -301,6 +304,7 @@ impl RunConfig {
                 .enabled
                 .unwrap_or(true)
                 .then(|| snapshot_cap(&settings.snapshots)),
+            model_requests: settings.limits.model_requests,
         })
     }
 

@@ -35,18 +35,7 @@ pub struct Launched {
 /// shell can (Ask becomes `approval.requested`), `exec` cannot (Ask becomes
 /// a denial that says why, P7).
 pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, CliError> {
-    let host = Host::builder(&config.data_dir)
-        .model(config.model.clone())
-        .retry(config.retry)
-        .response_limits(config.response_limits)
-        .tool_timeout(config.tool_timeout)
-        .file_limits(config.limits)
-        .roles(config.roles.clone())
-        .max_subagents(config.max_subagents)
-        .sandbox(config.sandbox.clone())
-        .build()
-        .await
-        .map_err(host_error)?;
+    let host = host(config).await?;
     let resume = match &config.resume {
         Resume::New => HostResume::New,
         Resume::Spec(spec) => HostResume::Session(spec.clone()),
@@ -73,21 +62,17 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
         }
     };
     let attached = crate::attach::attach(config, &workspace).await;
-    let options = SessionOptions {
-        workspace,
-        resume,
-        mode: Some(config.mode).filter(|_| config.mode_given || config.resume == Resume::New),
-        posture: Some(config.posture)
-            .filter(|_| config.posture_given || config.resume == Resume::New),
-        rules: Arc::new(config.rules.clone()),
-        interactive,
-        guardian: config.guardian.clone(),
-        max_iterations: config.max_iterations,
-        plan_agent_entry: config.plan_agent_entry,
-        protected: Arc::new(config.protected.clone().with_real_spellings()),
-        tools: attached.tools.clone(),
-        snapshots: attached.snapshots.clone(),
-    };
+    let mut options = session_options(config, interactive);
+    options.workspace = workspace;
+    options.resume = resume;
+    options.tools = attached.tools.clone();
+    options.snapshots = attached.snapshots.clone();
+    options.mode = options
+        .mode
+        .filter(|_| config.mode_given || config.resume == Resume::New);
+    options.posture = options
+        .posture
+        .filter(|_| config.posture_given || config.resume == Resume::New);
     let Started {
         session_id,
         handle,
@@ -105,10 +90,53 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
     })
 }
 
+/// Builds the host a `RunConfig` asks for: the store, the model client,
+/// the tools, the roles, the sandbox, and the workflow engine sessions in
+/// Operate delegate to.
+pub async fn host(config: &RunConfig) -> Result<Host, CliError> {
+    let builder = Host::builder(&config.data_dir);
+    let builder = match config.model_requests {
+        Some(max) => builder.model_requests(max),
+        None => builder,
+    };
+    builder
+        .model(config.model.clone())
+        .retry(config.retry)
+        .response_limits(config.response_limits)
+        .tool_timeout(config.tool_timeout)
+        .file_limits(config.limits)
+        .roles(config.roles.clone())
+        .max_subagents(config.max_subagents)
+        .sandbox(config.sandbox.clone())
+        .workflows(Arc::new(cadre_workflows::engine::Engine::new()))
+        .build()
+        .await
+        .map_err(host_error)
+}
+
+/// The session options of a `RunConfig`: a new session in its workspace,
+/// with its mode, posture, rules and limits.
+pub fn session_options(config: &RunConfig, interactive: bool) -> SessionOptions {
+    SessionOptions {
+        workspace: config.workspace.clone(),
+        resume: HostResume::New,
+        mode: Some(config.mode),
+        posture: Some(config.posture),
+        rules: Arc::new(config.rules.clone()),
+        interactive,
+        guardian: config.guardian.clone(),
+        max_iterations: config.max_iterations,
+        plan_agent_entry: config.plan_agent_entry,
+        protected: Arc::new(config.protected.clone().with_real_spellings()),
+        tools: Vec::new(),
+        snapshots: None,
+    }
+}
+
 /// A store that is busy, leased to another process or failing to write is
 /// worth trying again (exit 75); bad configuration, scripts or stores that
 /// are unreadable or too new are not (exit 2).
-fn host_error(err: HostError) -> CliError {
+pub fn host_error(err: HostError) -> CliError {
     match err {
         HostError::Store(store) if store.is_retryable() => CliError::tempfail(store.to_string()),
         HostError::Store(store) => CliError::config(store.to_string()),

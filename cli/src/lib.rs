@@ -20,6 +20,8 @@
 //! - [`mcp_cmd`]: `cadre mcp list`.
 //! - [`restore_cmd`]: `cadre restore list|apply`, offline against the
 //!   snapshots and the store.
+//! - [`workflow_cmd`]: `cadre workflow validate|run|resume|list|show|cancel`.
+//! - [`workflow_view`]: a workflow run's progress and final table, with no I/O.
 //! - [`render`]: text, json and stream-json renderings of the event stream.
 //! - [`exit`]: exit codes.
 //!
@@ -38,6 +40,8 @@ pub mod render;
 pub mod restore_cmd;
 pub mod sessions_cmd;
 pub mod shell;
+pub mod workflow_cmd;
+pub mod workflow_view;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -106,6 +110,7 @@ pub fn main() -> ExitCode {
             env.current_dir.clone(),
             config_dir.clone(),
         )),
+        Some(Command::Workflow(args)) => workflow_cmd::run(args, env, config_dir),
         Some(Command::Config(args)) => match config_dir {
             Some(dir) => config_cmd::run(args, &Settings::in_dir(&dir)),
             None => Err(exit::CliError::usage(
@@ -147,7 +152,9 @@ fn run_shell(
 }
 
 /// Runs a session host on a fresh async runtime.
-fn block_on(host: impl Future<Output = Result<u8, exit::CliError>>) -> Result<u8, exit::CliError> {
+pub(crate) fn block_on(
+    host: impl Future<Output = Result<u8, exit::CliError>>,
+) -> Result<u8, exit::CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -211,7 +218,7 @@ fn environment() -> Environment {
 
 /// Reads the user, project, local and `--config` files; the user's is in
 /// cadre's configuration directory.
-fn load_config(
+pub(crate) fn load_config(
     args: &args::SessionArgs,
     env: &Environment,
     config_dir: Option<&Path>,
@@ -225,7 +232,7 @@ fn load_config(
 }
 
 /// Reads the user's defaults from `settings.toml`, the lowest layer.
-fn load_defaults(config_dir: Option<&Path>) -> Result<UserDefaults, exit::CliError> {
+pub(crate) fn load_defaults(config_dir: Option<&Path>) -> Result<UserDefaults, exit::CliError> {
     let Some(dir) = config_dir else {
         return Ok(UserDefaults::default());
     };

@@ -342,6 +342,40 @@ impl TextView {
                 Some(text) => out(text.clone()),
                 None => err(format!("there is no plan at {plan_path} yet")),
             },
+            Event::WorkflowStarted {
+                run_id,
+                workflow,
+                steps,
+            } => err(format!(
+                "workflow {workflow} · run {run_id} · {} steps",
+                steps.len()
+            )),
+            Event::StepState {
+                step,
+                index,
+                state,
+                reason,
+                ..
+            } => {
+                let name = match index {
+                    Some(i) => format!("{step}[{i}]"),
+                    None => step.clone(),
+                };
+                match reason {
+                    Some(why) => err(format!("  {name}: {state} ({why})")),
+                    None => err(format!("  {name}: {state}")),
+                }
+            }
+            Event::StepOutput { .. } => None,
+            Event::WorkflowCompleted { status, counts, .. } => err(format!(
+                "workflow {status}: {}",
+                counts
+                    .iter()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(state, n)| format!("{n} {state}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
             Event::SessionCompleted { status, exit_code } => {
                 if *exit_code == 0 {
                     None

@@ -128,6 +128,10 @@ pub struct LimitSettings {
     pub list_entries: Option<usize>,
     /// `FileLimits::edit_file_bytes`.
     pub edit_file_bytes: Option<u64>,
+    /// Model requests in flight at once per endpoint (base URL and model),
+    /// shared by every session, sub-agent and workflow step of the process;
+    /// the rest wait their turn (default: no limit).
+    pub model_requests: Option<u32>,
 }
 
 impl LimitSettings {
@@ -145,6 +149,7 @@ impl LimitSettings {
             glob_files: self.glob_files.or(lower.glob_files),
             list_entries: self.list_entries.or(lower.list_entries),
             edit_file_bytes: self.edit_file_bytes.or(lower.edit_file_bytes),
+            model_requests: self.model_requests.or(lower.model_requests),
         }
     }
 

@@ -591,6 +591,68 @@ pub enum Event {
         /// Turns run.
         turns: u64,
     },
+    /// A workflow run started (`cadre workflow run`, `/workflow`, or the
+    /// Operate `workflow` tool).
+    #[serde(rename = "workflow.started")]
+    WorkflowStarted {
+        /// The run's id (`cadre workflow resume RUN`).
+        run_id: String,
+        /// The workflow's name.
+        workflow: String,
+        /// Its steps, in file order.
+        steps: Vec<String>,
+    },
+    /// A step instance changed state: `pending`, `dispatched`,
+    /// `finalized`, `verified`, `failed`, `blocked` or `cancelled`.
+    #[serde(rename = "step.state")]
+    StepState {
+        /// The run.
+        run_id: String,
+        /// The step.
+        step: String,
+        /// The item's index in a fan-out; absent for a step without
+        /// `for_each`, and for a fan-out blocked before it had items.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        index: Option<u64>,
+        /// The fan-out item.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        item: Option<Value>,
+        /// The new state.
+        state: String,
+        /// The agent working on it (dispatched and later).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent_id: Option<String>,
+        /// Why: for failed, blocked, cancelled, retried and restored instances.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// Tokens its agents spent so far.
+        tokens: u64,
+    },
+    /// A step instance's answer was accepted (it is handed forward once
+    /// verified, or at once when the step has no check).
+    #[serde(rename = "step.output")]
+    StepOutput {
+        /// The run.
+        run_id: String,
+        /// The step.
+        step: String,
+        /// The item's index in a fan-out.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        index: Option<u64>,
+        /// The output (JSON text for a JSON step), cut to about 2000
+        /// characters; the whole is in the store.
+        output: String,
+    },
+    /// A workflow run ended.
+    #[serde(rename = "workflow.completed")]
+    WorkflowCompleted {
+        /// The run.
+        run_id: String,
+        /// `completed` (every step has a result), `failed` or `cancelled`.
+        status: String,
+        /// Instances per state.
+        counts: std::collections::BTreeMap<String, u64>,
+    },
     /// The host is done with the session. Always last.
     #[serde(rename = "session.completed")]
     SessionCompleted {

@@ -25,3 +25,4 @@ mod shell;
 mod streaming;
 mod support;
 mod tools;
+mod workflows;

@@ -67,6 +67,7 @@ impl Host {
             agents: None,
             plans: None,
             snapshots: None,
+            workflows: None,
         };
         Self {
             ws,

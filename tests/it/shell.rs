@@ -252,3 +252,47 @@ fn restore_and_mcp_in_the_shell() {
     shell.send_line("/quit").expect("send");
     exits_0(&mut shell);
 }
+
+/// A workflow whose one step writes a file: under Ask, its write waits for
+/// the person, whose answer goes to the step.
+const WORKFLOW_SCRIPT: &str = r###"
+[[response]]
+role = "writer"
+iteration = 1
+[[response.tool_calls]]
+name = "write_file"
+arguments = { path = "from-step.txt", content = "written by a step\n" }
+
+[[response]]
+role = "writer"
+iteration = 2
+text = "from-step.txt is written."
+"###;
+
+#[test]
+fn workflow_runs_over_the_session_and_its_steps_prompts_are_answered_inline() {
+    let Shell {
+        pty: mut shell,
+        ws,
+        data,
+        config,
+    } = start(WORKFLOW_SCRIPT);
+    std::fs::write(
+        ws.path().join("wf.toml"),
+        "[workflow]\nname = \"overlay\"\n[[steps]]\nname = \"writer\"\nprompt = \"write the file\"\n",
+    )
+    .expect("workflow file");
+    shell.send_line("/workflow wf.toml").expect("send");
+    expect(&mut shell, "step:writer[0]:approval:1");
+    shell.send_line("y").expect("send");
+    expect(&mut shell, "every step ran: yes");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("from-step.txt")).expect("written"),
+        "written by a step\n"
+    );
+    shell.send_line("/workflow cancel").expect("send");
+    expect(&mut shell, "no workflow is running");
+    shell.send_line("/quit").expect("send");
+    exits_0(&mut shell);
+    drop((data, config));
+}

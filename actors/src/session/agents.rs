@@ -42,6 +42,9 @@ pub struct Subagents {
     /// Running sub-agents at once, across the whole tree.
     slots: Arc<Semaphore>,
     limit: usize,
+    /// The workflow engine the Operate `workflow` tool delegates to;
+    /// `None` leaves the tool out.
+    workflows: Option<Arc<dyn crate::delegation::Delegation>>,
 }
 
 impl Subagents {
@@ -58,7 +61,19 @@ impl Subagents {
             models,
             slots: Arc::new(Semaphore::new(limit)),
             limit,
+            workflows: None,
         }
+    }
+
+    /// The same, delegating the Operate `workflow` tool to `engine`.
+    pub fn with_workflows(mut self, engine: Arc<dyn crate::delegation::Delegation>) -> Self {
+        self.workflows = Some(engine);
+        self
+    }
+
+    /// The workflow engine, when the host has one.
+    pub fn workflows(&self) -> Option<&Arc<dyn crate::delegation::Delegation>> {
+        self.workflows.as_ref()
     }
 
     /// The concurrency limit in force.
@@ -106,6 +121,29 @@ impl Children {
     }
 }
 
+/// Sends a turn's `workflow` plans to its agent.
+pub(crate) struct SessionWorkflowHost {
+    pub(crate) session: ActorRef<SessionMsg>,
+}
+
+impl cadre_runtime::tool::WorkflowHost for SessionWorkflowHost {
+    fn run(&self, plan: serde_json::Value) -> ToolFuture<'static> {
+        let session = self.session.clone();
+        Box::pin(async move {
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            session
+                .cast(SessionMsg::Workflow {
+                    plan,
+                    reply: reply.into(),
+                })
+                .map_err(|_| ToolError::failed("the session has stopped"))?;
+            answer
+                .await
+                .unwrap_or_else(|_| Err(ToolError::failed("the workflow request was dropped")))
+        })
+    }
+}
+
 /// Sends a turn's `agent` requests to its agent.
 pub(crate) struct SessionAgentHost {
     pub(crate) session: ActorRef<SessionMsg>,
@@ -150,6 +188,36 @@ impl SessionState {
             posture: self.live.posture(),
             ..self.spec.authority.clone()
         }
+    }
+
+    /// Runs a `workflow` plan through the host's engine, as this agent
+    /// now is: its steps narrow its current authority, live. The engine
+    /// runs in a task; the mailbox does not wait for it.
+    pub(super) fn delegate(&self, plan: serde_json::Value, reply: RpcReplyPort<ToolOutcome>) {
+        let Some(engine) = self
+            .spec
+            .subagents
+            .as_ref()
+            .and_then(|s| s.workflows().cloned())
+        else {
+            let _ = reply.send(Err(ToolError::failed(
+                "workflows are not available in this host",
+            )));
+            return;
+        };
+        let mut spec = self.spec.clone();
+        spec.authority = self.current_authority();
+        let caller = crate::delegation::Caller {
+            runs_dir: self.spec.paths.dir.join("runs"),
+            session_id: Some(self.row.to_string()),
+            spec,
+            live: self.live.clone(),
+            services: self.services.clone(),
+            events: self.events.clone(),
+        };
+        tokio::spawn(async move {
+            let _ = reply.send(engine.run(caller, plan).await);
+        });
     }
 
     /// Carries out an `agent` tool request.

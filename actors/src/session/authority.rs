@@ -341,6 +341,13 @@ impl SessionState {
     /// A person answered a prompt: this agent's own, or one a descendant
     /// raised, routed one hop down by its typed id.
     pub(super) fn approve(&mut self, id: &str, answer: ApprovalDecision) {
+        // A workflow step's prompt goes to the engine running it.
+        if id.starts_with("step:")
+            && let Some(engine) = self.spec.subagents.as_ref().and_then(|s| s.workflows())
+            && engine.approve(id, answer)
+        {
+            return;
+        }
         let Ok(parsed) = id.parse::<ApprovalId>() else {
             return self.reject("approve", format!("no approval prompt has the id '{id}'"));
         };

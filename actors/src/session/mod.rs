@@ -192,6 +192,14 @@ pub enum SessionMsg {
         /// Its report.
         report: Box<AgentReport>,
     },
+    /// The Operate `workflow` tool asks to run a plan (from the turn's
+    /// workflow host).
+    Workflow {
+        /// The plan, as the model wrote it.
+        plan: serde_json::Value,
+        /// Where the report goes.
+        reply: RpcReplyPort<ToolOutcome>,
+    },
     /// A plan lifecycle tool asks (from the turn's plan host).
     Plan {
         /// What to do.
@@ -462,6 +470,7 @@ impl Actor for SessionActor {
             SessionMsg::AgentRunDone { agent, report } => {
                 Box::pin(state.agent_run_done(&agent, *report)).await
             }
+            SessionMsg::Workflow { plan, reply } => state.delegate(plan, reply),
         }
         Ok(())
     }

@@ -293,6 +293,10 @@ impl SessionState {
             .as_ref()
             .map(|tools| tools.iter().cloned().collect());
         let plans = spec.is_session();
+        let workflows = spec
+            .subagents
+            .as_ref()
+            .is_some_and(|s| s.workflows().is_some());
         let tools = self.services.tools.offered(&Offer {
             mode,
             allow: allowed.clone(),
@@ -301,6 +305,7 @@ impl SessionState {
             agents: spec.subagents.is_some(),
             plans,
             plan_entry: spec.plan_agent_entry,
+            workflows,
         });
         let root = spec.workspace.root();
         let system = match &spec.prompt {
@@ -352,6 +357,11 @@ impl SessionState {
                 Arc::new(plan_host::SessionPlanHost {
                     session: myself.clone(),
                 }) as Arc<dyn cadre_runtime::tool::PlanHost>
+            }),
+            workflows: workflows.then(|| {
+                Arc::new(agents::SessionWorkflowHost {
+                    session: myself.clone(),
+                }) as Arc<dyn cadre_runtime::tool::WorkflowHost>
             }),
             rules: Some(spec.authority.rules.clone()),
             snapshots: spec.snapshots.clone().map(|snapshots| {

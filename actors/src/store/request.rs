@@ -9,9 +9,9 @@ use cadre_runtime::message::Message;
 use cadre_runtime::permission::Posture;
 use cadre_runtime::plan::{self, EntryError};
 use cadre_runtime::store::{
-    Admission, Admitted, AgentRecord, AnswerOutcome, LeaseOwner, ModeIntent, NewAgent,
-    NewQuestionnaire, NewSession, QuestionnaireAnswer, QuestionnaireKind, QueuedMessage,
-    SessionRecord, Source, Store, StoreError,
+    Admission, Admitted, AgentRecord, AnswerOutcome, InstanceRecord, LeaseOwner, ModeIntent,
+    NewAgent, NewQuestionnaire, NewRun, NewSession, OpenedRun, QuestionnaireAnswer,
+    QuestionnaireKind, QueuedMessage, RunRecord, SessionRecord, Source, Store, StoreError,
 };
 use ractor::RpcReplyPort;
 
@@ -247,6 +247,64 @@ pub enum StoreRequest {
         /// It.
         reply: Reply<Vec<Message>>,
     },
+    /// Records a new workflow run and takes its lease.
+    CreateRun(Box<RunDraft>, Reply<RunRecord>),
+    /// Opens a stored run to resume it (takes its lease): the run and its
+    /// instances.
+    OpenRun {
+        /// The run's id, a unique prefix, or `latest`.
+        spec: String,
+        /// It.
+        reply: Reply<OpenedRun>,
+    },
+    /// Records step instances as they are now.
+    RecordInstances {
+        /// The run.
+        run_id: String,
+        /// (step order, instance).
+        instances: Vec<(i64, InstanceRecord)>,
+        /// Done.
+        reply: Reply<()>,
+    },
+    /// Records how a run ended and gives up its lease.
+    FinishRun {
+        /// The run.
+        run_id: String,
+        /// `completed`, `failed` or `cancelled`.
+        status: String,
+        /// Done.
+        reply: Reply<()>,
+    },
+    /// Takes the cancel requests other processes left for a run.
+    TakeCancels {
+        /// The run.
+        run_id: String,
+        /// The targets (`*`, `step`, `step[i]`).
+        reply: Reply<Vec<String>>,
+    },
+}
+
+/// A workflow run to record, owned.
+#[derive(Debug, Clone)]
+pub struct RunDraft {
+    /// Its id.
+    pub id: String,
+    /// The calling session, if any.
+    pub caller_id: Option<String>,
+    /// The workflow's name.
+    pub name: String,
+    /// The file it was read from.
+    pub file: Option<String>,
+    /// Its text.
+    pub source: String,
+    /// Its settings (JSON).
+    pub settings: String,
+    /// The workspace.
+    pub workspace: PathBuf,
+    /// The widest mode of its steps.
+    pub mode: Mode,
+    /// The posture it runs under.
+    pub posture: Posture,
 }
 
 impl StoreRequest {
@@ -274,6 +332,12 @@ impl StoreRequest {
             StoreRequest::Resolve { reply, .. } => no!(reply),
             StoreRequest::Admitted { reply, .. } => no!(reply),
             StoreRequest::Conversation { reply, .. } => no!(reply),
+            StoreRequest::CreateRun(_, reply) => no!(reply),
+            StoreRequest::OpenRun { reply, .. } => no!(reply),
+            StoreRequest::RecordInstances { reply, .. } | StoreRequest::FinishRun { reply, .. } => {
+                no!(reply)
+            }
+            StoreRequest::TakeCancels { reply, .. } => no!(reply),
         }
     }
 
@@ -297,7 +361,12 @@ impl StoreRequest {
             | StoreRequest::Resolve { .. }
             | StoreRequest::Audit { .. }
             | StoreRequest::Admitted { .. }
-            | StoreRequest::Conversation { .. } => false,
+            | StoreRequest::Conversation { .. }
+            | StoreRequest::CreateRun(..)
+            | StoreRequest::OpenRun { .. }
+            | StoreRequest::RecordInstances { .. }
+            | StoreRequest::FinishRun { .. }
+            | StoreRequest::TakeCancels { .. } => false,
         }
     }
 
@@ -441,6 +510,54 @@ impl StoreRequest {
             }
             StoreRequest::Conversation { session_id, reply } => {
                 defer(reply, s.isolated(|s| s.conversation(&session_id)))
+            }
+            StoreRequest::CreateRun(draft, reply) => {
+                let created = s.isolated(|s| {
+                    s.create_run(
+                        &NewRun {
+                            id: &draft.id,
+                            caller_id: draft.caller_id.as_deref(),
+                            name: &draft.name,
+                            file: draft.file.as_deref(),
+                            source: &draft.source,
+                            settings: &draft.settings,
+                            workspace: &draft.workspace,
+                            mode: draft.mode,
+                            posture: draft.posture,
+                        },
+                        owner,
+                    )
+                });
+                defer(reply, created)
+            }
+            StoreRequest::OpenRun { spec, reply } => {
+                let opened = s.isolated(|s| {
+                    s.resolve_run(&spec)
+                        .and_then(|run| s.open_run(&run.id, owner))
+                });
+                defer(reply, opened)
+            }
+            StoreRequest::RecordInstances {
+                run_id,
+                instances,
+                reply,
+            } => defer(
+                reply,
+                s.isolated(|s| s.record_instances(&run_id, &instances)),
+            ),
+            StoreRequest::FinishRun {
+                run_id,
+                status,
+                reply,
+            } => {
+                let finished = s.isolated(|s| {
+                    s.finish_run(&run_id, &status)
+                        .and_then(|()| s.release_lease(&run_id, owner))
+                });
+                defer(reply, finished)
+            }
+            StoreRequest::TakeCancels { run_id, reply } => {
+                defer(reply, s.isolated(|s| s.take_cancels(&run_id)))
             }
         }
     }

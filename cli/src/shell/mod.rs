@@ -11,6 +11,7 @@
 //!   notices out; no I/O.
 //! - [`view`]: the text of events and notices; no I/O.
 //! - [`terminal`]: rustyline's reader thread and the printer.
+//! - [`workflow`]: `/workflow FILE`, a workflow run as an overlay.
 //!
 //! This module only wires them: the terminal and the view could be
 //! replaced by a full-screen UI without touching the controller.
@@ -19,6 +20,7 @@ pub mod commands;
 pub mod controller;
 pub mod terminal;
 pub mod view;
+pub mod workflow;
 
 use cadre_runtime::Mode;
 use cadre_runtime::protocol::{Envelope, Event};
@@ -58,6 +60,8 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
     // The mode last asked for with `/mode`: persisted when the session
     // accepts it, forgotten when it refuses.
     let mut chosen: Option<Mode> = None;
+    // A `/workflow` run shown over the session, while it runs.
+    let mut overlay: Option<workflow::Overlay> = None;
     let mut shell = Controller::new(Facts {
         session_id,
         mode: config.mode,
@@ -89,7 +93,65 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
                     break;
                 }
             }
+            out = async {
+                match overlay.as_mut() {
+                    // Its events first, its end once they are all shown.
+                    Some(o) => tokio::select! {
+                        biased;
+                        Some(envelope) = o.events.recv() => Ok(envelope),
+                        report = &mut o.handle.done => Err(report),
+                    },
+                    None => std::future::pending().await,
+                }
+            } => match out {
+                Ok(envelope) => {
+                    if let Some(piece) = view.event(&envelope.event) {
+                        terminal.show(piece);
+                    }
+                    // Its steps' prompts are answered like the session's own.
+                    for op in shell.event(&envelope.event) {
+                        route(&handle, overlay.as_ref(), op);
+                    }
+                }
+                Err(report) => {
+                    let text = match report {
+                        Ok(report) => crate::workflow_view::table(&report),
+                        Err(_) => "the workflow stopped without a report\n".to_string(),
+                    };
+                    terminal.show(crate::render::Piece { stream: crate::render::Stream::Err, text });
+                    overlay = None;
+                }
+            },
             input = terminal.next() => match input {
+                Some((Input::Line(line), reply)) if workflow::parse(&line).is_some() => {
+                    let text = match workflow::parse(&line) {
+                        Some(Ok(workflow::Request::Run(_))) if overlay.is_some() => {
+                            "a workflow is running; /workflow cancel stops it\n".to_string()
+                        }
+                        Some(Ok(workflow::Request::Run(file))) => {
+                            match workflow::run(&host, &config, &file).await {
+                                Ok(started) => {
+                                    overlay = Some(started);
+                                    String::new()
+                                }
+                                Err(why) => format!("{why}\n"),
+                            }
+                        }
+                        Some(Ok(workflow::Request::Cancel(target))) => match &overlay {
+                            Some(o) => {
+                                o.handle.cancel(target.as_deref().unwrap_or("*"));
+                                String::new()
+                            }
+                            None => "no workflow is running\n".to_string(),
+                        },
+                        Some(Err(usage)) => format!("usage: {usage}\n"),
+                        None => String::new(),
+                    };
+                    if !text.is_empty() {
+                        terminal.show(crate::render::Piece { stream: crate::render::Stream::Err, text });
+                    }
+                    terminal.answer(reply, Next::Read);
+                }
                 Some((input, reply)) => {
                     if let Input::Line(line) = &input
                         && let commands::Line::Command(commands::Command::Mode(Some(mode))) =
@@ -97,17 +159,17 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
                     {
                         chosen = Some(mode);
                     }
-                    let next = react(&mut shell, &handle, &view, &mut terminal, &lookups, input);
+                    let next = react(&mut shell, &handle, overlay.as_ref(), &view, &mut terminal, &lookups, input);
                     terminal.answer(reply, next);
                 }
                 // The reader is gone (it could not start, say): as Ctrl-D.
                 None => {
-                    react(&mut shell, &handle, &view, &mut terminal, &lookups, Input::Eof);
+                    react(&mut shell, &handle, overlay.as_ref(), &view, &mut terminal, &lookups, Input::Eof);
                 }
             },
             // Ctrl-C while the reader is between two lines arrives as SIGINT.
             Some(()) = interrupts.recv() => {
-                react(&mut shell, &handle, &view, &mut terminal, &lookups, Input::Interrupt);
+                react(&mut shell, &handle, overlay.as_ref(), &view, &mut terminal, &lookups, Input::Interrupt);
             }
             Some(text) = found.recv() => terminal.show(view.notice(&Notice::Found(text))),
         }
@@ -132,6 +194,7 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
 fn react(
     shell: &mut Controller,
     handle: &cadre_actors::SessionHandle,
+    overlay: Option<&workflow::Overlay>,
     view: &View,
     terminal: &mut Terminal,
     lookups: &Lookups,
@@ -147,13 +210,32 @@ fn react(
         lookups.answer(notice);
     }
     for op in reaction.ops {
-        // A session that is gone says so with `session.stopped`.
-        let _ = handle.submit(op);
+        route(handle, overlay, op);
     }
     if reaction.quit {
         Next::Stop
     } else {
         Next::Read
+    }
+}
+
+/// Sends an op to the session, or an answer to a step's prompt to the
+/// workflow that asked it.
+fn route(
+    handle: &cadre_actors::SessionHandle,
+    overlay: Option<&workflow::Overlay>,
+    op: cadre_runtime::protocol::Op,
+) {
+    match (op, overlay) {
+        (cadre_runtime::protocol::Op::Approve { id, decision }, Some(o))
+            if id.starts_with("step:") =>
+        {
+            o.handle.approve(&id, decision);
+        }
+        // A session that is gone says so with `session.stopped`.
+        (op, _) => {
+            let _ = handle.submit(op);
+        }
     }
 }
 

@@ -168,6 +168,11 @@ fn help() -> String {
     }
     let _ = writeln!(
         text,
+        "  {:<27} run a workflow over the session; /workflow cancel [STEP[i]] stops it",
+        "/workflow FILE"
+    );
+    let _ = writeln!(
+        text,
         "  //text                      send a message that starts with /\n\
          approval prompts: {APPROVAL_CHOICES}\n\
          plan questionnaires: {PLAN_CHOICES}\n\

@@ -15,11 +15,13 @@
 //! - `plans`: plan questionnaires and their answers.
 //! - `agents`: sub-agents under their parent, with state and last report.
 //! - `leases`: one process runs a session at a time.
+//! - `runs`: workflow runs, their step instances, cancel requests.
 
 mod agents;
 mod leases;
 mod plans;
 mod queue;
+mod runs;
 mod schema;
 mod sessions;
 
@@ -35,6 +37,7 @@ pub use agents::{AgentRecord, NewAgent};
 pub use leases::{LEASE_EXPIRY_SECS, LeaseOwner};
 pub use plans::{AnswerOutcome, NewQuestionnaire, Questionnaire};
 pub use queue::{Admission, Admitted, QueuedMessage, Source};
+pub use runs::{InstanceRecord, NewRun, OpenedRun, RunRecord};
 pub use schema::SCHEMA_VERSION;
 pub use sessions::{NewSession, SessionRecord};
 

@@ -109,6 +109,49 @@ const MIGRATIONS: &[&str] = &[
         renewed_at  REAL NOT NULL
     );
     "#,
+    // 3: workflow runs. A run has a `sessions` row of kind 'agent' (its
+    // steps are agents under it, and it is leased like a session); its
+    // step instances are keyed for exact resume; other processes ask a
+    // running run to cancel through `workflow_cancels`.
+    r#"
+    CREATE TABLE workflow_runs (
+        id          TEXT PRIMARY KEY REFERENCES sessions(id),
+        caller_id   TEXT,
+        name        TEXT NOT NULL,
+        file        TEXT,
+        source      TEXT NOT NULL,
+        settings    TEXT NOT NULL,
+        status      TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
+        created_at  REAL NOT NULL,
+        updated_at  REAL NOT NULL
+    );
+    CREATE INDEX workflow_runs_by_time ON workflow_runs(updated_at);
+
+    CREATE TABLE workflow_instances (
+        run_id      TEXT NOT NULL REFERENCES workflow_runs(id),
+        step        TEXT NOT NULL,
+        idx         INTEGER NOT NULL,
+        seq         INTEGER NOT NULL,
+        item        TEXT,
+        key         TEXT,
+        state       TEXT NOT NULL CHECK (state IN
+                    ('pending', 'dispatched', 'finalized', 'verified', 'failed', 'blocked', 'cancelled')),
+        agent_id    TEXT,
+        output      TEXT,
+        reason      TEXT,
+        attempts    INTEGER NOT NULL DEFAULT 0,
+        tokens      INTEGER NOT NULL DEFAULT 0,
+        updated_at  REAL NOT NULL,
+        PRIMARY KEY (run_id, step, idx)
+    );
+
+    CREATE TABLE workflow_cancels (
+        id           INTEGER PRIMARY KEY,
+        run_id       TEXT NOT NULL REFERENCES workflow_runs(id),
+        target       TEXT NOT NULL,
+        requested_at REAL NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this cadre writes.

@@ -291,6 +291,9 @@ pub struct ToolContext {
     /// Runs the plan lifecycle tools; `None` where there is no plan lifecycle
     /// (sub-agents).
     pub plans: Option<Arc<dyn PlanHost>>,
+    /// Runs the Operate `workflow` tool's plans; `None` where there is no
+    /// workflow engine.
+    pub workflows: Option<Arc<dyn WorkflowHost>>,
     /// The rules in force, so `grep`, `glob` and `list_dir` leave out the
     /// files a read deny (or ask) rule covers; `None` leaves out nothing.
     pub rules: Option<Arc<RuleSet>>,
@@ -380,6 +383,19 @@ pub trait AgentHost: Send + Sync + 'static {
 impl std::fmt::Debug for dyn AgentHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("AgentHost")
+    }
+}
+
+/// Runs the `workflow` tool's plans (M5, W8).
+pub trait WorkflowHost: Send + Sync + 'static {
+    /// Validates and runs one plan (the tool's arguments); resolves, once
+    /// the run is over, to the report the model reads.
+    fn run(&self, plan: Value) -> ToolFuture<'static>;
+}
+
+impl std::fmt::Debug for dyn WorkflowHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WorkflowHost")
     }
 }
 

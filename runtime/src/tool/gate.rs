@@ -257,6 +257,9 @@ pub struct Offer {
     pub plans: bool,
     /// Whether `enter_plan_mode` is offered (config `plan.agent_entry`).
     pub plan_entry: bool,
+    /// Whether the Operate `workflow` tool can work here (a workflow engine
+    /// is attached).
+    pub workflows: bool,
 }
 
 /// The tool specs `offer` gets: the definition gate, then the tools that
@@ -274,6 +277,9 @@ pub fn offered_tools(registry: &ToolRegistry, offer: &Offer) -> Vec<ToolSpec> {
         };
         if def.name == super::AGENT_TOOL {
             return offer.agents;
+        }
+        if def.name == super::WORKFLOW_TOOL {
+            return offer.workflows;
         }
         // The plan lifecycle is the session's alone; entering Plan on the
         // model's request only where configured.

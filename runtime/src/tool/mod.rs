@@ -19,13 +19,13 @@ mod runner;
 mod workspace;
 
 pub use builtin::{
-    AGENT_TOOL, ENTER_PLAN_TOOL, FileLimits, TodoItem, builtin_tools, builtin_tools_with,
-    truncate_middle,
+    AGENT_TOOL, ENTER_PLAN_TOOL, FileLimits, TodoItem, WORKFLOW_TOOL, builtin_tools,
+    builtin_tools_with, truncate_middle,
 };
 pub use definition::{
     AgentHost, AgentRequest, Authorization, Authorizer, DecisionFuture, ErrorCode, PlanHost,
     PlanRequest, Safety, SnapshotFuture, Snapshotter, Tool, ToolContext, ToolDefinition, ToolError,
-    ToolFuture, builtin_definitions,
+    ToolFuture, WorkflowHost, builtin_definitions,
 };
 pub use gate::{Offer, ToolSpec, definition_gate, execution_gate, offered_tools};
 pub use registry::{RegistryError, ToolRegistry};

@@ -110,7 +110,7 @@ fn registry_of(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> ToolRegistry {
     registry
 }
 
-const BUILTINS: [&str; 11] = [
+const BUILTINS: [&str; 12] = [
     "read_file",
     "list_dir",
     "glob",
@@ -120,6 +120,7 @@ const BUILTINS: [&str; 11] = [
     "bash",
     "todo_write",
     "agent",
+    "workflow",
     "exit_plan_mode",
     "enter_plan_mode",
 ];
@@ -151,6 +152,7 @@ impl Env {
             file_scopes: Vec::new(),
             agents: None,
             plans: None,
+            workflows: None,
             rules: None,
             snapshots: None,
         };

@@ -60,6 +60,35 @@ fn schema() -> &'static jsonschema::Validator {
 /// Parses stream-json output, checking every line against the schema and
 /// the first and last line against the contract.
 pub fn events(out: &Output) -> Vec<Value> {
+    let events = schema_checked(out);
+    let first = events.first().expect("no output");
+    assert_eq!(first["type"], "session.started");
+    assert_eq!(first["version"], 1);
+    let last = events.last().expect("no output");
+    assert_eq!(last["type"], "session.completed");
+    assert_eq!(
+        last["exit_code"], out.code,
+        "session.completed disagrees with the exit code"
+    );
+    events
+}
+
+/// Parses `cadre workflow run|resume`'s stream-json output: every line
+/// against the schema, `workflow.started` first, `workflow.completed` last.
+pub fn workflow_events(out: &Output) -> Vec<Value> {
+    let events = schema_checked(out);
+    assert_eq!(
+        events.first().expect("no output")["type"],
+        "workflow.started"
+    );
+    assert_eq!(
+        events.last().expect("no output")["type"],
+        "workflow.completed"
+    );
+    events
+}
+
+fn schema_checked(out: &Output) -> Vec<Value> {
     let mut events = Vec::new();
     for (n, line) in out.stdout.lines().enumerate() {
         let event: Value = serde_json::from_str(line)
@@ -75,15 +104,6 @@ pub fn events(out: &Output) -> Vec<Value> {
         );
         events.push(event);
     }
-    let first = events.first().expect("no output");
-    assert_eq!(first["type"], "session.started");
-    assert_eq!(first["version"], 1);
-    let last = events.last().expect("no output");
-    assert_eq!(last["type"], "session.completed");
-    assert_eq!(
-        last["exit_code"], out.code,
-        "session.completed disagrees with the exit code"
-    );
     events
 }
 

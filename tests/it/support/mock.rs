@@ -45,6 +45,9 @@ pub enum Reply {
     BreakAfter { body: String },
     /// A stream that sends `body` and then stays silent until the client leaves.
     HangAfter { body: String },
+    /// `reply`, once as many requests as the barrier holds are waiting on
+    /// it: proof that they were in flight at the same time.
+    Together(Arc<tokio::sync::Barrier>, Box<Reply>),
 }
 
 impl Reply {
@@ -188,6 +191,29 @@ struct Shared {
     responder: Mutex<Option<Responder>>,
     requests: Mutex<Vec<Value>>,
     violations: Mutex<Vec<String>>,
+    /// Requests being answered now, and the most there ever were.
+    in_flight: std::sync::atomic::AtomicUsize,
+    most_in_flight: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts a request in flight until its response body is done.
+struct InFlight(Arc<Shared>);
+
+impl InFlight {
+    fn new(shared: Arc<Shared>) -> Self {
+        use std::sync::atomic::Ordering;
+        let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        shared.most_in_flight.fetch_max(now, Ordering::SeqCst);
+        Self(shared)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0
+            .in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// A running mock server; it stops when dropped.
@@ -244,6 +270,13 @@ impl MockServer {
         self.shared.requests.lock().expect("lock").clone()
     }
 
+    /// The most requests that were being answered at once.
+    pub fn most_in_flight(&self) -> usize {
+        self.shared
+            .most_in_flight
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Protocol violations seen in requests.
     pub fn violations(&self) -> Vec<String> {
         self.shared.violations.lock().expect("lock").clone()
@@ -269,11 +302,25 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         )
         .into_response();
     }
+    let flight = InFlight::new(shared.clone());
     let reply = shared.queue.lock().expect("lock").pop_front();
     let responder = shared.responder.lock().expect("lock").clone();
-    let reply = reply.or_else(|| responder.and_then(|r| r(&request)));
+    let mut reply = reply.or_else(|| responder.and_then(|r| r(&request)));
+    while let Some(Reply::Together(barrier, inner)) = reply {
+        barrier.wait().await;
+        reply = Some(*inner);
+    }
     match reply {
-        Some(reply) => reply.into_response(),
+        Some(reply) => {
+            let response = reply.into_response();
+            let (parts, body) = response.into_parts();
+            // The request stays in flight until its body is sent.
+            let stream = body.into_data_stream().map(move |chunk| {
+                let _held = &flight;
+                chunk
+            });
+            Response::from_parts(parts, Body::from_stream(stream))
+        }
         None => plain(500, "mock: no reply left for this request"),
     }
 }
@@ -351,6 +398,7 @@ impl Reply {
                 ]);
                 sse_response(Body::from_stream(stream))
             }
+            Reply::Together(_, inner) => inner.into_response(),
             Reply::HangAfter { body } => {
                 let stream =
                     futures::stream::once(

@@ -11,6 +11,8 @@
 //!   timeout or cancel.
 //! - `todo`: `todo_write`, the agent's task list in the session directory.
 //! - `agent`: `agent`, delegation to sub-agents through the host.
+//! - `workflow`: `workflow` (Operate only), delegation of a multi-step plan
+//!   to the workflow engine through the host.
 //! - `plan`: `exit_plan_mode` (Plan only) and `enter_plan_mode` (Work only,
 //!   when the host allows it), the plan lifecycle through the host.
 //!
@@ -26,6 +28,7 @@ mod limits;
 mod plan;
 mod search;
 mod todo;
+mod workflow;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -36,6 +39,7 @@ pub use agent::AGENT_TOOL;
 pub use limits::FileLimits;
 pub use plan::ENTER_PLAN_TOOL;
 pub use todo::TodoItem;
+pub use workflow::WORKFLOW_TOOL;
 
 use super::definition::{Tool, ToolError};
 
@@ -57,6 +61,7 @@ pub fn builtin_tools_with(limits: FileLimits) -> Vec<Arc<dyn Tool>> {
         Arc::new(bash::Bash::new()),
         Arc::new(todo::TodoWrite::new()),
         Arc::new(agent::Agent::new()),
+        Arc::new(workflow::Workflow::new()),
         Arc::new(plan::ExitPlanMode::new()),
         Arc::new(plan::EnterPlanMode::new()),
     ]

@@ -60,17 +60,18 @@ fn definition_gate_offers_plan_only_readers_plan_file_writers_and_read_only_bash
         "{}",
         bash.description
     );
-    // exit_plan_mode exists only in Plan, enter_plan_mode only in Work.
+    // exit_plan_mode exists only in Plan, enter_plan_mode only in Work,
+    // workflow only in Operate.
     let work: Vec<(&str, bool)> = BUILTINS
         .iter()
-        .filter(|n| **n != "exit_plan_mode")
+        .filter(|n| **n != "exit_plan_mode" && **n != "workflow")
         .map(|n| (*n, false))
         .collect();
     check_offered(Mode::Work, &work);
-    let operate: Vec<(&str, bool)> = work
+    let operate: Vec<(&str, bool)> = BUILTINS
         .iter()
-        .copied()
-        .filter(|(n, _)| *n != "enter_plan_mode")
+        .filter(|n| **n != "exit_plan_mode" && **n != "enter_plan_mode")
+        .map(|n| (*n, false))
         .collect();
     check_offered(Mode::Operate, &operate);
 }

@@ -1,0 +1,111 @@
+//! `/workflow FILE` in the shell: a workflow run as an overlay on the
+//! session, not a mode. Its events show above the prompt as they come (its
+//! steps' approval prompts too, answered like the session's own); when it
+//! ends, its table shows and the session carries on. `/workflow cancel
+//! [STEP | STEP[i]]` cancels it, a step or one item.
+//!
+//! The run has the shell's starting mode and posture, with a person to ask.
+
+use std::path::Path;
+
+use cadre_actors::EventSink;
+use cadre_actors::host::Host;
+use cadre_runtime::protocol::Envelope;
+use cadre_workflows::diagnostic::Source;
+use cadre_workflows::engine::{Launch, RunHandle, RunSettings, start};
+use cadre_workflows::validate::{Options, validate};
+use tokio::sync::mpsc;
+
+use crate::config::RunConfig;
+use crate::launch::session_options;
+
+/// The usage line.
+pub const USAGE: &str =
+    "/workflow FILE runs a workflow; /workflow cancel [STEP | STEP[i]] cancels it";
+
+/// What a `/workflow` line asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// Run this file.
+    Run(String),
+    /// Cancel the run (`None`), a step or an item.
+    Cancel(Option<String>),
+}
+
+/// `Some` when the line is a `/workflow` command (or its usage is wrong).
+pub fn parse(line: &str) -> Option<Result<Request, &'static str>> {
+    let mut words = line.split_whitespace();
+    if !words.next()?.eq_ignore_ascii_case("/workflow") {
+        return None;
+    }
+    let args: Vec<&str> = words.collect();
+    Some(match args.as_slice() {
+        ["cancel"] => Ok(Request::Cancel(None)),
+        ["cancel", target] => Ok(Request::Cancel(Some((*target).to_string()))),
+        [file] => Ok(Request::Run((*file).to_string())),
+        _ => Err(USAGE),
+    })
+}
+
+/// A running overlay.
+pub struct Overlay {
+    /// The run.
+    pub handle: RunHandle,
+    /// Its events.
+    pub events: mpsc::UnboundedReceiver<Envelope>,
+}
+
+/// Validates and starts `file` (relative to the workspace); the error is
+/// what to show.
+pub async fn run(host: &Host, config: &RunConfig, file: &str) -> Result<Overlay, String> {
+    let path = config.workspace.join(Path::new(file));
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let source = Source::file(file, text);
+    let options = Options {
+        vars: Default::default(),
+        roles: Some(config.roles.keys().cloned().collect()),
+    };
+    let workflow = validate(&source, &options)
+        .map_err(|invalid| invalid.render())?
+        .workflow;
+    let (tx, events) = mpsc::unbounded_channel();
+    let caller = host
+        .workflow_caller(&session_options(config, true), EventSink::new(tx))
+        .map_err(|e| e.to_string())?;
+    let handle = start(
+        caller,
+        Launch {
+            workflow,
+            source,
+            file: Some(path.display().to_string()),
+            settings: RunSettings::default(),
+            resume: None,
+            retry_failed: false,
+        },
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(Overlay { handle, events })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workflow_lines_parse() {
+        assert_eq!(parse("hello"), None);
+        assert_eq!(parse("/plan on"), None);
+        assert_eq!(
+            parse("/workflow wf.toml"),
+            Some(Ok(Request::Run("wf.toml".into())))
+        );
+        assert_eq!(parse("/workflow cancel"), Some(Ok(Request::Cancel(None))));
+        assert_eq!(
+            parse("/workflow cancel review[2]"),
+            Some(Ok(Request::Cancel(Some("review[2]".into()))))
+        );
+        assert_eq!(parse("/workflow"), Some(Err(USAGE)));
+        assert_eq!(parse("/workflow a b c"), Some(Err(USAGE)));
+    }
+}

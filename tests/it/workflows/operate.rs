@@ -1,0 +1,165 @@
+//! Operate delegation: the `workflow` tool is offered only in Operate; an
+//! invalid plan comes back as the call's error; a valid one runs under the
+//! session's authority and its report names what completed and what is
+//! blocked.
+
+use cadre::runtime::Mode;
+use cadre::runtime::permission::Posture;
+use cadre::runtime::protocol::{Event, Op, ToolStatus};
+use serde_json::{Value, json};
+
+use super::{Harness, answered, prompt_of};
+use crate::support::PATIENCE;
+use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
+
+fn offered(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Runs one message in a session of `mode` and returns its events up to
+/// the turn's end.
+async fn session_turn(h: &Harness, mode: Mode, message: &str) -> Vec<Event> {
+    let mut options = h.options(Posture::Bypass);
+    options.mode = Some(mode);
+    let mut started = h.host.start(options).await.expect("session");
+    started.handle.submit(Op::user(message)).expect("submitted");
+    let mut events = Vec::new();
+    loop {
+        let envelope = tokio::time::timeout(PATIENCE * 3, started.events.recv())
+            .await
+            .expect("an event in time")
+            .expect("the session is alive");
+        let end = matches!(
+            envelope.event,
+            Event::TurnCompleted { .. } | Event::TurnFailed { .. }
+        );
+        events.push(envelope.event);
+        if end {
+            break;
+        }
+    }
+    let _ = started.handle.submit(Op::Shutdown);
+    started.handle.stopped().await;
+    events
+}
+
+#[tokio::test]
+async fn the_workflow_tool_is_offered_only_in_operate() {
+    let mock = MockServer::start().await;
+    mock.respond_with(|_| Some(Reply::sse(&text_chunks("hello"))));
+    let h = Harness::new(&mock).await;
+    for mode in [Mode::Plan, Mode::Work, Mode::Operate] {
+        session_turn(&h, mode, &format!("hi from {mode}")).await;
+    }
+    let tools: Vec<(String, bool)> = mock
+        .requests()
+        .iter()
+        .map(|r| (prompt_of(r), offered(r).contains(&"workflow".to_string())))
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("hi from plan".to_string(), false),
+            ("hi from work".to_string(), false),
+            ("hi from operate".to_string(), true),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_plan_comes_back_as_an_error_and_nothing_runs() {
+    let mock = MockServer::start().await;
+    mock.respond_with(|request| {
+        Some(if answered(request) == 0 {
+            Reply::sse(&tool_call_chunks(
+                "w1",
+                "workflow",
+                &json!({
+                    "workflow": {"name": "bad"},
+                    "steps": [
+                        {"name": "a", "prompt": "A", "needs": ["b"]},
+                        {"name": "b", "prompt": "B", "needs": ["a"]}
+                    ]
+                }),
+            ))
+        } else {
+            Reply::sse(&text_chunks("I will fix the plan"))
+        })
+    });
+    let h = Harness::new(&mock).await;
+    let events = session_turn(&h, Mode::Operate, "delegate a cycle").await;
+    let result = events
+        .iter()
+        .find_map(|e| match e {
+            Event::ToolResult {
+                name,
+                status,
+                output,
+                ..
+            } if name == "workflow" => Some((*status, output.clone())),
+            _ => None,
+        })
+        .expect("a workflow result");
+    assert_eq!(result.0, ToolStatus::Error);
+    assert!(
+        result.1.contains("cycle in needs: a → b → a"),
+        "{}",
+        result.1
+    );
+    assert_eq!(mock.requests().len(), 2, "no step ran");
+}
+
+#[tokio::test]
+async fn a_valid_plan_runs_and_its_report_names_completed_and_blocked_steps() {
+    let mock = MockServer::start().await;
+    mock.respond_with(|request| {
+        let prompt = prompt_of(request);
+        Some(match (prompt.as_str(), answered(request)) {
+            ("delegate the work", 0) => Reply::sse(&tool_call_chunks(
+                "w1",
+                "workflow",
+                &json!({
+                    "workflow": {"name": "op", "max_parallel": 2},
+                    "steps": [
+                        {"name": "docs", "prompt": "write the docs"},
+                        {"name": "code", "prompt": "write the code"},
+                        {"name": "ship", "prompt": "ship it", "needs": ["code"]}
+                    ]
+                }),
+            )),
+            ("delegate the work", _) => Reply::sse(&text_chunks("the workflow report is in")),
+            ("write the docs", _) => Reply::sse(&text_chunks("DOCS-DONE")),
+            ("write the code", _) => Reply::error(400, "cannot write code"),
+            _ => return None,
+        })
+    });
+    let h = Harness::new(&mock).await;
+    let events = session_turn(&h, Mode::Operate, "delegate the work").await;
+    let report = events
+        .iter()
+        .find_map(|e| match e {
+            Event::ToolResult { name, output, .. } if name == "workflow" => Some(output.clone()),
+            _ => None,
+        })
+        .expect("a workflow result");
+    assert!(report.contains("workflow failed"), "{report}");
+    assert!(report.contains("- docs (finalized): DOCS-DONE"), "{report}");
+    assert!(report.contains("- code failed"), "{report}");
+    assert!(
+        report.contains("- ship blocked: needs 'code', which failed"),
+        "{report}"
+    );
+    assert!(report.contains("Next:"), "{report}");
+    // The run's progress went to the session's stream meanwhile.
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::WorkflowStarted { .. }))
+    );
+    assert!(events.iter().any(|e| matches!(e, Event::StepState { step, state, .. } if step == "ship" && state == "blocked")));
+}

@@ -1,0 +1,295 @@
+//! Running workflows: a supervisor actor per run, a step actor per running
+//! instance, the run in the store.
+//!
+//! [`start`] records a new run (or takes a stored one to resume), spawns
+//! its [`supervisor::SupervisorActor`] and hands back a [`RunHandle`]; the
+//! run's events go to the caller's sink. [`Engine`] is the same for the
+//! Operate `workflow` tool: it validates the model's plan, runs it under
+//! the caller's authority and answers with the report.
+//!
+//! # Layout
+//! - `supervisor`: the run's actor; performs the scheduler's effects,
+//!   stores instance states before their events go out.
+//! - `step`: one attempt of one instance: the step's agent, watchdogs,
+//!   the check, the ids the caller sees.
+//! - `check`: a check command under a read-only sandbox.
+//! - `ids`: `step:<name>[<i>]:approval:<n>` and back.
+
+mod check;
+pub mod ids;
+mod step;
+pub mod supervisor;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use cadre_actors::delegation::{Caller, Delegation};
+use cadre_actors::store::{RunDraft, StoreRequest};
+use cadre_runtime::protocol::ApprovalDecision;
+use cadre_runtime::store::{InstanceRecord, StoreError};
+use cadre_runtime::tool::{ToolError, ToolFuture};
+use ractor::{Actor, ActorRef};
+use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
+
+use crate::diagnostic::Source;
+use crate::format::json_to_toml;
+use crate::model::Workflow;
+use crate::scheduler::{Report, Scheduler, Settings, State, Stored};
+use crate::validate::{Options, validate};
+use supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg, role_names};
+
+/// What a run was started with besides its text, stored with it so a
+/// resume validates the same workflow the same way.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSettings {
+    /// `--var` overrides.
+    #[serde(default)]
+    pub vars: BTreeMap<String, String>,
+    /// `--max-parallel`.
+    #[serde(default)]
+    pub max_parallel: Option<u32>,
+}
+
+/// A run to start.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The validated workflow.
+    pub workflow: Workflow,
+    /// Its text, stored with the run.
+    pub source: Source,
+    /// The file it came from.
+    pub file: Option<String>,
+    /// Its settings.
+    pub settings: RunSettings,
+    /// Resume this stored run instead of starting a new one.
+    pub resume: Option<Resumed>,
+    /// Run again what failed before.
+    pub retry_failed: bool,
+}
+
+/// A stored run being resumed (its lease already taken).
+#[derive(Debug, Clone)]
+pub struct Resumed {
+    /// The run's id.
+    pub run_id: String,
+    /// Its instances as stored.
+    pub instances: Vec<InstanceRecord>,
+    /// Agents it started.
+    pub agents: u32,
+}
+
+/// A started run.
+pub struct RunHandle {
+    /// Its id.
+    pub run_id: String,
+    /// Its supervisor: cancel, approve.
+    pub supervisor: ActorRef<SupervisorMsg>,
+    /// The report, once the run is over (closed if the supervisor crashed).
+    pub done: oneshot::Receiver<Report>,
+    /// Ends when the supervisor has stopped.
+    pub join: tokio::task::JoinHandle<()>,
+}
+
+impl RunHandle {
+    /// Cancels the run (`*`), a step (`name`) or an instance (`name[i]`).
+    pub fn cancel(&self, target: &str) {
+        let _ = self
+            .supervisor
+            .cast(SupervisorMsg::Cancel(target.to_string()));
+    }
+
+    /// Answers a step's approval prompt.
+    pub fn approve(&self, id: &str, decision: ApprovalDecision) {
+        let _ = self.supervisor.cast(SupervisorMsg::Approve {
+            id: id.to_string(),
+            decision,
+        });
+    }
+}
+
+/// Why a run did not start.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The store could not record or open the run; see
+    /// [`StoreError::is_retryable`].
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The caller has no store to keep the run in. Not retryable.
+    #[error("workflows need a store")]
+    NoStore,
+    /// The supervisor could not start. Not retryable.
+    #[error("the workflow could not start: {0}")]
+    Actor(String),
+}
+
+/// The results a stored run's instances keep, by key.
+fn stored_results(instances: &[InstanceRecord]) -> HashMap<String, Stored> {
+    instances
+        .iter()
+        .filter_map(|i| {
+            let state = State::parse(&i.state)?;
+            let kept = matches!(state, State::Verified | State::Finalized | State::Failed);
+            (kept && i.key.is_some()).then(|| {
+                (
+                    i.key.clone().unwrap_or_default(),
+                    Stored {
+                        state,
+                        output: i.output.clone(),
+                        reason: i.reason.clone(),
+                    },
+                )
+            })
+        })
+        .collect()
+}
+
+/// Starts (or resumes) a run for `caller`.
+pub async fn start(caller: Caller, launch: Launch) -> Result<RunHandle, StartError> {
+    let store = caller.services.store.clone().ok_or(StartError::NoStore)?;
+    let (run_id, stored, next_agent) = match &launch.resume {
+        Some(resumed) => (
+            resumed.run_id.clone(),
+            stored_results(&resumed.instances),
+            resumed.agents,
+        ),
+        None => {
+            let id = uuid::Uuid::new_v4().to_string();
+            let draft = RunDraft {
+                id: id.clone(),
+                caller_id: caller.session_id.clone(),
+                name: launch.workflow.name.clone(),
+                file: launch.file.clone(),
+                source: launch.source.text.clone(),
+                settings: serde_json::to_string(&launch.settings).unwrap_or_default(),
+                workspace: caller.spec.workspace.root().to_path_buf(),
+                mode: launch.workflow.mode,
+                posture: caller.live.posture(),
+            };
+            store
+                .ask(|reply| StoreRequest::CreateRun(Box::new(draft), reply))
+                .await?;
+            (id, HashMap::new(), 0)
+        }
+    };
+    let run_dir = caller.runs_dir.join(&run_id);
+    let max_parallel = launch
+        .settings
+        .max_parallel
+        .map_or(launch.workflow.max_parallel, |flag| {
+            flag.min(launch.workflow.max_parallel)
+        });
+    let scheduler = Scheduler::new(
+        launch.workflow,
+        Settings {
+            max_parallel: max_parallel.max(1) as usize,
+            stored,
+            retry_failed: launch.retry_failed,
+            outputs_dir: run_dir.join("outputs"),
+        },
+    );
+    let roles = caller
+        .spec
+        .subagents
+        .as_ref()
+        .map(|s| s.roles.clone())
+        .unwrap_or_default();
+    let (done, report) = oneshot::channel();
+    let args = SupervisorArgs {
+        run_id: run_id.clone(),
+        scheduler,
+        caller,
+        run_dir,
+        next_agent,
+        roles,
+        done,
+    };
+    let (supervisor, join) = Actor::spawn(None, SupervisorActor, args)
+        .await
+        .map_err(|e| StartError::Actor(e.to_string()))?;
+    Ok(RunHandle {
+        run_id,
+        supervisor,
+        done: report,
+        join,
+    })
+}
+
+/// The engine behind the Operate `workflow` tool: one per host, shared by
+/// every session; it knows the runs in progress to route approvals.
+#[derive(Default)]
+pub struct Engine {
+    live: Arc<Mutex<HashMap<String, ActorRef<SupervisorMsg>>>>,
+}
+
+impl Engine {
+    /// An engine with no runs.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// The cap on each output in a report the model reads.
+const REPORT_OUTPUT_BYTES: usize = 4000;
+
+impl Delegation for Engine {
+    fn run(&self, caller: Caller, plan: serde_json::Value) -> ToolFuture<'static> {
+        let live = self.live.clone();
+        Box::pin(async move {
+            let text = json_to_toml(&plan).map_err(ToolError::invalid)?;
+            let source = Source {
+                name: "workflow".into(),
+                text,
+                positions: false,
+            };
+            let options = Options {
+                vars: BTreeMap::new(),
+                roles: role_names(&caller),
+            };
+            let validated = validate(&source, &options).map_err(|invalid| {
+                ToolError::invalid(format!(
+                    "the workflow is not valid; nothing ran:\n{}",
+                    invalid.render()
+                ))
+            })?;
+            let launch = Launch {
+                workflow: validated.workflow,
+                source,
+                file: None,
+                settings: RunSettings::default(),
+                resume: None,
+                retry_failed: false,
+            };
+            let handle = start(caller, launch)
+                .await
+                .map_err(|e| ToolError::failed(e.to_string()))?;
+            let run_id = handle.run_id.clone();
+            live.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(run_id.clone(), handle.supervisor.clone());
+            let report = handle.done.await;
+            live.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&run_id);
+            let report = report.map_err(|_| {
+                ToolError::failed(format!("workflow run {run_id} stopped without a report"))
+            })?;
+            Ok(format!(
+                "run {run_id}\n{}",
+                report.render(REPORT_OUTPUT_BYTES)
+            ))
+        })
+    }
+
+    fn approve(&self, id: &str, decision: ApprovalDecision) -> bool {
+        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        for supervisor in live.values() {
+            let _ = supervisor.cast(SupervisorMsg::Approve {
+                id: id.to_string(),
+                decision,
+            });
+        }
+        !live.is_empty()
+    }
+}

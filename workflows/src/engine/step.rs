@@ -1,0 +1,428 @@
+//! The step actor (W5): one per attempt of one step instance, supervised by
+//! the run's supervisor.
+//!
+//! It starts the step's agent through the kernel, linked to itself, sends
+//! it the rendered prompt and reads its events: the answer, the tool calls
+//! behind it (the evidence), the tokens, and the prompts and decisions the
+//! caller must see, with their ids made the step's. It keeps the watchdogs
+//! (a wall-clock timeout and an idle timeout with no model or tool
+//! progress), runs the check when asked, and reports one outcome per
+//! phase to the supervisor. A crash of the agent fails this attempt only;
+//! a crash of this actor is the supervisor's supervision event, which
+//! fails the instance only.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cadre_actors::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
+use cadre_actors::session::SessionMsg;
+use cadre_runtime::agent::AgentPath;
+use cadre_runtime::protocol::{Envelope, Event, FailureCategory, Op, ToolStatus};
+use cadre_runtime::sandbox::SandboxConfig;
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use tokio::time::Instant;
+
+use super::check::{DEFAULT_CHECK_TIMEOUT, run_check};
+use super::ids::{outer_agent_id, outer_approval_id};
+use super::supervisor::{StepReport, SupervisorMsg};
+use crate::scheduler::InstanceId;
+
+/// What a step attempt starts with.
+pub struct StepArgs {
+    /// The instance.
+    pub id: InstanceId,
+    /// `step:<name>[<i>]`, the prefix of the ids the caller sees.
+    pub prefix: String,
+    /// The run's supervisor.
+    pub supervisor: ActorRef<SupervisorMsg>,
+    /// The agent to start.
+    pub spec: AgentSpec,
+    /// Its services.
+    pub services: AgentServices,
+    /// The rendered prompt.
+    pub prompt: String,
+    /// Wall-clock limit of the attempt.
+    pub timeout: Option<Duration>,
+    /// Limit on a stretch with no progress.
+    pub idle_timeout: Option<Duration>,
+    /// For the check: the sandbox, and the temp dir.
+    pub sandbox: std::sync::Arc<SandboxConfig>,
+    /// The check's private temp dir.
+    pub tmp: PathBuf,
+}
+
+/// Messages to a step actor.
+#[derive(Debug)]
+pub enum StepMsg {
+    /// An event of the step's agent.
+    Agent(Box<Envelope>),
+    /// The agent's event stream ended.
+    AgentGone,
+    /// The wall-clock timeout fired.
+    Timeout,
+    /// Time to look for progress.
+    Watch,
+    /// Run the check.
+    Check(String),
+    /// The check ended.
+    Checked(bool, String),
+    /// Stop: cancel the agent's turn and end.
+    Stop,
+    /// Answer one of the agent's approval prompts (its own id).
+    Approve(Op),
+}
+
+impl ractor::Message for StepMsg {}
+
+/// The step actor.
+pub struct StepActor;
+
+/// Its state.
+pub struct StepState {
+    myself: ActorRef<StepMsg>,
+    args: StepArgs,
+    agent: ActorRef<SessionMsg>,
+    path: AgentPath,
+    answer: String,
+    /// Every tool call of the attempt, `name subject`, with its outcome
+    /// once it has one.
+    calls: Vec<(String, String)>,
+    tokens: u64,
+    last_progress: Instant,
+    /// Whether the attempt's outcome was reported (later events are
+    /// forwarded but change nothing).
+    reported: bool,
+}
+
+impl Actor for StepActor {
+    type Msg = StepMsg;
+    type State = StepState;
+    type Arguments = StepArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: StepArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let path = args.spec.path.clone();
+        let SpawnedAgent {
+            actor, mut events, ..
+        } = spawn_agent(
+            args.spec.clone(),
+            args.services.clone(),
+            Some(myself.get_cell()),
+        )
+        .await
+        .map_err(|e| format!("the step's agent could not start: {e}"))?;
+        let me = myself.clone();
+        tokio::spawn(async move {
+            while let Some(envelope) = events.recv().await {
+                if me.cast(StepMsg::Agent(Box::new(envelope))).is_err() {
+                    return;
+                }
+            }
+            let _ = me.cast(StepMsg::AgentGone);
+        });
+        actor
+            .cast(SessionMsg::Op(Op::user(args.prompt.clone())))
+            .map_err(|e| format!("the step's agent stopped at once: {e}"))?;
+        if let Some(timeout) = args.timeout {
+            myself.send_after(timeout, || StepMsg::Timeout);
+        }
+        if let Some(idle) = args.idle_timeout {
+            myself.send_interval((idle / 4).max(Duration::from_millis(10)), || StepMsg::Watch);
+        }
+        Ok(StepState {
+            myself: myself.clone(),
+            args,
+            agent: actor,
+            path,
+            answer: String::new(),
+            calls: Vec::new(),
+            tokens: 0,
+            last_progress: Instant::now(),
+            reported: false,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            StepMsg::Agent(envelope) => state.agent_event(envelope.event),
+            StepMsg::AgentGone => {
+                state.report_failure("the step's agent stopped before it answered".into());
+            }
+            StepMsg::Timeout => {
+                if !state.reported {
+                    let limit = state.args.timeout.unwrap_or_default();
+                    state.stop_agent();
+                    state.report_failure(format!(
+                        "timed out after {}; its partial transcript is kept under agent {}",
+                        human(limit),
+                        state.args.spec.row_id()
+                    ));
+                }
+            }
+            StepMsg::Watch => {
+                if let Some(idle) = state.args.idle_timeout
+                    && !state.reported
+                    && state.last_progress.elapsed() >= idle
+                {
+                    state.stop_agent();
+                    state.report_failure(format!(
+                        "no model or tool progress for {}; its partial transcript is kept under agent {}",
+                        human(idle),
+                        state.args.spec.row_id()
+                    ));
+                }
+            }
+            StepMsg::Check(command) => {
+                let workspace = state.args.spec.workspace.root().to_path_buf();
+                let sandbox = state.args.sandbox.clone();
+                let tmp = state.args.tmp.clone();
+                let timeout = state.args.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT);
+                let me = myself.clone();
+                tokio::spawn(async move {
+                    let (passed, detail) =
+                        run_check(&command, &workspace, &tmp, &sandbox, timeout).await;
+                    let _ = me.cast(StepMsg::Checked(passed, detail));
+                });
+            }
+            StepMsg::Checked(passed, detail) => {
+                let _ = state.args.supervisor.cast(SupervisorMsg::Step(
+                    state.args.id,
+                    StepReport::Checked { passed, detail },
+                ));
+                myself.stop(None);
+            }
+            StepMsg::Stop => {
+                state.reported = true;
+                state.stop_agent();
+                myself.stop(None);
+            }
+            StepMsg::Approve(op) => {
+                let _ = state.agent.cast(SessionMsg::Op(op));
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // The agent ends when told to; only its crash matters.
+        if let SupervisionEvent::ActorFailed(_, error) = event {
+            state.report_failure(format!("the step's agent crashed: {error}"));
+            myself.stop(None);
+        }
+        Ok(())
+    }
+}
+
+impl StepState {
+    fn supervisor(&self, report: StepReport) {
+        let _ = self
+            .args
+            .supervisor
+            .cast(SupervisorMsg::Step(self.args.id, report));
+    }
+
+    /// Reports the attempt failed, once, and ends the actor (and its agent).
+    fn report_failure(&mut self, reason: String) {
+        if std::mem::replace(&mut self.reported, true) {
+            return;
+        }
+        self.supervisor(StepReport::Failed { reason });
+        self.myself.stop(None);
+    }
+
+    fn stop_agent(&self) {
+        let _ = self.agent.cast(SessionMsg::Op(Op::Cancel));
+        let _ = self.agent.cast(SessionMsg::Op(Op::Shutdown));
+    }
+
+    fn agent_event(&mut self, event: Event) {
+        self.last_progress = Instant::now();
+        match &event {
+            Event::AssistantMessage { text, .. } => self.answer.clone_from(text),
+            Event::ToolCall {
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                let subject = self.subject(name, arguments);
+                self.calls
+                    .push((call_id.clone(), format!("{name}{subject}")));
+            }
+            Event::ToolResult {
+                call_id,
+                status,
+                error_code,
+                ..
+            } => {
+                if let Some((_, call)) = self.calls.iter_mut().find(|(id, _)| id == call_id) {
+                    match (status, error_code) {
+                        (ToolStatus::Ok, _) => call.push_str(" → ok"),
+                        (ToolStatus::Error, code) => {
+                            call.push_str(&format!(" → {}", code.map_or("error", |c| c.as_str())))
+                        }
+                    }
+                }
+            }
+            Event::TurnCompleted { usage, .. } => {
+                self.tokens += usage.prompt_tokens + usage.completion_tokens;
+                self.supervisor(StepReport::Tokens(
+                    usage.prompt_tokens + usage.completion_tokens,
+                ));
+                if !std::mem::replace(&mut self.reported, true) {
+                    let output = std::mem::take(&mut self.answer);
+                    let calls = self.calls.iter().map(|(_, c)| c.clone()).collect();
+                    self.supervisor(StepReport::Answered { output, calls });
+                }
+                let _ = self.agent.cast(SessionMsg::Op(Op::Shutdown));
+            }
+            Event::TurnFailed {
+                message,
+                usage,
+                category,
+                retryable,
+                ..
+            } => {
+                self.supervisor(StepReport::Tokens(
+                    usage.prompt_tokens + usage.completion_tokens,
+                ));
+                if *category == FailureCategory::Infrastructure && !retryable && terminal(message) {
+                    self.supervisor(StepReport::Halt(format!(
+                        "the model endpoint refused {}: {message}",
+                        self.args.prefix
+                    )));
+                }
+                self.report_failure(message.clone());
+                let _ = self.agent.cast(SessionMsg::Op(Op::Shutdown));
+            }
+            _ => {}
+        }
+        if let Some(shown) = self.outward(event) {
+            self.supervisor(StepReport::Event(Box::new(shown)));
+        }
+    }
+
+    /// What a call works on, from its tool's marks: a shell command, or
+    /// the path argument.
+    fn subject(&self, name: &str, arguments: &serde_json::Value) -> String {
+        let registry = self.args.services.tools.registry();
+        let Some(def) = registry.definitions().find(|d| d.name == name) else {
+            return String::new();
+        };
+        let shown = if def.shell {
+            arguments
+                .get("command")
+                .and_then(|c| c.as_str())
+                .map(|c| format!(" `{c}`"))
+        } else {
+            def.path_in(arguments).map(|p| format!(" {p}"))
+        };
+        shown.unwrap_or_default()
+    }
+
+    /// The events the caller must see, with the step's ids: prompts,
+    /// decisions, sub-agents.
+    fn outward(&self, event: Event) -> Option<Event> {
+        let prefix = &self.args.prefix;
+        let agent = |inner: &str| outer_agent_id(prefix, &self.path, inner);
+        let approval = |inner: &str| outer_approval_id(prefix, &self.path, inner);
+        Some(match event {
+            Event::ApprovalRequested {
+                id,
+                agent_id,
+                call_id,
+                tool,
+                arguments,
+                reason,
+            } => Event::ApprovalRequested {
+                id: approval(&id),
+                agent_id: agent(&agent_id),
+                call_id,
+                tool,
+                arguments,
+                reason,
+            },
+            Event::ApprovalResolved { id, outcome } => Event::ApprovalResolved {
+                id: approval(&id),
+                outcome,
+            },
+            Event::PermissionDecision {
+                agent_id,
+                call_id,
+                tool,
+                decision,
+                line,
+            } => Event::PermissionDecision {
+                agent_id: agent(&agent_id),
+                call_id,
+                tool,
+                decision,
+                line,
+            },
+            Event::AgentSpawned {
+                agent_id,
+                role,
+                model,
+                posture,
+                depth,
+            } => Event::AgentSpawned {
+                agent_id: agent(&agent_id),
+                role,
+                model,
+                posture,
+                depth,
+            },
+            Event::AgentCompleted {
+                agent_id,
+                status,
+                summary,
+                verified,
+            } => Event::AgentCompleted {
+                agent_id: agent(&agent_id),
+                status,
+                summary,
+                verified,
+            },
+            Event::AutonomyPaused { reason, fallback } => Event::AutonomyPaused {
+                reason: format!("{prefix}: {reason}"),
+                fallback,
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// Whether a model failure is one no retry and no other step fixes: the
+/// endpoint refused the credentials or the quota is gone. (The model
+/// client's message carries the status: `HTTP 401: …`.)
+fn terminal(message: &str) -> bool {
+    ["HTTP 401", "HTTP 403", "insufficient_quota"]
+        .iter()
+        .any(|m| message.contains(m))
+}
+
+fn human(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs >= 3600 && secs.is_multiple_of(3600) {
+        format!("{}h", secs / 3600)
+    } else if secs >= 60 && secs.is_multiple_of(60) {
+        format!("{}m", secs / 60)
+    } else if secs > 0 {
+        format!("{secs}s")
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}

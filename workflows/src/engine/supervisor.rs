@@ -1,0 +1,665 @@
+//! The run's supervisor (W5, W6): steps the [`Scheduler`] and performs
+//! its effects.
+//!
+//! Each dispatched instance gets a [`StepActor`] linked to the supervisor;
+//! a failure of one (a panic, a crash) is its supervision event and fails
+//! that instance only. Instance states are written to the store in
+//! batches, and an event about a state goes out only once the state is
+//! stored, so what a consumer saw is what a resume finds. Cancel requests
+//! left in the store by other processes are taken twice a second.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cadre_actors::delegation::Caller;
+use cadre_actors::kernel::{AgentServices, AgentSpec};
+use cadre_actors::store::StoreRequest;
+use cadre_runtime::agent::AgentPath;
+use cadre_runtime::config::RoleConfig;
+use cadre_runtime::paths::SessionPaths;
+use cadre_runtime::protocol::{ApprovalDecision, Event, Op};
+use cadre_runtime::store::InstanceRecord;
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use tokio::sync::oneshot;
+
+use super::ids::{inner_approval_id, parse_outer, step_prefix};
+use super::step::{StepActor, StepArgs, StepMsg};
+use crate::scheduler::{Effect, Input, InstanceId, Report, Scheduler, Target};
+
+/// Cancel requests from other processes are looked for this often.
+const POLL_CANCELS: Duration = Duration::from_millis(500);
+
+/// What a step actor tells its supervisor.
+#[derive(Debug)]
+pub enum StepReport {
+    /// The agent answered.
+    Answered {
+        /// Its final answer.
+        output: String,
+        /// The tool calls behind it.
+        calls: Vec<String>,
+    },
+    /// The attempt ended without an answer.
+    Failed {
+        /// Why.
+        reason: String,
+    },
+    /// The check ran.
+    Checked {
+        /// Exit 0.
+        passed: bool,
+        /// What it printed.
+        detail: String,
+    },
+    /// Tokens spent by a turn.
+    Tokens(u64),
+    /// The model endpoint refused in a way no retry fixes: stop dispatching.
+    Halt(String),
+    /// An event the caller must see (ids already the step's).
+    Event(Box<Event>),
+}
+
+/// Messages to a run's supervisor.
+#[derive(Debug)]
+pub enum SupervisorMsg {
+    /// From a step actor.
+    Step(InstanceId, StepReport),
+    /// Cancel the run (`*`), a step (`name`) or an instance (`name[i]`).
+    Cancel(String),
+    /// Answer a step's approval prompt.
+    Approve {
+        /// `step:<name>[<i>]:approval:<n>`.
+        id: String,
+        /// The answer.
+        decision: ApprovalDecision,
+    },
+    /// Instance states were written (or not).
+    Flushed(Result<(), String>),
+    /// Look for cancel requests from other processes.
+    Poll,
+    /// Cancel requests found.
+    Cancels(Vec<String>),
+}
+
+impl ractor::Message for SupervisorMsg {}
+
+/// What a run starts with.
+pub struct SupervisorArgs {
+    /// The run.
+    pub run_id: String,
+    /// The machine, built with the workflow and the stored results.
+    pub scheduler: Scheduler,
+    /// Who runs it.
+    pub caller: Caller,
+    /// The run's directory.
+    pub run_dir: PathBuf,
+    /// Agent numbers already used under the run (a resume starts after them).
+    pub next_agent: u32,
+    /// Roles by name.
+    pub roles: std::collections::BTreeMap<String, RoleConfig>,
+    /// Gets the report when the run is over.
+    pub done: oneshot::Sender<Report>,
+}
+
+/// The supervisor.
+pub struct SupervisorActor;
+
+/// A running attempt.
+struct Live {
+    actor: ActorRef<StepMsg>,
+    path: AgentPath,
+}
+
+/// Its state.
+pub struct SupervisorState {
+    args: Option<oneshot::Sender<Report>>,
+    run_id: String,
+    scheduler: Scheduler,
+    caller: Caller,
+    run_dir: PathBuf,
+    roles: std::collections::BTreeMap<String, RoleConfig>,
+    next_agent: u32,
+    live: HashMap<InstanceId, Live>,
+    /// Every agent an instance's attempts ran on, last last.
+    agents: HashMap<InstanceId, String>,
+    tokens: HashMap<InstanceId, u64>,
+    /// Instances whose state is not yet stored, and the events waiting
+    /// for it.
+    dirty: BTreeSet<InstanceId>,
+    held: Vec<Event>,
+    flushing: bool,
+    report: Option<Report>,
+}
+
+impl Actor for SupervisorActor {
+    type Msg = SupervisorMsg;
+    type State = SupervisorState;
+    type Arguments = SupervisorArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: SupervisorArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        myself.send_interval(POLL_CANCELS, || SupervisorMsg::Poll);
+        Ok(SupervisorState {
+            args: Some(args.done),
+            run_id: args.run_id,
+            scheduler: args.scheduler,
+            caller: args.caller,
+            run_dir: args.run_dir,
+            roles: args.roles,
+            next_agent: args.next_agent,
+            live: HashMap::new(),
+            agents: HashMap::new(),
+            tokens: HashMap::new(),
+            dirty: BTreeSet::new(),
+            held: Vec::new(),
+            flushing: false,
+            report: None,
+        })
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let workflow = state.scheduler.workflow();
+        state.caller.events.send(Event::WorkflowStarted {
+            run_id: state.run_id.clone(),
+            workflow: workflow.name.clone(),
+            steps: workflow.steps.iter().map(|s| s.name.clone()).collect(),
+        });
+        // Every single step's instance is pending from the start.
+        for (s, run) in state.scheduler.steps().iter().enumerate() {
+            for index in 0..run.instances.len() {
+                state.dirty.insert(InstanceId { step: s, index });
+            }
+        }
+        let effects = state.scheduler.step(Input::Start);
+        state.perform(&myself, effects).await;
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            SupervisorMsg::Step(id, report) => state.step_report(&myself, id, report).await,
+            SupervisorMsg::Cancel(target) => {
+                if let Some(target) = state.target(&target) {
+                    let effects = state.scheduler.step(Input::Cancel(target));
+                    state.perform(&myself, effects).await;
+                }
+            }
+            SupervisorMsg::Approve { id, decision } => state.approve(&id, decision),
+            SupervisorMsg::Flushed(result) => {
+                state.flushing = false;
+                if let Err(err) = result {
+                    tracing::error!(run_id = %state.run_id, %err, "step states could not be stored");
+                }
+                state.flush(&myself);
+                state.finish_if_done(&myself).await;
+            }
+            SupervisorMsg::Poll => {
+                let store = state.caller.services.store.clone();
+                let run_id = state.run_id.clone();
+                let me = myself.clone();
+                if let Some(store) = store {
+                    tokio::spawn(async move {
+                        if let Ok(targets) = store
+                            .ask(|reply| StoreRequest::TakeCancels { run_id, reply })
+                            .await
+                            && !targets.is_empty()
+                        {
+                            let _ = me.cast(SupervisorMsg::Cancels(targets));
+                        }
+                    });
+                }
+            }
+            SupervisorMsg::Cancels(targets) => {
+                for target in targets {
+                    if let Some(target) = state.target(&target) {
+                        let effects = state.scheduler.step(Input::Cancel(target));
+                        state.perform(&myself, effects).await;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        event: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match event {
+            SupervisionEvent::ActorFailed(cell, error) => {
+                let crashed = state
+                    .live
+                    .iter()
+                    .find(|(_, l)| l.actor.get_id() == cell.get_id())
+                    .map(|(id, _)| *id);
+                if let Some(id) = crashed {
+                    state.live.remove(&id);
+                    let effects = state.scheduler.step(Input::AttemptFailed {
+                        id,
+                        reason: format!("the step crashed: {error}"),
+                    });
+                    state.perform(&myself, effects).await;
+                }
+            }
+            SupervisionEvent::ActorTerminated(cell, ..) => {
+                state.live.retain(|_, l| l.actor.get_id() != cell.get_id());
+                state.finish_if_done(&myself).await;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl SupervisorState {
+    async fn step_report(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        id: InstanceId,
+        report: StepReport,
+    ) {
+        let input = match report {
+            StepReport::Answered { output, calls } => Input::Answered { id, output, calls },
+            StepReport::Failed { reason } => Input::AttemptFailed { id, reason },
+            StepReport::Checked { passed, detail } => Input::Checked { id, passed, detail },
+            StepReport::Tokens(n) => {
+                *self.tokens.entry(id).or_default() += n;
+                self.dirty.insert(id);
+                Input::Tokens(n)
+            }
+            StepReport::Halt(why) => Input::Halt(why),
+            StepReport::Event(event) => {
+                let spawned = matches!(*event, Event::AgentSpawned { .. });
+                self.caller.events.send(*event);
+                if !spawned {
+                    return;
+                }
+                Input::AgentsStarted(1)
+            }
+        };
+        let effects = self.scheduler.step(input);
+        self.perform(myself, effects).await;
+    }
+
+    async fn perform(&mut self, myself: &ActorRef<SupervisorMsg>, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::Expanded { step, items } => {
+                    for index in 0..items.len() {
+                        self.dirty.insert(InstanceId { step, index });
+                    }
+                }
+                Effect::State {
+                    step,
+                    index,
+                    state,
+                    reason,
+                } => {
+                    let id = index.map(|index| InstanceId { step, index });
+                    let name = &self.scheduler.workflow().steps[step].name;
+                    let fan_out = self.scheduler.workflow().steps[step].for_each.is_some();
+                    let item = id.and_then(|id| self.scheduler.instance(id)?.item.clone());
+                    let event = Event::StepState {
+                        run_id: self.run_id.clone(),
+                        step: name.clone(),
+                        index: index.filter(|_| fan_out).map(|i| i as u64),
+                        item,
+                        state: state.to_string(),
+                        agent_id: id.and_then(|id| self.agents.get(&id).cloned()),
+                        reason,
+                        tokens: id.and_then(|id| self.tokens.get(&id).copied()).unwrap_or(0),
+                    };
+                    match id {
+                        Some(id) => {
+                            self.dirty.insert(id);
+                            self.held.push(event);
+                        }
+                        None => {
+                            self.caller.events.send(event);
+                        }
+                    }
+                }
+                Effect::Dispatch {
+                    id, prompt, scope, ..
+                } => self.dispatch(myself, id, prompt, scope).await,
+                Effect::RunCheck { id, command } => match self.live.get(&id) {
+                    Some(live) => {
+                        let _ = live.actor.cast(StepMsg::Check(command));
+                    }
+                    None => {
+                        let more = self.scheduler.step(Input::Checked {
+                            id,
+                            passed: false,
+                            detail: "the step ended before its check could run".into(),
+                        });
+                        Box::pin(self.perform(myself, more)).await;
+                    }
+                },
+                Effect::Stop { id } => {
+                    if let Some(live) = self.live.get(&id) {
+                        let _ = live.actor.cast(StepMsg::Stop);
+                    }
+                }
+                Effect::Output { id, output, file } => {
+                    if let Some(file) = file {
+                        if let Some(dir) = file.parent() {
+                            let _ = std::fs::create_dir_all(dir);
+                        }
+                        if let Err(err) = std::fs::write(&file, &output) {
+                            tracing::warn!(%err, file = %file.display(), "an output could not be written");
+                        }
+                    }
+                    let name = &self.scheduler.workflow().steps[id.step];
+                    let fan_out = name.for_each.is_some();
+                    self.dirty.insert(id);
+                    self.held.push(Event::StepOutput {
+                        run_id: self.run_id.clone(),
+                        step: name.name.clone(),
+                        index: fan_out.then_some(id.index as u64),
+                        output: cadre_runtime::tool::truncate_middle(&output, 2000),
+                    });
+                    // Without a check, the attempt is over.
+                    if name.check.is_none()
+                        && let Some(live) = self.live.get(&id)
+                    {
+                        let _ = live.actor.cast(StepMsg::Stop);
+                    }
+                }
+                Effect::Done(report) => self.report = Some(report),
+            }
+        }
+        self.flush(myself);
+        self.finish_if_done(myself).await;
+    }
+
+    /// Starts an attempt: the step's agent spec, then its actor.
+    async fn dispatch(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        id: InstanceId,
+        prompt: String,
+        scope: Vec<String>,
+    ) {
+        self.next_agent += 1;
+        let path = AgentPath::root().child(self.next_agent);
+        let spec = match self.spec_for(id, &path, scope) {
+            Ok(spec) => spec,
+            Err(reason) => {
+                let effects = self.scheduler.step(Input::AttemptFailed { id, reason });
+                return Box::pin(self.perform(myself, effects)).await;
+            }
+        };
+        let step = &self.scheduler.workflow().steps[id.step];
+        self.agents.insert(id, spec.row_id());
+        let services = match self.services_for(step.role.as_deref()) {
+            Ok(services) => services,
+            Err(reason) => {
+                let effects = self.scheduler.step(Input::AttemptFailed { id, reason });
+                return Box::pin(self.perform(myself, effects)).await;
+            }
+        };
+        let args = StepArgs {
+            id,
+            prefix: step_prefix(&step.name, id.index),
+            supervisor: myself.clone(),
+            sandbox: spec.sandbox.clone(),
+            tmp: spec.paths.dir.join("tmp"),
+            spec,
+            services,
+            prompt,
+            timeout: step.timeout,
+            idle_timeout: step.idle_timeout,
+        };
+        match Actor::spawn_linked(None, StepActor, args, myself.get_cell()).await {
+            Ok((actor, _)) => {
+                self.live.insert(id, Live { actor, path });
+            }
+            Err(err) => {
+                let effects = self.scheduler.step(Input::AttemptFailed {
+                    id,
+                    reason: format!("the step could not start: {err}"),
+                });
+                Box::pin(self.perform(myself, effects)).await;
+            }
+        }
+    }
+
+    fn role_name(&self, id: InstanceId) -> String {
+        let step = &self.scheduler.workflow().steps[id.step];
+        step.role.clone().unwrap_or_else(|| step.name.clone())
+    }
+
+    /// The step's agent: the caller's authority narrowed by the workflow's
+    /// ceiling, the step's mode and role, and its scope; the caller's live
+    /// authority its parent.
+    fn spec_for(
+        &self,
+        id: InstanceId,
+        path: &AgentPath,
+        scope: Vec<String>,
+    ) -> Result<AgentSpec, String> {
+        let workflow = self.scheduler.workflow();
+        let step = &workflow.steps[id.step];
+        let caller = &self.caller.spec;
+        let mut role = step
+            .role
+            .as_ref()
+            .and_then(|r| self.roles.get(r).cloned())
+            .unwrap_or_default();
+        role.mode = Some(role.mode.map_or(step.mode, |m| m.narrower(step.mode)));
+        role.posture = match (role.posture, workflow.posture) {
+            (Some(a), Some(b)) => Some(a.narrower(b)),
+            (a, b) => a.or(b),
+        };
+        let role_name = self.role_name(id);
+        let mut authority = caller
+            .authority
+            .narrow(&role_name, &role)
+            .map_err(|e| format!("the step cannot start: {e}"))?;
+        if !scope.is_empty() {
+            authority.file_scopes.push(scope);
+        }
+        let model = step.model.clone().or_else(|| {
+            role.base_url
+                .is_none()
+                .then(|| role.model.clone().or_else(|| caller.model.clone()))
+                .flatten()
+        });
+        Ok(AgentSpec {
+            session_id: self.run_id.clone(),
+            path: path.clone(),
+            role: role_name,
+            authority,
+            parent: Some(self.caller.live.clone()),
+            model,
+            prompt: role.system_prompt.clone(),
+            max_iterations: caller.max_iterations,
+            workspace: caller.workspace.clone(),
+            paths: SessionPaths {
+                dir: self.run_dir.join("agents").join(path.to_string()),
+            },
+            interactive: caller.interactive,
+            guardian: caller.guardian.clone(),
+            subagents: caller.subagents.clone(),
+            plan_agent_entry: false,
+            mode_given: true,
+            posture_given: true,
+            sandbox: caller.sandbox.clone(),
+            protected: caller.protected.clone(),
+            // Steps take no snapshots of their own: the calling turn took
+            // one before it could change the workspace, and a step's
+            // concurrent snapshots of one repository would race.
+            snapshots: None,
+        })
+    }
+
+    /// The caller's services, with a role's own model server when it names one.
+    fn services_for(&self, role: Option<&str>) -> Result<AgentServices, String> {
+        let mut services = self.caller.services.clone();
+        if let Some(role) = role.and_then(|r| self.roles.get(r))
+            && role.base_url.is_some()
+            && let Some(subagents) = &self.caller.spec.subagents
+        {
+            services.model = subagents.models.client(role)?;
+        }
+        Ok(services)
+    }
+
+    /// `*`, `step` or `step[i]` as a cancel target.
+    fn target(&self, text: &str) -> Option<Target> {
+        let text = text.trim();
+        if text == "*" || text.is_empty() {
+            return Some(Target::Run);
+        }
+        let workflow = self.scheduler.workflow();
+        let (name, index) = match text.strip_suffix(']').and_then(|t| t.split_once('[')) {
+            Some((name, index)) => (name, Some(index.parse::<usize>().ok()?)),
+            None => (text, None),
+        };
+        let step = workflow.step_id(name)?;
+        match index {
+            Some(index) if workflow.steps[step].for_each.is_some() => {
+                Some(Target::Instance(InstanceId { step, index }))
+            }
+            _ => Some(Target::Step(step)),
+        }
+    }
+
+    fn approve(&self, id: &str, decision: ApprovalDecision) {
+        let Some((step, index, rest)) = parse_outer(id) else {
+            return;
+        };
+        let Some(s) = self.scheduler.workflow().step_id(step) else {
+            return;
+        };
+        let instance = InstanceId { step: s, index };
+        let Some(live) = self.live.get(&instance) else {
+            return;
+        };
+        if let Some(inner) = inner_approval_id(&live.path, rest) {
+            let _ = live.actor.cast(StepMsg::Approve(Op::Approve {
+                id: inner,
+                decision,
+            }));
+        }
+    }
+
+    fn record(&self, id: InstanceId) -> Option<(i64, InstanceRecord)> {
+        let inst = self.scheduler.instance(id)?;
+        let workflow = self.scheduler.workflow();
+        Some((
+            id.step as i64,
+            InstanceRecord {
+                step: workflow.steps[id.step].name.clone(),
+                index: id.index as i64,
+                item: inst.item.as_ref().map(|v| v.to_string()),
+                key: inst.key.clone(),
+                state: inst.state.to_string(),
+                agent_id: self.agents.get(&id).cloned(),
+                output: inst.output.clone(),
+                reason: inst.reason.clone(),
+                attempts: i64::from(inst.attempts),
+                tokens: self.tokens.get(&id).copied().unwrap_or(0) as i64,
+            },
+        ))
+    }
+
+    /// Writes the instances that changed, then lets their events out.
+    fn flush(&mut self, myself: &ActorRef<SupervisorMsg>) {
+        if self.flushing || (self.dirty.is_empty() && self.held.is_empty()) {
+            return;
+        }
+        let records: Vec<(i64, InstanceRecord)> = std::mem::take(&mut self.dirty)
+            .into_iter()
+            .filter_map(|id| self.record(id))
+            .collect();
+        let events = std::mem::take(&mut self.held);
+        let Some(store) = self.caller.services.store.clone() else {
+            for event in events {
+                self.caller.events.send(event);
+            }
+            return;
+        };
+        self.flushing = true;
+        let run_id = self.run_id.clone();
+        let me = myself.clone();
+        let sink = self.caller.events.clone();
+        tokio::spawn(async move {
+            let written = store
+                .ask(|reply| StoreRequest::RecordInstances {
+                    run_id,
+                    instances: records,
+                    reply,
+                })
+                .await
+                .map_err(|e| e.to_string());
+            for event in events {
+                sink.send(event);
+            }
+            let _ = me.cast(SupervisorMsg::Flushed(written));
+        });
+    }
+
+    /// The run ends once the machine is done, every state is stored and
+    /// every step actor has stopped.
+    async fn finish_if_done(&mut self, myself: &ActorRef<SupervisorMsg>) {
+        if self.report.is_none() || self.flushing || !self.dirty.is_empty() || !self.live.is_empty()
+        {
+            return;
+        }
+        let Some(done) = self.args.take() else {
+            return;
+        };
+        let Some(report) = self.report.clone() else {
+            return;
+        };
+        if let Some(store) = &self.caller.services.store {
+            let (run_id, status) = (self.run_id.clone(), report.status.clone());
+            if let Err(err) = store
+                .ask(|reply| StoreRequest::FinishRun {
+                    run_id,
+                    status,
+                    reply,
+                })
+                .await
+            {
+                tracing::error!(run_id = %self.run_id, %err, "the run's end could not be stored");
+            }
+        }
+        self.caller.events.send(Event::WorkflowCompleted {
+            run_id: self.run_id.clone(),
+            status: report.status.clone(),
+            counts: report
+                .counts
+                .iter()
+                .map(|(state, n)| (state.to_string(), *n as u64))
+                .collect(),
+        });
+        let _ = done.send(report);
+        myself.stop(None);
+    }
+}
+
+/// The roles the caller's agents may take.
+pub fn role_names(caller: &Caller) -> Option<BTreeSet<String>> {
+    caller
+        .spec
+        .subagents
+        .as_ref()
+        .map(|s| s.roles.keys().cloned().collect())
+}

@@ -1,0 +1,244 @@
+//! What a run ends with: counts per state, each step's outcome, and what
+//! comes next (M5: completed / blocked / next). "Every step ran" and
+//! "every check passed" are reported apart.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{InstanceId, Scheduler, State, StepStatus, instance_name};
+
+/// Instances per state.
+pub type Counts = BTreeMap<State, usize>;
+
+/// One instance in a report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InstanceReport {
+    /// `review[3]` or `summary`.
+    pub name: String,
+    /// Its state.
+    pub state: State,
+    /// Why it failed, was blocked or cancelled.
+    pub reason: Option<String>,
+    /// Its accepted output.
+    pub output: Option<String>,
+    /// Taken from an earlier run.
+    pub restored: bool,
+    /// The tool calls it really made (`name subject → outcome`).
+    pub calls: Vec<String>,
+}
+
+/// One step in a report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepReport {
+    /// The step.
+    pub name: String,
+    /// `succeeded`, `failed`, `blocked`, `cancelled` (or `waiting` and
+    /// `running` while a run goes on).
+    pub status: String,
+    /// Why it has no result.
+    pub reason: Option<String>,
+    /// Its instances.
+    pub instances: Vec<InstanceReport>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// `completed` (every step has a result), `failed` or `cancelled`.
+    pub status: String,
+    /// Instances per state.
+    pub counts: Counts,
+    /// Every instance reached an answer (finalized or verified).
+    pub all_ran: bool,
+    /// Every instance with a check passed it.
+    pub all_checks_passed: bool,
+    /// Why dispatching stopped early (a budget), if it did.
+    pub halted: Option<String>,
+    /// Tokens spent.
+    pub tokens: u64,
+    /// Each step.
+    pub steps: Vec<StepReport>,
+}
+
+impl Ord for State {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let rank = |s: &State| State::ALL.iter().position(|x| x == s);
+        rank(self).cmp(&rank(other))
+    }
+}
+
+impl PartialOrd for State {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Scheduler {
+    /// The run as it stands.
+    pub fn report(&self) -> Report {
+        let mut counts: Counts = State::ALL.into_iter().map(|s| (s, 0)).collect();
+        let mut steps = Vec::new();
+        let mut all_ran = true;
+        let mut all_checks_passed = true;
+        for (s, run) in self.steps.iter().enumerate() {
+            let has_check = self.workflow.steps[s].check.is_some();
+            let mut instances = Vec::new();
+            for (index, inst) in run.instances.iter().enumerate() {
+                *counts.entry(inst.state).or_default() += 1;
+                all_ran &= matches!(inst.state, State::Finalized | State::Verified);
+                all_checks_passed &= !has_check || inst.state == State::Verified;
+                instances.push(InstanceReport {
+                    name: instance_name(&self.workflow, InstanceId { step: s, index }),
+                    state: inst.state,
+                    reason: inst.reason.clone(),
+                    output: inst.output.clone(),
+                    restored: inst.restored,
+                    calls: inst.calls.clone(),
+                });
+            }
+            if run.instances.is_empty() && run.status != StepStatus::Succeeded {
+                all_ran = false;
+            }
+            let (status, reason) = match &run.status {
+                StepStatus::Waiting => ("waiting", None),
+                StepStatus::Running => ("running", None),
+                StepStatus::Succeeded => ("succeeded", None),
+                StepStatus::Failed(why) => ("failed", Some(why.clone())),
+                StepStatus::Blocked(why) => ("blocked", Some(why.clone())),
+                StepStatus::Cancelled(why) => ("cancelled", Some(why.clone())),
+            };
+            steps.push(StepReport {
+                name: self.workflow.steps[s].name.clone(),
+                status: status.to_string(),
+                reason,
+                instances,
+            });
+        }
+        let status = if self.cancelled {
+            "cancelled"
+        } else if steps.iter().all(|s| s.status == "succeeded") {
+            "completed"
+        } else {
+            "failed"
+        };
+        Report {
+            status: status.to_string(),
+            counts,
+            all_ran,
+            all_checks_passed,
+            halted: self.halted.clone(),
+            tokens: self.tokens,
+            steps,
+        }
+    }
+}
+
+impl Report {
+    /// The report as a model or a person reads it: completed steps with
+    /// their outputs (each cut to `cap` bytes), failed and blocked ones
+    /// with their causes, and what is next.
+    pub fn render(&self, cap: usize) -> String {
+        let cut = |text: &str| {
+            if text.len() <= cap {
+                return text.to_string();
+            }
+            let mut at = cap;
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            format!("{}… ({} bytes in all)", &text[..at], text.len())
+        };
+        let mut out = format!("workflow {}\n", self.status);
+        let count = |state: State| self.counts.get(&state).copied().unwrap_or(0);
+        out.push_str(&format!(
+            "instances: {} verified, {} finalized, {} failed, {} blocked, {} cancelled; every step ran: {}; every check passed: {}\n",
+            count(State::Verified),
+            count(State::Finalized),
+            count(State::Failed),
+            count(State::Blocked),
+            count(State::Cancelled),
+            if self.all_ran { "yes" } else { "no" },
+            if self.all_checks_passed { "yes" } else { "no" },
+        ));
+        if let Some(why) = &self.halted {
+            out.push_str(&format!("stopped early: {why}\n"));
+        }
+        out.push_str("\nCompleted:\n");
+        let mut any = false;
+        for step in self.steps.iter().filter(|s| s.status == "succeeded") {
+            for inst in &step.instances {
+                if matches!(inst.state, State::Verified | State::Finalized) {
+                    any = true;
+                    out.push_str(&format!(
+                        "- {} ({}{}): {}\n",
+                        inst.name,
+                        inst.state,
+                        if inst.restored {
+                            ", from an earlier run"
+                        } else {
+                            ""
+                        },
+                        cut(inst.output.as_deref().unwrap_or_default().trim())
+                    ));
+                }
+            }
+            if step.instances.is_empty() {
+                any = true;
+                out.push_str(&format!("- {} (no items)\n", step.name));
+            }
+        }
+        if !any {
+            out.push_str("- none\n");
+        }
+        out.push_str("\nFailed or blocked:\n");
+        let mut problems = false;
+        for step in &self.steps {
+            for inst in step
+                .instances
+                .iter()
+                .filter(|i| matches!(i.state, State::Failed | State::Blocked | State::Cancelled))
+            {
+                problems = true;
+                out.push_str(&format!(
+                    "- {} {}: {}\n",
+                    inst.name,
+                    inst.state,
+                    inst.reason.as_deref().unwrap_or("no reason given")
+                ));
+            }
+            if step.instances.is_empty()
+                && let Some(why) = &step.reason
+            {
+                problems = true;
+                out.push_str(&format!("- {} {}: {why}\n", step.name, step.status));
+            }
+        }
+        if !problems {
+            out.push_str("- none\n");
+        }
+        out.push_str("\nNext:\n");
+        let next = match self.status.as_str() {
+            "completed" => "every step has a result; integrate them".to_string(),
+            "cancelled" => "the run was cancelled; resume it to run what is unfinished".to_string(),
+            _ => {
+                let failed: Vec<&str> = self
+                    .steps
+                    .iter()
+                    .filter(|s| s.status == "failed")
+                    .map(|s| s.name.as_str())
+                    .collect();
+                format!(
+                    "fix what made {} fail, then resume the run with --retry-failed; blocked steps run once what they need has a result",
+                    if failed.is_empty() {
+                        "the run".to_string()
+                    } else {
+                        failed.join(", ")
+                    }
+                )
+            }
+        };
+        out.push_str(&format!("- {next}\n"));
+        out
+    }
+}

@@ -1,0 +1,219 @@
+//! The machine's inputs, effects and bookkeeping types.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::{InstanceId, Report, State};
+use crate::model::StepId;
+
+/// A result stored by an earlier run of the same workflow, by instance key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    /// Verified, finalized (no check) or failed.
+    pub state: State,
+    /// The accepted output.
+    pub output: Option<String>,
+    /// Why it failed.
+    pub reason: Option<String>,
+}
+
+/// What the machine starts with besides the workflow.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// Instances dispatched at once (the workflow's, or lower by flag).
+    pub max_parallel: usize,
+    /// Results of an earlier run, by instance key.
+    pub stored: HashMap<String, Stored>,
+    /// Run again what failed before (a stored failure is not taken).
+    pub retry_failed: bool,
+    /// Where outputs larger than [`FILE_THRESHOLD`] are written.
+    pub outputs_dir: PathBuf,
+}
+
+/// What to cancel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Everything.
+    Run,
+    /// Every instance of a step.
+    Step(StepId),
+    /// One instance.
+    Instance(InstanceId),
+}
+
+/// What happens to the machine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// Begin: dispatch what is ready.
+    Start,
+    /// An instance's agent answered.
+    Answered {
+        /// The instance.
+        id: InstanceId,
+        /// Its final answer.
+        output: String,
+        /// The tool calls it made, as `name subject → outcome`: an answer
+        /// with a check and no call behind it is a claim without evidence.
+        calls: Vec<String>,
+    },
+    /// An attempt ended without an answer (the turn failed, timed out,
+    /// crashed, or the agent could not start).
+    AttemptFailed {
+        /// The instance.
+        id: InstanceId,
+        /// Why.
+        reason: String,
+    },
+    /// An instance's check ran.
+    Checked {
+        /// The instance.
+        id: InstanceId,
+        /// Exit 0.
+        passed: bool,
+        /// What it printed, or why it did not run.
+        detail: String,
+    },
+    /// Cancel something.
+    Cancel(Target),
+    /// Tokens spent by a step or one of its sub-agents.
+    Tokens(u64),
+    /// Sub-agents started by steps.
+    AgentsStarted(u64),
+    /// Stop dispatching: the model endpoint refused in a way no retry
+    /// fixes (authentication, an exhausted quota). What runs finishes; what
+    /// waits is cancelled with the reason.
+    Halt(String),
+}
+
+/// What the actors must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// A fan-out step's instances now exist.
+    Expanded {
+        /// The step.
+        step: StepId,
+        /// Its items.
+        items: Vec<Value>,
+    },
+    /// An instance changed state (`index` is `None` for a fan-out step
+    /// blocked or cancelled before it was expanded).
+    State {
+        /// The step.
+        step: StepId,
+        /// The instance's index.
+        index: Option<usize>,
+        /// The new state.
+        state: State,
+        /// Why, for failed, blocked, cancelled and retried instances, and
+        /// for restored ones.
+        reason: Option<String>,
+    },
+    /// Start an agent on an instance.
+    Dispatch {
+        /// The instance.
+        id: InstanceId,
+        /// The rendered prompt.
+        prompt: String,
+        /// The rendered write scope (empty: the caller's).
+        scope: Vec<String>,
+        /// The instance's key.
+        key: String,
+        /// 1 for the first attempt.
+        attempt: u32,
+    },
+    /// Run an instance's check.
+    RunCheck {
+        /// The instance.
+        id: InstanceId,
+        /// The command.
+        command: String,
+    },
+    /// Stop an instance's agent (or check).
+    Stop {
+        /// The instance.
+        id: InstanceId,
+    },
+    /// An instance's output was accepted (finalized).
+    Output {
+        /// The instance.
+        id: InstanceId,
+        /// The output.
+        output: String,
+        /// Where to store it when it is larger than [`FILE_THRESHOLD`].
+        file: Option<PathBuf>,
+    },
+    /// Nothing is left to run.
+    Done(Report),
+}
+
+/// How a step as a whole stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepStatus {
+    /// Waiting for the steps it needs.
+    Waiting,
+    /// Its instances exist and are not all done.
+    Running,
+    /// It has a result.
+    Succeeded,
+    /// It has none; the reason says why.
+    Failed(String),
+    /// A step it needs has no result.
+    Blocked(String),
+    /// Cancelled.
+    Cancelled(String),
+}
+
+/// One instance as the machine keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instance {
+    /// Its item (`None` without `for_each`).
+    pub item: Option<Value>,
+    /// Its state.
+    pub state: State,
+    /// Why it failed, was blocked, cancelled or restored.
+    pub reason: Option<String>,
+    /// Attempts started.
+    pub attempts: u32,
+    /// Its accepted output.
+    pub output: Option<String>,
+    /// Its output as JSON (a JSON step).
+    pub json: Option<Value>,
+    /// Its key, once rendered.
+    pub key: Option<String>,
+    /// The tool calls of its accepted attempt (`name subject → outcome`).
+    pub calls: Vec<String>,
+    /// Taken from an earlier run.
+    pub restored: bool,
+}
+
+impl Instance {
+    pub(super) fn new(item: Option<Value>) -> Self {
+        Self {
+            item,
+            state: State::Pending,
+            reason: None,
+            attempts: 0,
+            output: None,
+            json: None,
+            key: None,
+            calls: Vec::new(),
+            restored: false,
+        }
+    }
+
+    /// Whether its result counts: verified, or finalized with no check.
+    pub(super) fn succeeded(&self, has_check: bool) -> bool {
+        self.state == State::Verified || (self.state == State::Finalized && !has_check)
+    }
+}
+
+/// One step as the machine keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRun {
+    /// How it stands.
+    pub status: StepStatus,
+    /// Its instances (empty until expanded).
+    pub instances: Vec<Instance>,
+}
