@@ -32,6 +32,9 @@ mod table;
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+pub(super) use tests::regressions::huge_lines;
+
 use options::{check_operands, unknown_option};
 use table::{Program, Syntax, lookup};
 

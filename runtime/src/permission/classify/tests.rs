@@ -6,6 +6,8 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 
+pub(super) mod regressions;
+
 /// Expected of a command proven read-only.
 const RO: &str = "read-only";
 
