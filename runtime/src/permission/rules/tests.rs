@@ -627,3 +627,18 @@ fn kinds_and_scopes_on_the_wire() {
     assert!(Scope::Session > Scope::Local && Scope::Local > Scope::Project);
     assert!(Scope::Project > Scope::User);
 }
+
+#[test]
+fn words_the_reader_does_not_evaluate_are_caught_and_never_covered() {
+    let push = ["deny user bash(git push:*)"];
+    let denied = Some("deny user bash(git push:*)");
+    bash(&push, "git $'\\x70ush'", denied);
+    bash(&push, "git $\"push\"", denied);
+    bash(&push, "git {push,x}", denied);
+    bash(&push, "git {\"push\",x}", denied);
+    bash(&push, "git ${x:-push}", denied);
+    let log = ["allow user bash(git log:*)"];
+    bash(&log, "git $\"log\"", None);
+    bash(&log, "git $'log'", None);
+    bash(&log, "git log", Some("allow user bash(git log:*)"));
+}
