@@ -25,6 +25,8 @@
 //! Anything else, including anything unknown, is [`Safety::SideEffect`], and
 //! the [`Classification`] says why.
 
+#[cfg(test)]
+mod differential;
 mod find;
 mod git;
 mod options;

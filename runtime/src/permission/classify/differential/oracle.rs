@@ -1,0 +1,181 @@
+//! The argv oracle: for every line the reader reads exactly, the argv of
+//! each command it says runs is compared with the argv bash builds.
+//!
+//! bash runs the lines with `PATH=/nonexistent`, every builtin disabled
+//! (those the driver needs are shadowed by functions) and a
+//! `command_not_found_handle` that writes its argv to fd 9, so nothing runs
+//! and every command, builtin or not, reports what it was given. Each
+//! command succeeds, so a pipeline after `||` is skipped and everything
+//! else runs. Records of one pipeline may arrive in any order, so each
+//! line's records are compared sorted.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::permission::shell::{Join, Script, SimpleCommand, command_words};
+
+/// What the reader says a line runs: one argv per command.
+pub(super) type Argvs = Vec<Vec<String>>;
+
+/// The only names a compared line may assign: others (`PATH`, readonly
+/// ones like `UID`, `POSIXLY_CORRECT`) would change what the stand-ins see.
+const ASSIGNABLE: &[&str] = &[
+    "LANG",
+    "LC_ALL",
+    "LC_COLLATE",
+    "TZ",
+    "NO_COLOR",
+    "COLUMNS",
+    "FOO",
+];
+
+/// The argvs bash will build for `script`, when the reader knows them
+/// exactly and the oracle can watch them: `None` for a line with a glob,
+/// tilde, expansion or substitution, a redirection that could fail or
+/// touch the oracle's descriptor, or an assignment that changes lookup.
+pub(super) fn expected(script: &Script, scratch: &Path) -> Option<Argvs> {
+    for command in &script.commands {
+        comparable(command, scratch)?;
+    }
+    let mut out = Argvs::new();
+    let mut skipping = false;
+    for (i, command) in script.commands.iter().enumerate() {
+        let join_before = i.checked_sub(1).and_then(|j| script.joins.get(j)).copied();
+        match join_before {
+            // A pipeline runs or is skipped as a whole.
+            Some(Join::Pipe) => {}
+            Some(Join::Or) => skipping = true,
+            _ => skipping = false,
+        }
+        if !skipping && !command.words.is_empty() {
+            out.push(command.words.iter().map(|w| w.text.clone()).collect());
+        }
+    }
+    out.sort();
+    Some(out)
+}
+
+fn comparable(command: &SimpleCommand, scratch: &Path) -> Option<()> {
+    if command_words(command).any(|w| w.exact().is_none()) {
+        return None;
+    }
+    // bash runs a name with a slash as a path, without the handler.
+    if command
+        .program()
+        .is_some_and(|p| p == "builtin" || p.contains('/'))
+    {
+        return None;
+    }
+    if command
+        .assignments
+        .iter()
+        .any(|(name, _)| !ASSIGNABLE.contains(&name.as_str()))
+    {
+        return None;
+    }
+    for redirect in &command.redirects {
+        if redirect.fd.is_some_and(|fd| fd > 8) {
+            return None;
+        }
+        let target = redirect.target.text.as_str();
+        let simple = !target.is_empty() && !target.contains('/') && !target.starts_with('-');
+        let ok = match redirect.op.as_str() {
+            "<" => simple && scratch.join(target).is_file(),
+            "<<<" => true,
+            ">&" | "<&" => matches!(target, "0" | "1" | "2" | "-"),
+            ">" | ">>" | ">|" | "&>" | "&>>" | "<>" => target == "/dev/null" || simple,
+            _ => false,
+        };
+        if !ok {
+            return None;
+        }
+    }
+    Some(())
+}
+
+/// The bash program that runs each line of the lines file (NUL-separated,
+/// on fd 8) in a subshell and writes records to fd 9: per command its
+/// argument count and arguments, NUL-terminated, then `\x1e` per line.
+const DRIVER: &str = r#"
+__rec() { builtin printf '%s\0' "$#" "$@" >&9; }
+command_not_found_handle() { __rec "$@"; }
+for __b in $(compgen -b); do
+  case $__b in builtin|printf|read|eval|wait|enable) ;; *) enable -n "$__b" ;; esac
+done
+printf() { __rec printf "$@"; }
+read() { __rec read "$@"; }
+eval() { __rec eval "$@"; }
+wait() { __rec wait "$@"; }
+enable() { __rec enable "$@"; }
+PATH=/nonexistent
+while IFS= builtin read -r -d '' -u 8 __line; do
+  ( builtin eval "$__line"; builtin wait ) </dev/null >/dev/null 2>&1
+  builtin printf '\036\0' >&9
+done
+"#;
+
+/// Runs `lines` through the driver in `scratch`; the records of each line,
+/// sorted, in order.
+pub(super) async fn observe(lines: &[String], scratch: &Path) -> io::Result<Vec<Argvs>> {
+    let lines_file = scratch.join("..").join("oracle.lines");
+    let records_file = scratch.join("..").join("oracle.records");
+    let mut input = Vec::new();
+    for line in lines {
+        input.extend_from_slice(line.as_bytes());
+        input.push(0);
+    }
+    fs::write(&lines_file, input)?;
+    fs::write(&records_file, "")?;
+    let script = format!(
+        "exec 8<'{}' 9>>'{}'\n{DRIVER}",
+        lines_file.display(),
+        records_file.display()
+    );
+    let mut child = tokio::process::Command::new("bash")
+        .arg("--noprofile")
+        .arg("--norc")
+        .arg("-c")
+        .arg(script)
+        .current_dir(scratch)
+        .env_clear()
+        .env("HOME", scratch)
+        .env("LANG", "C.UTF-8")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    tokio::time::timeout(Duration::from_secs(300), child.wait())
+        .await
+        .map_err(|_| io::Error::other("the oracle's bash did not finish in 300 s"))??;
+    let records = fs::read(&records_file)?;
+    fs::remove_file(&lines_file)?;
+    fs::remove_file(&records_file)?;
+    Ok(split(&records))
+}
+
+/// Splits the records file into lines of argvs.
+fn split(records: &[u8]) -> Vec<Argvs> {
+    let mut fields = records
+        .split(|b| *b == 0)
+        .map(|f| String::from_utf8_lossy(f).into_owned());
+    let mut out = Vec::new();
+    let mut current = Argvs::new();
+    while let Some(field) = fields.next() {
+        if field == "\u{1e}" {
+            current.sort();
+            out.push(std::mem::take(&mut current));
+            continue;
+        }
+        let Ok(count) = field.parse::<usize>() else {
+            // A torn record: keep what is there so the line disagrees.
+            current.push(vec![field]);
+            continue;
+        };
+        current.push(fields.by_ref().take(count).collect());
+    }
+    out
+}
