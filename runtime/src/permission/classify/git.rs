@@ -624,7 +624,7 @@ pub(super) fn check(args: &[Word]) -> Result<(), String> {
         ));
     };
     let label = format!("git {}", sub.text);
-    if let Some(word) = rest.iter().find(|w| refused(&w.text)) {
+    if let Some(word) = rest.iter().find(|w| refused(&subcommand.spec, &w.text)) {
         return Err(format!(
             "`{label} {}` writes, deletes or runs a program, or opens a pager or browser",
             word.text
@@ -644,13 +644,16 @@ pub(super) fn check(args: &[Word]) -> Result<(), String> {
 }
 
 /// Whether `word` names one of the [`REFUSED`] options, in any spelling git
-/// accepts (`--output=x`, an abbreviation `--outp`).
-fn refused(word: &str) -> bool {
+/// accepts (`--output=x`, an abbreviation `--outp`), and is not itself a
+/// listed option (`--text` is one, not `--textconv`): only to say why; an
+/// unlisted option is refused anyway.
+fn refused(spec: &Spec, word: &str) -> bool {
     let Some(long) = word.strip_prefix("--") else {
         return false;
     };
     let name = long.split_once('=').map_or(long, |(name, _)| name);
     name.len() >= 3
+        && !spec.lists_long(name)
         && REFUSED
             .iter()
             .any(|r| r.strip_prefix("--").is_some_and(|r| r.starts_with(name)))

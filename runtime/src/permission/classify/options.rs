@@ -108,6 +108,11 @@ impl Spec {
         })
     }
 
+    /// Whether `--name` is listed.
+    pub(super) fn lists_long(&self, name: &str) -> bool {
+        self.long_takes(name).is_some()
+    }
+
     fn long_takes(&self, name: &str) -> Option<Takes> {
         let lists = std::iter::once(self.long).chain(self.more_long.iter().copied());
         lists.flatten().find_map(|entry| {

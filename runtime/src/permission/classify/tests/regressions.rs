@@ -168,6 +168,8 @@ fn program_tables_were_deny_lists() {
         ("git log -n 5 --no-walk=unsorted", RO),
         ("git log --no-such-option", NOT_LISTED),
         ("git diff --word-diff=color HEAD", RO),
+        ("git diff --text HEAD", RO),
+        ("git diff --textc HEAD", REFUSED_FLAG),
         ("git -c core.fsmonitor=x status", "`git -c`"),
         ("git --config-env core.pager=X log", "`git --config-env`"),
         (
