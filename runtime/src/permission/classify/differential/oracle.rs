@@ -62,10 +62,11 @@ fn comparable(command: &SimpleCommand, scratch: &Path) -> Option<()> {
     if command_words(command).any(|w| w.exact().is_none()) {
         return None;
     }
-    // bash runs a name with a slash as a path, without the handler.
+    // bash runs a name with a slash as a path, and one starting with `%`
+    // resumes a job, both without the handler.
     if command
         .program()
-        .is_some_and(|p| p == "builtin" || p.contains('/'))
+        .is_some_and(|p| p == "builtin" || p.contains('/') || p.starts_with('%'))
     {
         return None;
     }
@@ -81,7 +82,11 @@ fn comparable(command: &SimpleCommand, scratch: &Path) -> Option<()> {
             return None;
         }
         let target = redirect.target.text.as_str();
-        let simple = !target.is_empty() && !target.contains('/') && !target.starts_with('-');
+        // A plain file name in the scratch directory: opening it cannot fail.
+        let simple = !target.is_empty()
+            && !target.contains('/')
+            && !target.starts_with('-')
+            && !scratch.join(target).is_dir();
         let ok = match redirect.op.as_str() {
             "<" => simple && scratch.join(target).is_file(),
             "<<<" => true,

@@ -95,6 +95,15 @@ impl Sandbox {
             fs::set_permissions(base.join("run.sh"), fs::Permissions::from_mode(0o755))?;
         }
         symlink("README.md", ws.join("link"))?;
+        // The link too: an entry dated in the index's own second is racily
+        // clean, and every later `git status` would rewrite the index.
+        let dated = Command::new("touch")
+            .args(["-h", "-d", "@1500000000", "link"])
+            .current_dir(&ws)
+            .status()?;
+        if !dated.success() {
+            return Err(io::Error::other("could not date the link"));
+        }
         self.git(&["init", "-q", "-b", "main"])?;
         set_times(&ws)?;
         self.git(&["add", "-A"])?;
@@ -171,8 +180,10 @@ impl Sandbox {
             return Ok(Outcome::TimedOut);
         }
         // bash has waited for every process it started in the foreground,
-        // so the group is empty unless something was left behind.
-        if rustix::process::test_kill_process_group(group).is_ok() {
+        // so the group is empty unless something was left behind. A zombie
+        // is not running: bash does not always reap the subshell of a
+        // pipeline member that is only a failed redirection.
+        if rustix::process::test_kill_process_group(group).is_ok() && !running(group)?.is_empty() {
             kill(group);
             return Ok(Outcome::LeftRunning);
         }
@@ -211,6 +222,31 @@ impl Sandbox {
         }
         Ok(out)
     }
+}
+
+/// The processes of `group` that are not zombies, from `/proc`.
+fn running(group: rustix::process::Pid) -> io::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir("/proc")? {
+        let path = entry?.path().join("stat");
+        // Processes come and go while this reads.
+        let Ok(stat) = fs::read_to_string(&path) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp …`; comm may hold anything but `)`.
+        let Some((name, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let (Some(state), Some(_), Some(pgrp)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if pgrp == group.as_raw_nonzero().to_string() && state != "Z" {
+            out.push(format!("{name}) {state}"));
+        }
+    }
+    Ok(out)
 }
 
 fn kill(group: rustix::process::Pid) {
