@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use sha2::{Digest, Sha256};
-
-/// Each path under the sandbox root, with what it is: kind, mode, size,
-/// modification time (files), content or link target digest.
-pub(super) type Fingerprint = BTreeMap<PathBuf, String>;
+/// Each path under the sandbox root, with what it is (kind, mode, size,
+/// modification time of a file, link target) and a file's bytes, kept
+/// whole: the sandbox is small, and comparing bytes is cheaper than
+/// hashing them.
+pub(super) type Fingerprint = BTreeMap<PathBuf, (String, Vec<u8>)>;
 
 /// What one run of a line left behind.
 pub(super) enum Outcome {
@@ -104,13 +104,17 @@ impl Sandbox {
         if !dated.success() {
             return Err(io::Error::other("could not date the link"));
         }
-        self.git(&["init", "-q", "-b", "main"])?;
         set_times(&ws)?;
+        self.git(&["init", "-q", "-b", "main"])?;
         self.git(&["add", "-A"])?;
         self.git(&["commit", "-q", "-m", "first"])?;
-        fs::write(ws.join("sub/b.txt"), "b\nchanged\n")?;
-        set_times(&ws)?;
-        self.git(&["commit", "-q", "-am", "second"])?;
+        // Only the file that changes is touched again, right before it is
+        // added, so every entry's stat data in the index stays true.
+        let changed = ws.join("sub/b.txt");
+        fs::write(&changed, "b\nchanged\n")?;
+        date(&changed)?;
+        self.git(&["add", "sub/b.txt"])?;
+        self.git(&["commit", "-q", "-m", "second"])?;
         self.git(&["branch", "feature", "HEAD~1"])?;
         self.git(&["tag", "v1", "HEAD~1"])?;
         // One refresh now, so no read-only command has one left to write.
@@ -183,9 +187,14 @@ impl Sandbox {
         // so the group is empty unless something was left behind. A zombie
         // is not running: bash does not always reap the subshell of a
         // pipeline member that is only a failed redirection.
-        if rustix::process::test_kill_process_group(group).is_ok() && !running(group)?.is_empty() {
-            kill(group);
-            return Ok(Outcome::LeftRunning);
+        if rustix::process::test_kill_process_group(group).is_ok() {
+            // One may still be on its way out: give each a moment to end.
+            for pid in running(group)? {
+                if !ends_soon(pid).await? {
+                    kill(group);
+                    return Ok(Outcome::LeftRunning);
+                }
+            }
         }
         Ok(Outcome::Finished)
     }
@@ -202,20 +211,23 @@ impl Sandbox {
                 let name = path.strip_prefix(&self.root).unwrap_or(&path).to_path_buf();
                 let mode = meta.mode();
                 let what = if meta.file_type().is_symlink() {
-                    format!("link {mode:o} -> {}", fs::read_link(&path)?.display())
+                    (
+                        format!("link {mode:o} -> {}", fs::read_link(&path)?.display()),
+                        Vec::new(),
+                    )
                 } else if meta.is_dir() {
                     pending.push(path.clone());
-                    format!("dir {mode:o}")
+                    (format!("dir {mode:o}"), Vec::new())
                 } else if meta.is_file() {
-                    let digest = Sha256::digest(fs::read(&path)?);
-                    format!(
-                        "file {mode:o} {} {}.{} {digest:x}",
+                    let what = format!(
+                        "file {mode:o} {} bytes, modified {}.{:09}",
                         meta.len(),
                         meta.mtime(),
                         meta.mtime_nsec()
-                    )
+                    );
+                    (what, fs::read(&path)?)
                 } else {
-                    format!("special {mode:o}")
+                    (format!("special {mode:o}"), Vec::new())
                 };
                 out.insert(name, what);
             }
@@ -224,8 +236,29 @@ impl Sandbox {
     }
 }
 
+/// Whether the process ends within a second, watched through a pidfd
+/// (readable once it has ended).
+async fn ends_soon(pid: rustix::process::Pid) -> io::Result<bool> {
+    let Ok(fd) = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) else {
+        // Gone already.
+        return Ok(true);
+    };
+    tokio::task::spawn_blocking(move || {
+        let mut fds = [rustix::event::PollFd::new(
+            &fd,
+            rustix::event::PollFlags::IN,
+        )];
+        let second = rustix::event::Timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        };
+        Ok(rustix::event::poll(&mut fds, Some(&second))? > 0)
+    })
+    .await?
+}
+
 /// The processes of `group` that are not zombies, from `/proc`.
-fn running(group: rustix::process::Pid) -> io::Result<Vec<String>> {
+fn running(group: rustix::process::Pid) -> io::Result<Vec<rustix::process::Pid>> {
     let mut out = Vec::new();
     for entry in fs::read_dir("/proc")? {
         let path = entry?.path().join("stat");
@@ -242,8 +275,15 @@ fn running(group: rustix::process::Pid) -> io::Result<Vec<String>> {
         else {
             continue;
         };
-        if pgrp == group.as_raw_nonzero().to_string() && state != "Z" {
-            out.push(format!("{name}) {state}"));
+        let pid = name
+            .split_once(' ')
+            .and_then(|(pid, _)| pid.parse().ok())
+            .and_then(rustix::process::Pid::from_raw);
+        if pgrp == group.as_raw_nonzero().to_string()
+            && state != "Z"
+            && let Some(pid) = pid
+        {
+            out.push(pid);
         }
     }
     Ok(out)
@@ -254,9 +294,16 @@ fn kill(group: rustix::process::Pid) {
     let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
 }
 
+/// Dates the file at [`PAST`].
+fn date(path: &Path) -> io::Result<()> {
+    fs::File::options()
+        .write(true)
+        .open(path)?
+        .set_modified(SystemTime::UNIX_EPOCH + PAST)
+}
+
 /// Dates every file under `dir` (links and `.git` aside) at [`PAST`].
 fn set_times(dir: &Path) -> io::Result<()> {
-    let when = SystemTime::UNIX_EPOCH + PAST;
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
         for entry in fs::read_dir(&dir)? {
@@ -265,10 +312,7 @@ fn set_times(dir: &Path) -> io::Result<()> {
             if meta.is_dir() && path.file_name().is_some_and(|n| n != ".git") {
                 pending.push(path);
             } else if meta.is_file() {
-                fs::File::options()
-                    .write(true)
-                    .open(&path)?
-                    .set_modified(when)?;
+                date(&path)?;
             }
         }
     }
@@ -278,11 +322,19 @@ fn set_times(dir: &Path) -> io::Result<()> {
 /// What differs between two fingerprints, one line per path.
 pub(super) fn differences(before: &Fingerprint, after: &Fingerprint) -> Vec<String> {
     let mut out = Vec::new();
-    for (path, was) in before {
+    for (path, (was, was_bytes)) in before {
         match after.get(path) {
             None => out.push(format!("removed {}", path.display())),
-            Some(now) if now != was => {
-                out.push(format!("changed {}: {was} -> {now}", path.display()))
+            Some((now, now_bytes)) if now != was || now_bytes != was_bytes => {
+                let contents = if now_bytes == was_bytes {
+                    "same contents"
+                } else {
+                    "other contents"
+                };
+                out.push(format!(
+                    "changed {}: {was} -> {now}, {contents}",
+                    path.display()
+                ));
             }
             Some(_) => {}
         }
