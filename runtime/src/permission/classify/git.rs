@@ -38,160 +38,32 @@ const GLOBAL_FLAGS: &[&str] = &[
 ];
 
 /// Options of `diff` and of the diff output of `log` and `show`.
-const DIFF: &[&str] = &[
-    "patch",
-    "no-patch",
-    "unified[=]",
-    "output-indicator-new=",
-    "output-indicator-old=",
-    "output-indicator-context=",
-    "raw",
-    "patch-with-raw",
-    "indent-heuristic",
-    "no-indent-heuristic",
-    "minimal",
-    "patience",
-    "histogram",
-    "anchored=",
-    "diff-algorithm=",
-    "stat[=]",
-    "compact-summary",
-    "numstat",
-    "shortstat",
-    "dirstat[=]",
-    "cumulative",
-    "dirstat-by-file[=]",
-    "summary",
-    "patch-with-stat",
-    "name-only",
-    "name-status",
-    "submodule[=]",
-    "color[=]",
-    "no-color",
-    "color-moved[=]",
-    "no-color-moved",
-    "word-diff[=]",
-    "word-diff-regex=",
-    "color-words[=]",
-    "no-renames",
-    "check",
-    "full-index",
-    "binary",
-    "abbrev[=]",
-    "break-rewrites[=]",
-    "find-renames[=]",
-    "find-copies[=]",
-    "find-copies-harder",
-    "irreversible-delete",
-    "diff-filter=",
-    "pickaxe-all",
-    "pickaxe-regex",
-    "relative[=]",
-    "no-relative",
-    "text",
-    "ignore-cr-at-eol",
-    "ignore-space-at-eol",
-    "ignore-space-change",
-    "ignore-all-space",
-    "ignore-blank-lines",
-    "ignore-matching-lines=",
-    "inter-hunk-context=",
-    "function-context",
-    "exit-code",
-    "quiet",
-    "no-ext-diff",
-    "no-textconv",
-    "ignore-submodules[=]",
-    "src-prefix=",
-    "dst-prefix=",
-    "no-prefix",
-    "default-prefix",
-    "stat-width=",
-    "stat-name-width=",
-    "stat-count=",
-];
+const DIFF: &str = "patch no-patch unified[=] output-indicator-new= output-indicator-old= \
+    output-indicator-context= raw patch-with-raw indent-heuristic no-indent-heuristic minimal \
+    patience histogram anchored= diff-algorithm= stat[=] compact-summary numstat shortstat \
+    dirstat[=] cumulative dirstat-by-file[=] summary patch-with-stat name-only name-status \
+    submodule[=] color[=] no-color color-moved[=] no-color-moved word-diff[=] word-diff-regex= \
+    color-words[=] no-renames check full-index binary abbrev[=] break-rewrites[=] find-renames[=] \
+    find-copies[=] find-copies-harder irreversible-delete diff-filter= pickaxe-all pickaxe-regex \
+    relative[=] no-relative text ignore-cr-at-eol ignore-space-at-eol ignore-space-change \
+    ignore-all-space ignore-blank-lines ignore-matching-lines= inter-hunk-context= \
+    function-context exit-code quiet no-ext-diff no-textconv ignore-submodules[=] src-prefix= \
+    dst-prefix= no-prefix default-prefix stat-width= stat-name-width= stat-count=";
 
 /// Revision walking and formatting options of `log`, `show`, `rev-list`
 /// and `shortlog`.
-const REVISIONS: &[&str] = &[
-    "max-count=",
-    "skip=",
-    "since=",
-    "until=",
-    "after=",
-    "before=",
-    "since-as-filter=",
-    "author=",
-    "committer=",
-    "grep=",
-    "all-match",
-    "invert-grep",
-    "regexp-ignore-case",
-    "extended-regexp",
-    "fixed-strings",
-    "perl-regexp",
-    "basic-regexp",
-    "encoding=",
-    "exclude=",
-    "glob=",
-    "decorate-refs=",
-    "decorate-refs-exclude=",
-    "date=",
-    "all",
-    "branches[=]",
-    "tags[=]",
-    "remotes[=]",
-    "min-parents==",
-    "max-parents==",
-    "merges",
-    "no-merges",
-    "first-parent",
-    "reverse",
-    "topo-order",
-    "date-order",
-    "author-date-order",
-    "oneline",
-    "format==",
-    "pretty[=]",
-    "abbrev-commit",
-    "no-abbrev-commit",
-    "graph",
-    "decorate[=]",
-    "no-decorate",
-    "source",
-    "children",
-    "parents",
-    "left-right",
-    "boundary",
-    "cherry-pick",
-    "cherry-mark",
-    "cherry",
-    "ancestry-path",
-    "simplify-by-decoration",
-    "full-history",
-    "dense",
-    "sparse",
-    "simplify-merges",
-    "no-walk[=]",
-    "do-walk",
-    "follow",
-    "walk-reflogs",
-    "relative-date",
-    "notes[=]",
-    "no-notes",
-    "show-notes[=]",
-    "expand-tabs[=]",
-    "no-expand-tabs",
-    "use-mailmap",
-    "mailmap",
-    "no-mailmap",
-    "no-use-mailmap",
-    "ignore-missing",
-    "count",
-    "timestamp",
-];
+const REVISIONS: &str = "max-count= skip= since= until= after= before= since-as-filter= author= committer= grep= \
+    all-match invert-grep regexp-ignore-case extended-regexp fixed-strings perl-regexp \
+    basic-regexp encoding= exclude= glob= decorate-refs= decorate-refs-exclude= date= all \
+    branches[=] tags[=] remotes[=] min-parents== max-parents== merges no-merges first-parent \
+    reverse topo-order date-order author-date-order oneline format== pretty[=] abbrev-commit \
+    no-abbrev-commit graph decorate[=] no-decorate source children parents left-right boundary \
+    cherry-pick cherry-mark cherry ancestry-path simplify-by-decoration full-history dense sparse \
+    simplify-merges no-walk[=] do-walk follow walk-reflogs relative-date notes[=] no-notes \
+    show-notes[=] expand-tabs[=] no-expand-tabs use-mailmap mailmap no-mailmap no-use-mailmap \
+    ignore-missing count timestamp";
 
-const fn git(short: &'static str, long: &'static [&'static str]) -> Spec {
+const fn git(short: &'static str, long: &'static str) -> Spec {
     Spec {
         short,
         long,
@@ -242,25 +114,9 @@ static SUBCOMMANDS: &[Subcommand] = &[
         "status",
         git(
             "sbu::zv",
-            &[
-                "short",
-                "branch",
-                "porcelain[=]",
-                "long",
-                "verbose",
-                "untracked-files[=]",
-                "ignored[=]",
-                "ignore-submodules[=]",
-                "column[=]",
-                "no-column",
-                "ahead-behind",
-                "no-ahead-behind",
-                "renames",
-                "no-renames",
-                "find-renames[=]",
-                "show-stash",
-                "null",
-            ],
+            "short branch porcelain[=] long verbose untracked-files[=] ignored[=] \
+                ignore-submodules[=] column[=] no-column ahead-behind no-ahead-behind renames \
+                no-renames find-renames[=] show-stash null",
         ),
     ),
     sub(
@@ -269,7 +125,7 @@ static SUBCOMMANDS: &[Subcommand] = &[
             more_long: &[DIFF],
             ..git(
                 "pusU::zRwbaWB::M::C::DO:S:G:I:",
-                &["cached", "staged", "merge-base", "no-index"],
+                "cached staged merge-base no-index",
             )
         },
     ),
@@ -281,189 +137,72 @@ static SUBCOMMANDS: &[Subcommand] = &[
         Spec {
             more_long: &[REVISIONS],
             numeric: true,
-            ..git(
-                "nsecw::giEFP",
-                &["numbered", "summary", "email", "committer", "group="],
-            )
+            ..git("nsecw::giEFP", "numbered summary email committer group=")
         },
     ),
     sub(
         "blame",
         git(
             "L:ewM::C::psltbcfnS:",
-            &[
-                "porcelain",
-                "line-porcelain",
-                "incremental",
-                "root",
-                "show-stats",
-                "show-name",
-                "show-number",
-                "show-email",
-                "reverse",
-                "first-parent",
-                "date=",
-                "abbrev[=]",
-                "ignore-rev=",
-                "ignore-revs-file=",
-                "contents=",
-                "color-lines",
-                "color-by-age",
-                "minimal",
-                "encoding=",
-                "no-textconv",
-            ],
+            "porcelain line-porcelain incremental root show-stats show-name show-number \
+                show-email reverse first-parent date= abbrev[=] ignore-rev= ignore-revs-file= \
+                contents= color-lines color-by-age minimal encoding= no-textconv",
         ),
     ),
     sub(
         "cat-file",
         git(
             "ptse",
-            &[
-                "batch[=]",
-                "batch-check[=]",
-                "batch-all-objects",
-                "buffer",
-                "unordered",
-                "allow-unknown-type",
-                "follow-symlinks",
-                "path=",
-                "use-mailmap",
-                "mailmap",
-                "no-use-mailmap",
-            ],
+            "batch[=] batch-check[=] batch-all-objects buffer unordered allow-unknown-type \
+                follow-symlinks path= use-mailmap mailmap no-use-mailmap",
         ),
     ),
     sub(
         "describe",
         git(
             "",
-            &[
-                "tags",
-                "all",
-                "long",
-                "abbrev[=]",
-                "always",
-                "dirty[=]",
-                "broken[=]",
-                "exact-match",
-                "candidates=",
-                "match=",
-                "exclude=",
-                "first-parent",
-                "contains",
-            ],
+            "tags all long abbrev[=] always dirty[=] broken[=] exact-match candidates= match= \
+                exclude= first-parent contains",
         ),
     ),
     sub(
         "for-each-ref",
         git(
             "",
-            &[
-                "count=",
-                "sort=",
-                "format=",
-                "points-at=",
-                "merged=",
-                "no-merged=",
-                "contains=",
-                "no-contains=",
-                "shell",
-                "perl",
-                "python",
-                "tcl",
-                "ignore-case",
-                "omit-empty",
-                "exclude=",
-            ],
+            "count= sort= format= points-at= merged= no-merged= contains= no-contains= shell \
+                perl python tcl ignore-case omit-empty exclude=",
         ),
     ),
     sub(
         "ls-files",
         git(
             "cdmoisukztvfx:X:",
-            &[
-                "cached",
-                "deleted",
-                "modified",
-                "others",
-                "ignored",
-                "stage",
-                "unmerged",
-                "killed",
-                "directory",
-                "no-empty-directory",
-                "eol",
-                "exclude-standard",
-                "exclude=",
-                "exclude-from=",
-                "exclude-per-directory=",
-                "full-name",
-                "error-unmatch",
-                "with-tree=",
-                "abbrev[=]",
-                "deduplicate",
-                "format=",
-            ],
+            "cached deleted modified others ignored stage unmerged killed directory \
+                no-empty-directory eol exclude-standard exclude= exclude-from= \
+                exclude-per-directory= full-name error-unmatch with-tree= abbrev[=] deduplicate \
+                format=",
         ),
     ),
     sub(
         "ls-tree",
         git(
             "drtlz",
-            &[
-                "long",
-                "name-only",
-                "name-status",
-                "object-only",
-                "full-name",
-                "full-tree",
-                "abbrev[=]",
-                "format=",
-            ],
+            "long name-only name-status object-only full-name full-tree abbrev[=] format=",
         ),
     ),
     sub(
         "merge-base",
-        git(
-            "a",
-            &["all", "octopus", "independent", "is-ancestor", "fork-point"],
-        ),
+        git("a", "all octopus independent is-ancestor fork-point"),
     ),
     sub(
         "rev-parse",
         git(
             "q",
-            &[
-                "show-toplevel",
-                "show-prefix",
-                "show-cdup",
-                "git-dir",
-                "absolute-git-dir",
-                "git-common-dir",
-                "is-inside-work-tree",
-                "is-inside-git-dir",
-                "is-bare-repository",
-                "is-shallow-repository",
-                "show-superproject-working-tree",
-                "show-object-format[=]",
-                "abbrev-ref[=]",
-                "short[=]",
-                "verify",
-                "quiet",
-                "symbolic",
-                "symbolic-full-name",
-                "all",
-                "branches[=]",
-                "tags[=]",
-                "remotes[=]",
-                "git-path=",
-                "default=",
-                "revs-only",
-                "no-revs",
-                "flags",
-                "no-flags",
-            ],
+            "show-toplevel show-prefix show-cdup git-dir absolute-git-dir git-common-dir \
+                is-inside-work-tree is-inside-git-dir is-bare-repository is-shallow-repository \
+                show-superproject-working-tree show-object-format[=] abbrev-ref[=] short[=] verify \
+                quiet symbolic symbolic-full-name all branches[=] tags[=] remotes[=] git-path= \
+                default= revs-only no-revs flags no-flags",
         ),
     ),
     // `-O` / `--open-files-in-pager` runs a program on the matches.
@@ -473,50 +212,13 @@ static SUBCOMMANDS: &[Subcommand] = &[
             numeric: true,
             ..git(
                 "nilLcwve:EFGPhHoqzf:A:B:C:m:rIWpa",
-                &[
-                    "line-number",
-                    "ignore-case",
-                    "files-with-matches",
-                    "name-only",
-                    "files-without-match",
-                    "count",
-                    "word-regexp",
-                    "invert-match",
-                    "and",
-                    "or",
-                    "not",
-                    "extended-regexp",
-                    "fixed-strings",
-                    "basic-regexp",
-                    "perl-regexp",
-                    "no-filename",
-                    "only-matching",
-                    "quiet",
-                    "null",
-                    "after-context=",
-                    "before-context=",
-                    "context=",
-                    "max-count=",
-                    "max-depth=",
-                    "threads=",
-                    "cached",
-                    "untracked",
-                    "no-index",
-                    "full-name",
-                    "break",
-                    "heading",
-                    "show-function",
-                    "function-context",
-                    "column",
-                    "color[=]",
-                    "no-color",
-                    "text",
-                    "recursive",
-                    "no-recursive",
-                    "exclude-standard",
-                    "no-exclude-standard",
-                    "all-match",
-                ],
+                "line-number ignore-case files-with-matches name-only files-without-match count \
+                    word-regexp invert-match and or not extended-regexp fixed-strings basic-regexp \
+                    perl-regexp no-filename only-matching quiet null after-context= \
+                    before-context= context= max-count= max-depth= threads= cached untracked \
+                    no-index full-name break heading show-function function-context column \
+                    color[=] no-color text recursive no-recursive exclude-standard \
+                    no-exclude-standard all-match",
             )
         },
     ),
@@ -527,29 +229,9 @@ static SUBCOMMANDS: &[Subcommand] = &[
             operands: Operands::OnlyWith(LISTING),
             ..git(
                 "larvqi",
-                &[
-                    "list",
-                    "all",
-                    "remotes",
-                    "verbose",
-                    "quiet",
-                    "show-current",
-                    "contains=",
-                    "no-contains=",
-                    "merged=",
-                    "no-merged=",
-                    "points-at=",
-                    "sort=",
-                    "format=",
-                    "color[=]",
-                    "no-color",
-                    "column[=]",
-                    "no-column",
-                    "ignore-case",
-                    "abbrev[=]",
-                    "no-abbrev",
-                    "omit-empty",
-                ],
+                "list all remotes verbose quiet show-current contains= no-contains= merged= \
+                    no-merged= points-at= sort= format= color[=] no-color column[=] no-column \
+                    ignore-case abbrev[=] no-abbrev omit-empty",
             )
         },
     ),
@@ -559,21 +241,8 @@ static SUBCOMMANDS: &[Subcommand] = &[
             operands: Operands::OnlyWith(LISTING),
             ..git(
                 "ln::i",
-                &[
-                    "list",
-                    "contains=",
-                    "no-contains=",
-                    "merged=",
-                    "no-merged=",
-                    "points-at=",
-                    "sort=",
-                    "format=",
-                    "column[=]",
-                    "no-column",
-                    "ignore-case",
-                    "color[=]",
-                    "omit-empty",
-                ],
+                "list contains= no-contains= merged= no-merged= points-at= sort= format= \
+                    column[=] no-column ignore-case color[=] omit-empty",
             )
         },
     ),
@@ -583,7 +252,7 @@ static SUBCOMMANDS: &[Subcommand] = &[
         "remote",
         Spec {
             operands: Operands::AtMost(0),
-            ..git("v", &["verbose"])
+            ..git("v", "verbose")
         },
     ),
 ];

@@ -13,12 +13,12 @@ pub(super) struct Spec {
     /// no value, `x:` takes one (the rest of the cluster, or the next word),
     /// `x::` takes one only attached (`-Iseconds`).
     pub short: &'static str,
-    /// Long options: `name` takes no value, `name=` takes one (`--name=v`
-    /// or `--name v`), `name[=]` takes one only after `=`, `name==` must
-    /// have one after `=` (`--name` alone is refused).
-    pub long: &'static [&'static str],
+    /// Long options, separated by blanks: `name` takes no value, `name=`
+    /// takes one (`--name=v` or `--name v`), `name[=]` takes one only after
+    /// `=`, `name==` must have one after `=` (`--name` alone is refused).
+    pub long: &'static str,
     /// More long options, in shared lists (git's diff and revision options).
-    pub more_long: &'static [&'static [&'static str]],
+    pub more_long: &'static [&'static str],
     /// `-NUM` is accepted as an option (`head -20`, `git log -5`).
     pub numeric: bool,
     /// Which operands (non-option words) only read.
@@ -38,7 +38,7 @@ pub(super) struct Spec {
 /// The base every [`Spec`] builds on: GNU getopt, nothing accepted.
 pub(super) const GNU: Spec = Spec {
     short: "",
-    long: &[],
+    long: "",
     more_long: &[],
     numeric: false,
     operands: Operands::Any,
@@ -115,18 +115,20 @@ impl Spec {
 
     fn long_takes(&self, name: &str) -> Option<Takes> {
         let lists = std::iter::once(self.long).chain(self.more_long.iter().copied());
-        lists.flatten().find_map(|entry| {
-            let (base, takes) = if let Some(base) = entry.strip_suffix("==") {
-                (base, Takes::Equals)
-            } else if let Some(base) = entry.strip_suffix("[=]") {
-                (base, Takes::Attached)
-            } else if let Some(base) = entry.strip_suffix('=') {
-                (base, Takes::Value)
-            } else {
-                (*entry, Takes::Nothing)
-            };
-            (base == name).then_some(takes)
-        })
+        lists
+            .flat_map(str::split_ascii_whitespace)
+            .find_map(|entry| {
+                let (base, takes) = if let Some(base) = entry.strip_suffix("==") {
+                    (base, Takes::Equals)
+                } else if let Some(base) = entry.strip_suffix("[=]") {
+                    (base, Takes::Attached)
+                } else if let Some(base) = entry.strip_suffix('=') {
+                    (base, Takes::Value)
+                } else {
+                    (entry, Takes::Nothing)
+                };
+                (base == name).then_some(takes)
+            })
     }
 
     /// Reads `args` of the program called `label`. Words with `globs` are

@@ -69,78 +69,23 @@ const fn guarded(name: &'static str, spec: Spec) -> Program {
     }
 }
 
-const HELP: &[&str] = &["help", "version"];
+const HELP: &str = "help version";
 
 const CHECKSUM: Spec = Spec {
     short: "bctzw",
-    long: &[
-        "binary",
-        "check",
-        "tag",
-        "text",
-        "zero",
-        "ignore-missing",
-        "quiet",
-        "status",
-        "strict",
-        "warn",
-        "help",
-        "version",
-    ],
+    long: "binary check tag text zero ignore-missing quiet status strict warn help version",
     ..GNU
 };
 
 const GREP: Spec = Spec {
     short: "EFGPe:f:iywxsvVm:bnHhoqaId:D:rRLlcTZzB:A:C:U",
-    long: &[
-        "extended-regexp",
-        "fixed-strings",
-        "basic-regexp",
-        "perl-regexp",
-        "regexp=",
-        "file=",
-        "ignore-case",
-        "no-ignore-case",
-        "word-regexp",
-        "line-regexp",
-        "no-messages",
-        "invert-match",
-        "max-count=",
-        "byte-offset",
-        "line-number",
-        "no-line-number",
-        "line-buffered",
-        "with-filename",
-        "no-filename",
-        "label=",
-        "only-matching",
-        "quiet",
-        "silent",
-        "binary-files=",
-        "text",
-        "directories=",
-        "devices=",
-        "recursive",
-        "dereference-recursive",
-        "include=",
-        "exclude=",
-        "exclude-from=",
-        "exclude-dir=",
-        "files-without-match",
-        "files-with-matches",
-        "count",
-        "initial-tab",
-        "null",
-        "null-data",
-        "before-context=",
-        "after-context=",
-        "context=",
-        "color[=]",
-        "colour[=]",
-        "binary",
-        "help",
-        "version",
-    ],
+    long: "extended-regexp fixed-strings basic-regexp perl-regexp regexp= file= ignore-case \
+        no-ignore-case word-regexp line-regexp no-messages invert-match max-count= byte-offset \
+        line-number no-line-number line-buffered with-filename no-filename label= only-matching \
+        quiet silent binary-files= text directories= devices= recursive dereference-recursive \
+        include= exclude= exclude-from= exclude-dir= files-without-match files-with-matches count \
+        initial-tab null null-data before-context= after-context= context= color[=] colour[=] \
+        binary help version",
     numeric: true,
     ..GNU
 };
@@ -152,7 +97,7 @@ pub(super) static PROGRAMS: &[Program] = &[
         "basename",
         Spec {
             short: "as:z",
-            long: &["multiple", "suffix=", "zero", "help", "version"],
+            long: "multiple suffix= zero help version",
             ..GNU
         },
     ),
@@ -160,17 +105,8 @@ pub(super) static PROGRAMS: &[Program] = &[
         "cat",
         Spec {
             short: "AbeEnstTuv",
-            long: &[
-                "show-all",
-                "number-nonblank",
-                "show-ends",
-                "number",
-                "squeeze-blank",
-                "show-tabs",
-                "show-nonprinting",
-                "help",
-                "version",
-            ],
+            long: "show-all number-nonblank show-ends number squeeze-blank show-tabs show-nonprinting \
+                help version",
             ..GNU
         },
     ),
@@ -188,24 +124,8 @@ pub(super) static PROGRAMS: &[Program] = &[
         "cksum",
         Spec {
             short: "a:cl:zw",
-            long: &[
-                "algorithm=",
-                "base64",
-                "check",
-                "length=",
-                "raw",
-                "tag",
-                "untagged",
-                "zero",
-                "ignore-missing",
-                "quiet",
-                "status",
-                "strict",
-                "warn",
-                "debug",
-                "help",
-                "version",
-            ],
+            long: "algorithm= base64 check length= raw tag untagged zero ignore-missing quiet status \
+                strict warn debug help version",
             ..GNU
         },
     ),
@@ -213,16 +133,7 @@ pub(super) static PROGRAMS: &[Program] = &[
         "cmp",
         Spec {
             short: "bi:ln:sv",
-            long: &[
-                "print-bytes",
-                "ignore-initial=",
-                "verbose",
-                "bytes=",
-                "quiet",
-                "silent",
-                "help",
-                "version",
-            ],
+            long: "print-bytes ignore-initial= verbose bytes= quiet silent help version",
             ..GNU
         },
     ),
@@ -230,31 +141,10 @@ pub(super) static PROGRAMS: &[Program] = &[
         "column",
         Spec {
             short: "ts:o:c:xn:N:l:R:T:E:eH:O:W:r:i:p:JLdhV",
-            long: &[
-                "table",
-                "separator=",
-                "output-separator=",
-                "output-width=",
-                "fillrows",
-                "table-name=",
-                "table-columns=",
-                "table-columns-limit=",
-                "table-right=",
-                "table-truncate=",
-                "table-noextreme=",
-                "table-noheadings",
-                "table-hide=",
-                "table-order=",
-                "table-wrap=",
-                "tree=",
-                "tree-id=",
-                "tree-parent=",
-                "json",
-                "keep-empty-lines",
-                "table-header-repeat",
-                "help",
-                "version",
-            ],
+            long: "table separator= output-separator= output-width= fillrows table-name= \
+                table-columns= table-columns-limit= table-right= table-truncate= table-noextreme= \
+                table-noheadings table-hide= table-order= table-wrap= tree= tree-id= tree-parent= \
+                json keep-empty-lines table-header-repeat help version",
             ..GNU
         },
     ),
@@ -262,15 +152,7 @@ pub(super) static PROGRAMS: &[Program] = &[
         "comm",
         Spec {
             short: "123z",
-            long: &[
-                "check-order",
-                "nocheck-order",
-                "output-delimiter=",
-                "total",
-                "zero-terminated",
-                "help",
-                "version",
-            ],
+            long: "check-order nocheck-order output-delimiter= total zero-terminated help version",
             ..GNU
         },
     ),
@@ -278,18 +160,8 @@ pub(super) static PROGRAMS: &[Program] = &[
         "cut",
         Spec {
             short: "b:c:d:f:nsz",
-            long: &[
-                "bytes=",
-                "characters=",
-                "delimiter=",
-                "fields=",
-                "complement",
-                "only-delimited",
-                "output-delimiter=",
-                "zero-terminated",
-                "help",
-                "version",
-            ],
+            long: "bytes= characters= delimiter= fields= complement only-delimited output-delimiter= \
+                zero-terminated help version",
             ..GNU
         },
     ),
@@ -297,24 +169,8 @@ pub(super) static PROGRAMS: &[Program] = &[
         "df",
         Spec {
             short: "aB:hHiklPt:Tx:v",
-            long: &[
-                "all",
-                "block-size=",
-                "human-readable",
-                "si",
-                "inodes",
-                "local",
-                "no-sync",
-                "output[=]",
-                "portability",
-                "sync",
-                "total",
-                "type=",
-                "print-type",
-                "exclude-type=",
-                "help",
-                "version",
-            ],
+            long: "all block-size= human-readable si inodes local no-sync output[=] portability sync \
+                total type= print-type exclude-type= help version",
             ..GNU
         },
     ),
@@ -322,58 +178,15 @@ pub(super) static PROGRAMS: &[Program] = &[
         "diff",
         Spec {
             short: "qscC:uU:enyW:pF:tTrNx:X:S:iEZbwBI:D:daNv",
-            long: &[
-                "brief",
-                "report-identical-files",
-                "context[=]",
-                "unified[=]",
-                "ed",
-                "normal",
-                "rcs",
-                "side-by-side",
-                "width=",
-                "left-column",
-                "suppress-common-lines",
-                "show-c-function",
-                "show-function-line=",
-                "label=",
-                "expand-tabs",
-                "initial-tab",
-                "tabsize=",
-                "suppress-blank-empty",
-                "recursive",
-                "no-dereference",
-                "new-file",
-                "unidirectional-new-file",
-                "ignore-file-name-case",
-                "no-ignore-file-name-case",
-                "exclude=",
-                "exclude-from=",
-                "starting-file=",
-                "from-file=",
-                "to-file=",
-                "ignore-case",
-                "ignore-tab-expansion",
-                "ignore-trailing-space",
-                "ignore-space-change",
-                "ignore-all-space",
-                "ignore-blank-lines",
-                "ignore-matching-lines=",
-                "ifdef=",
-                "line-format=",
-                "old-line-format=",
-                "new-line-format=",
-                "unchanged-line-format=",
-                "minimal",
-                "horizon-lines=",
-                "speed-large-files",
-                "text",
-                "strip-trailing-cr",
-                "color[=]",
-                "palette=",
-                "help",
-                "version",
-            ],
+            long: "brief report-identical-files context[=] unified[=] ed normal rcs side-by-side \
+                width= left-column suppress-common-lines show-c-function show-function-line= \
+                label= expand-tabs initial-tab tabsize= suppress-blank-empty recursive \
+                no-dereference new-file unidirectional-new-file ignore-file-name-case \
+                no-ignore-file-name-case exclude= exclude-from= starting-file= from-file= to-file= \
+                ignore-case ignore-tab-expansion ignore-trailing-space ignore-space-change \
+                ignore-all-space ignore-blank-lines ignore-matching-lines= ifdef= line-format= \
+                old-line-format= new-line-format= unchanged-line-format= minimal horizon-lines= \
+                speed-large-files text strip-trailing-cr color[=] palette= help version",
             ..GNU
         },
     ),
@@ -381,7 +194,7 @@ pub(super) static PROGRAMS: &[Program] = &[
         "dirname",
         Spec {
             short: "z",
-            long: &["zero", "help", "version"],
+            long: "zero help version",
             ..GNU
         },
     ),
@@ -389,33 +202,10 @@ pub(super) static PROGRAMS: &[Program] = &[
         "du",
         Spec {
             short: "0aB:bcDd:HhkLlmPSst:X:x",
-            long: &[
-                "null",
-                "all",
-                "apparent-size",
-                "block-size=",
-                "bytes",
-                "total",
-                "dereference-args",
-                "max-depth=",
-                "files0-from=",
-                "human-readable",
-                "inodes",
-                "dereference",
-                "count-links",
-                "no-dereference",
-                "separate-dirs",
-                "si",
-                "summarize",
-                "threshold=",
-                "time[=]",
-                "time-style=",
-                "exclude-from=",
-                "exclude=",
-                "one-file-system",
-                "help",
-                "version",
-            ],
+            long: "null all apparent-size block-size= bytes total dereference-args max-depth= \
+                files0-from= human-readable inodes dereference count-links no-dereference \
+                separate-dirs si summarize threshold= time[=] time-style= exclude-from= exclude= \
+                one-file-system help version",
             ..GNU
         },
     ),
@@ -435,7 +225,7 @@ pub(super) static PROGRAMS: &[Program] = &[
         "fold",
         Spec {
             short: "bsw:",
-            long: &["bytes", "spaces", "width=", "help", "version"],
+            long: "bytes spaces width= help version",
             ..GNU
         },
     ),
@@ -444,16 +234,7 @@ pub(super) static PROGRAMS: &[Program] = &[
         "head",
         Spec {
             short: "c:n:qvz",
-            long: &[
-                "bytes=",
-                "lines=",
-                "quiet",
-                "silent",
-                "verbose",
-                "zero-terminated",
-                "help",
-                "version",
-            ],
+            long: "bytes= lines= quiet silent verbose zero-terminated help version",
             numeric: true,
             ..GNU
         },
@@ -462,9 +243,7 @@ pub(super) static PROGRAMS: &[Program] = &[
         "id",
         Spec {
             short: "aZgGnruz",
-            long: &[
-                "context", "group", "groups", "name", "real", "user", "zero", "help", "version",
-            ],
+            long: "context group groups name real user zero help version",
             ..GNU
         },
     ),
@@ -475,33 +254,9 @@ pub(super) static PROGRAMS: &[Program] = &[
         "jq",
         Spec {
             short: "cnesrjaSCMRhfL:V",
-            long: &[
-                "compact-output",
-                "null-input",
-                "exit-status",
-                "slurp",
-                "raw-output",
-                "join-output",
-                "ascii-output",
-                "sort-keys",
-                "color-output",
-                "monochrome-output",
-                "raw-input",
-                "from-file",
-                "tab",
-                "indent=",
-                "seq",
-                "stream",
-                "unbuffered",
-                "arg=",
-                "argjson=",
-                "slurpfile=",
-                "rawfile=",
-                "args",
-                "jsonargs",
-                "help",
-                "version",
-            ],
+            long: "compact-output null-input exit-status slurp raw-output join-output ascii-output \
+                sort-keys color-output monochrome-output raw-input from-file tab indent= seq \
+                stream unbuffered arg= argjson= slurpfile= rawfile= args jsonargs help version",
             ..GNU
         },
     ),
@@ -509,52 +264,13 @@ pub(super) static PROGRAMS: &[Program] = &[
         "ls",
         Spec {
             short: "aAbBcCdDfFgGhHiI:klLmnNopqQrRsStT:uUvw:xXZ1",
-            long: &[
-                "all",
-                "almost-all",
-                "author",
-                "escape",
-                "block-size=",
-                "ignore-backups",
-                "color[=]",
-                "directory",
-                "dired",
-                "classify[=]",
-                "file-type",
-                "format=",
-                "full-time",
-                "group-directories-first",
-                "no-group",
-                "human-readable",
-                "si",
-                "dereference-command-line",
-                "dereference-command-line-symlink-to-dir",
-                "hide=",
-                "hyperlink[=]",
-                "indicator-style=",
-                "inode",
-                "ignore=",
-                "kibibytes",
-                "dereference",
-                "numeric-uid-gid",
-                "literal",
-                "hide-control-chars",
-                "show-control-chars",
-                "quote-name",
-                "quoting-style=",
-                "reverse",
-                "recursive",
-                "size",
-                "sort=",
-                "time=",
-                "time-style=",
-                "tabsize=",
-                "width=",
-                "context",
-                "zero",
-                "help",
-                "version",
-            ],
+            long: "all almost-all author escape block-size= ignore-backups color[=] directory dired \
+                classify[=] file-type format= full-time group-directories-first no-group \
+                human-readable si dereference-command-line dereference-command-line-symlink-to-dir \
+                hide= hyperlink[=] indicator-style= inode ignore= kibibytes dereference \
+                numeric-uid-gid literal hide-control-chars show-control-chars quote-name \
+                quoting-style= reverse recursive size sort= time= time-style= tabsize= width= \
+                context zero help version",
             ..GNU
         },
     ),
@@ -563,28 +279,16 @@ pub(super) static PROGRAMS: &[Program] = &[
         "nl",
         Spec {
             short: "b:d:f:h:i:l:n:ps:v:w:",
-            long: &[
-                "body-numbering=",
-                "section-delimiter=",
-                "footer-numbering=",
-                "header-numbering=",
-                "line-increment=",
-                "join-blank-lines=",
-                "number-format=",
-                "no-renumber",
-                "number-separator=",
-                "starting-line-number=",
-                "number-width=",
-                "help",
-                "version",
-            ],
+            long: "body-numbering= section-delimiter= footer-numbering= header-numbering= \
+                line-increment= join-blank-lines= number-format= no-renumber number-separator= \
+                starting-line-number= number-width= help version",
             ..GNU
         },
     ),
     program(
         "nproc",
         Spec {
-            long: &["all", "ignore=", "help", "version"],
+            long: "all ignore= help version",
             ..GNU
         },
     ),
@@ -592,19 +296,8 @@ pub(super) static PROGRAMS: &[Program] = &[
         "od",
         Spec {
             short: "A:j:N:S:t:vw::abcdfilosx",
-            long: &[
-                "address-radix=",
-                "endian=",
-                "skip-bytes=",
-                "read-bytes=",
-                "strings[=]",
-                "format=",
-                "output-duplicates",
-                "width[=]",
-                "traditional",
-                "help",
-                "version",
-            ],
+            long: "address-radix= endian= skip-bytes= read-bytes= strings[=] format= \
+                output-duplicates width[=] traditional help version",
             ..GNU
         },
     ),
@@ -612,13 +305,7 @@ pub(super) static PROGRAMS: &[Program] = &[
         "paste",
         Spec {
             short: "d:sz",
-            long: &[
-                "delimiters=",
-                "serial",
-                "zero-terminated",
-                "help",
-                "version",
-            ],
+            long: "delimiters= serial zero-terminated help version",
             ..GNU
         },
     ),
@@ -626,7 +313,7 @@ pub(super) static PROGRAMS: &[Program] = &[
         "printenv",
         Spec {
             short: "0",
-            long: &["null", "help", "version"],
+            long: "null help version",
             ..GNU
         },
     ),
@@ -647,18 +334,8 @@ pub(super) static PROGRAMS: &[Program] = &[
         "readlink",
         Spec {
             short: "femnqsvz",
-            long: &[
-                "canonicalize",
-                "canonicalize-existing",
-                "canonicalize-missing",
-                "no-newline",
-                "quiet",
-                "silent",
-                "verbose",
-                "zero",
-                "help",
-                "version",
-            ],
+            long: "canonicalize canonicalize-existing canonicalize-missing no-newline quiet silent \
+                verbose zero help version",
             ..GNU
         },
     ),
@@ -666,20 +343,8 @@ pub(super) static PROGRAMS: &[Program] = &[
         "realpath",
         Spec {
             short: "emLPqsz",
-            long: &[
-                "canonicalize-existing",
-                "canonicalize-missing",
-                "logical",
-                "physical",
-                "quiet",
-                "relative-to=",
-                "relative-base=",
-                "strip",
-                "no-symlinks",
-                "zero",
-                "help",
-                "version",
-            ],
+            long: "canonicalize-existing canonicalize-missing logical physical quiet relative-to= \
+                relative-base= strip no-symlinks zero help version",
             ..GNU
         },
     ),
@@ -687,7 +352,7 @@ pub(super) static PROGRAMS: &[Program] = &[
         "rev",
         Spec {
             short: "0hV",
-            long: &["zero", "help", "version"],
+            long: "zero help version",
             ..GNU
         },
     ),
@@ -696,7 +361,7 @@ pub(super) static PROGRAMS: &[Program] = &[
         "seq",
         Spec {
             short: "f:s:w",
-            long: &["format=", "separator=", "equal-width", "help", "version"],
+            long: "format= separator= equal-width help version",
             numeric: true,
             ..GNU
         },
@@ -709,16 +374,7 @@ pub(super) static PROGRAMS: &[Program] = &[
         "stat",
         Spec {
             short: "Lfc:t",
-            long: &[
-                "dereference",
-                "file-system",
-                "format=",
-                "printf=",
-                "terse",
-                "cached=",
-                "help",
-                "version",
-            ],
+            long: "dereference file-system format= printf= terse cached= help version",
             ..GNU
         },
     ),
@@ -726,7 +382,7 @@ pub(super) static PROGRAMS: &[Program] = &[
         "tac",
         Spec {
             short: "brs:",
-            long: &["before", "regex", "separator=", "help", "version"],
+            long: "before regex separator= help version",
             ..GNU
         },
     ),
@@ -736,21 +392,8 @@ pub(super) static PROGRAMS: &[Program] = &[
         "tail",
         Spec {
             short: "c:fFn:qs:vz",
-            long: &[
-                "bytes=",
-                "follow[=]",
-                "lines=",
-                "max-unchanged-stats=",
-                "pid=",
-                "quiet",
-                "silent",
-                "retry",
-                "sleep-interval=",
-                "verbose",
-                "zero-terminated",
-                "help",
-                "version",
-            ],
+            long: "bytes= follow[=] lines= max-unchanged-stats= pid= quiet silent retry \
+                sleep-interval= verbose zero-terminated help version",
             numeric: true,
             ..GNU
         },
@@ -759,14 +402,7 @@ pub(super) static PROGRAMS: &[Program] = &[
         "tr",
         Spec {
             short: "cCdst",
-            long: &[
-                "complement",
-                "delete",
-                "squeeze-repeats",
-                "truncate-set1",
-                "help",
-                "version",
-            ],
+            long: "complement delete squeeze-repeats truncate-set1 help version",
             ..GNU
         },
     ),
@@ -787,19 +423,8 @@ pub(super) static PROGRAMS: &[Program] = &[
         "uname",
         Spec {
             short: "asnrvmpio",
-            long: &[
-                "all",
-                "kernel-name",
-                "nodename",
-                "kernel-release",
-                "kernel-version",
-                "machine",
-                "processor",
-                "hardware-platform",
-                "operating-system",
-                "help",
-                "version",
-            ],
+            long: "all kernel-name nodename kernel-release kernel-version machine processor \
+                hardware-platform operating-system help version",
             ..GNU
         },
     ),
@@ -807,17 +432,7 @@ pub(super) static PROGRAMS: &[Program] = &[
         "wc",
         Spec {
             short: "cmlLw",
-            long: &[
-                "bytes",
-                "chars",
-                "lines",
-                "files0-from=",
-                "max-line-length",
-                "words",
-                "total=",
-                "help",
-                "version",
-            ],
+            long: "bytes chars lines files0-from= max-line-length words total= help version",
             ..GNU
         },
     ),
@@ -833,20 +448,8 @@ pub(super) static PROGRAMS: &[Program] = &[
         "date",
         Spec {
             short: "d:f:I::r:Ru",
-            long: &[
-                "date=",
-                "file=",
-                "iso-8601[=]",
-                "reference=",
-                "rfc-email",
-                "rfc-3339=",
-                "utc",
-                "universal",
-                "debug",
-                "resolution",
-                "help",
-                "version",
-            ],
+            long: "date= file= iso-8601[=] reference= rfc-email rfc-3339= utc universal debug \
+                resolution help version",
             operands: Operands::Prefixed("+"),
             ..GNU
         },
@@ -857,32 +460,10 @@ pub(super) static PROGRAMS: &[Program] = &[
         "file",
         Spec {
             short: "bikLhNnrszZ0Ed:e:F:f:m:P:v",
-            long: &[
-                "brief",
-                "mime",
-                "mime-type",
-                "mime-encoding",
-                "apple",
-                "extension",
-                "keep-going",
-                "dereference",
-                "no-dereference",
-                "no-buffer",
-                "no-pad",
-                "raw",
-                "special-files",
-                "uncompress",
-                "uncompress-noreport",
-                "print0",
-                "separator=",
-                "files-from=",
-                "magic-file=",
-                "exclude=",
-                "exclude-quiet=",
-                "parameter=",
-                "help",
-                "version",
-            ],
+            long: "brief mime mime-type mime-encoding apple extension keep-going dereference \
+                no-dereference no-buffer no-pad raw special-files uncompress uncompress-noreport \
+                print0 separator= files-from= magic-file= exclude= exclude-quiet= parameter= help \
+                version",
             ..GNU
         },
     ),
@@ -898,89 +479,18 @@ pub(super) static PROGRAMS: &[Program] = &[
         "rg",
         Spec {
             short: "A:B:C:cE:e:Ff:g:Hhij:LlM:m:Nnop0qr:SsT:t:UuvwxzVd:abI",
-            long: &[
-                "after-context=",
-                "before-context=",
-                "context=",
-                "count",
-                "count-matches",
-                "color=",
-                "colors=",
-                "column",
-                "no-column",
-                "context-separator=",
-                "crlf",
-                "encoding=",
-                "engine=",
-                "files",
-                "files-with-matches",
-                "files-without-match",
-                "fixed-strings",
-                "follow",
-                "glob=",
-                "iglob=",
-                "glob-case-insensitive",
-                "heading",
-                "no-heading",
-                "hidden",
-                "no-hidden",
-                "ignore-case",
-                "ignore-file=",
-                "include-zero",
-                "invert-match",
-                "json",
-                "line-buffered",
-                "line-number",
-                "no-line-number",
-                "line-regexp",
-                "max-columns=",
-                "max-columns-preview",
-                "max-count=",
-                "max-depth=",
-                "max-filesize=",
-                "multiline",
-                "multiline-dotall",
-                "no-config",
-                "no-ignore",
-                "no-ignore-dot",
-                "no-ignore-exclude",
-                "no-ignore-files",
-                "no-ignore-global",
-                "no-ignore-messages",
-                "no-ignore-parent",
-                "no-ignore-vcs",
-                "no-messages",
-                "null",
-                "null-data",
-                "one-file-system",
-                "only-matching",
-                "passthru",
-                "pcre2",
-                "pretty",
-                "quiet",
-                "regexp=",
-                "replace=",
-                "search-zip",
-                "smart-case",
-                "case-sensitive",
-                "sort=",
-                "sortr=",
-                "stats",
-                "text",
-                "threads=",
-                "trim",
-                "type=",
-                "type-not=",
-                "type-list",
-                "unrestricted",
-                "vimgrep",
-                "with-filename",
-                "no-filename",
-                "word-regexp",
-                "binary",
-                "help",
-                "version",
-            ],
+            long: "after-context= before-context= context= count count-matches color= colors= column \
+                no-column context-separator= crlf encoding= engine= files files-with-matches \
+                files-without-match fixed-strings follow glob= iglob= glob-case-insensitive \
+                heading no-heading hidden no-hidden ignore-case ignore-file= include-zero \
+                invert-match json line-buffered line-number no-line-number line-regexp \
+                max-columns= max-columns-preview max-count= max-depth= max-filesize= multiline \
+                multiline-dotall no-config no-ignore no-ignore-dot no-ignore-exclude \
+                no-ignore-files no-ignore-global no-ignore-messages no-ignore-parent no-ignore-vcs \
+                no-messages null null-data one-file-system only-matching passthru pcre2 pretty \
+                quiet regexp= replace= search-zip smart-case case-sensitive sort= sortr= stats \
+                text threads= trim type= type-not= type-list unrestricted vimgrep with-filename \
+                no-filename word-regexp binary help version",
             ..GNU
         },
     ),
@@ -991,34 +501,10 @@ pub(super) static PROGRAMS: &[Program] = &[
         "sort",
         Spec {
             short: "bdfghiMnRrVcCmsuzk:t:S:",
-            long: &[
-                "ignore-leading-blanks",
-                "dictionary-order",
-                "ignore-case",
-                "general-numeric-sort",
-                "human-numeric-sort",
-                "ignore-nonprinting",
-                "month-sort",
-                "numeric-sort",
-                "random-sort",
-                "reverse",
-                "version-sort",
-                "sort=",
-                "random-source=",
-                "check[=]",
-                "merge",
-                "stable",
-                "unique",
-                "zero-terminated",
-                "key=",
-                "field-separator=",
-                "buffer-size=",
-                "parallel=",
-                "files0-from=",
-                "debug",
-                "help",
-                "version",
-            ],
+            long: "ignore-leading-blanks dictionary-order ignore-case general-numeric-sort \
+                human-numeric-sort ignore-nonprinting month-sort numeric-sort random-sort reverse \
+                version-sort sort= random-source= check[=] merge stable unique zero-terminated \
+                key= field-separator= buffer-size= parallel= files0-from= debug help version",
             ..GNU
         },
     ),
@@ -1029,25 +515,8 @@ pub(super) static PROGRAMS: &[Program] = &[
         "tree",
         Spec {
             short: "adlfxL:P:I:iASnCpugshDFqNQvtcUrXJ",
-            long: &[
-                "noreport",
-                "dirsfirst",
-                "filesfirst",
-                "gitignore",
-                "prune",
-                "ignore-case",
-                "matchdirs",
-                "charset=",
-                "filelimit=",
-                "sort=",
-                "du",
-                "si",
-                "inodes",
-                "device",
-                "timefmt=",
-                "help",
-                "version",
-            ],
+            long: "noreport dirsfirst filesfirst gitignore prune ignore-case matchdirs charset= \
+                filelimit= sort= du si inodes device timefmt= help version",
             values_from_next_word: true,
             ..GNU
         },
@@ -1057,20 +526,8 @@ pub(super) static PROGRAMS: &[Program] = &[
         "uniq",
         Spec {
             short: "cdDf:is:uw:z",
-            long: &[
-                "count",
-                "repeated",
-                "all-repeated[=]",
-                "skip-fields=",
-                "ignore-case",
-                "skip-chars=",
-                "unique",
-                "group[=]",
-                "check-chars=",
-                "zero-terminated",
-                "help",
-                "version",
-            ],
+            long: "count repeated all-repeated[=] skip-fields= ignore-case skip-chars= unique \
+                group[=] check-chars= zero-terminated help version",
             operands: Operands::AtMost(1),
             ..GNU
         },

@@ -342,17 +342,21 @@ fn options(rng: &mut Rng, program: &str, spec: &Spec, words: &mut Vec<String>) {
 /// A listed option, sometimes spelled as getopt would also accept.
 fn listed_option(rng: &mut Rng, spec: &Spec) -> String {
     let shorts: Vec<char> = spec.short.chars().filter(|c| *c != ':').collect();
-    if !shorts.is_empty() && (spec.long.is_empty() || rng.chance(50)) {
+    let longs: Vec<&str> = std::iter::once(spec.long)
+        .chain(spec.more_long.iter().copied())
+        .flat_map(str::split_ascii_whitespace)
+        .collect();
+    if !shorts.is_empty() && (longs.is_empty() || rng.chance(50)) {
         let mut cluster = String::from("-");
         for _ in 0..=rng.below(3) {
             cluster.push(*rng.pick(&shorts));
         }
         return cluster;
     }
-    if spec.long.is_empty() {
+    if longs.is_empty() {
         return "--help".into();
     }
-    let long = rng.pick(spec.long).trim_end_matches(['=', '[', ']']);
+    let long = rng.pick(&longs).trim_end_matches(['=', '[', ']']);
     match rng.below(10) {
         0 => format!("--no-{long}"),
         1 if long.len() > 3 => format!("--{}", &long[..long.len() - 1]),
