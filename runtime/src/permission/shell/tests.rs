@@ -275,3 +275,12 @@ fn expanded_words_are_what_bash_hands_on() {
         .collect();
     assert_eq!(words, ["git", "push", "x", "push", "puh", "a", "b"]);
 }
+
+#[test]
+fn quoted_from_is_a_byte_offset_into_the_text() {
+    let script = parse("é'x' A=é\"b\" ls").expect("parses");
+    assert_eq!(script.commands[0].words[0].quoted_from, Some(2));
+    let script = parse("A=é\"b\" ls").expect("parses");
+    let (_, value) = &script.commands[0].assignments[0];
+    assert_eq!((value.text.as_str(), value.quoted_from), ("éb", Some(2)));
+}

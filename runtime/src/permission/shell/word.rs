@@ -100,12 +100,20 @@ impl Builder {
             && self.plain.iter().all(|p| *p)
             && is_name(&self.text[1..self.text.len() - 1]);
         let text: String = self.text.iter().collect();
+        // `quoted_from` counts characters while reading; the word says bytes.
+        let bytes_to =
+            |chars: usize| -> usize { self.text[..chars].iter().map(|c| c.len_utf8()).sum() };
+        let quoted_from = self.quoted_from.map(bytes_to);
+        let value_quoted_from = assignment_at.and_then(|(_, value_at, _)| {
+            let quoted = self.quoted_from?;
+            Some(bytes_to(quoted.max(value_at)) - bytes_to(value_at))
+        });
         let word = Word {
             text,
             expands: self.expands,
             globs: self.globs,
             substitutions: self.substitutions,
-            quoted_from: self.quoted_from,
+            quoted_from,
             tilde: self.tilde,
             opaque: self.opaque,
             fields: self.fields,
@@ -115,7 +123,7 @@ impl Builder {
             let value_text: String = word.text.chars().skip(value_at).collect();
             let mut value = Word {
                 text: value_text,
-                quoted_from: word.quoted_from.map(|q| q.saturating_sub(value_at)),
+                quoted_from: value_quoted_from,
                 // No globbing or brace expansion in an assignment.
                 globs: false,
                 fields: None,
