@@ -71,6 +71,8 @@ const OPERANDS: &[&str] = &[
     "+%s",
     "*.rs",
     "../d",
+    "a}b",
+    "}\"'",
 ];
 
 /// Values for options that take one.
@@ -578,6 +580,7 @@ pub(super) fn shape(rng: &mut Rng, text: &str) -> String {
             "\"${{x:+{}}}\"",
             text.replace(['"', '\\', '$', '`', '}'], "")
         ),
+        93 if text.contains('}') => format!("\"${{x:-'{}'}}\"", text.replace('\'', "")),
         93 => format!("$(echo {})", single(text)),
         94 => format!("{}$((0))", single(text)),
         95 if plain_ok => format!("{text}*"),

@@ -1,5 +1,8 @@
-//! The argv oracle: for every line the reader reads exactly, the argv of
-//! each command it says runs is compared with the argv bash builds.
+//! The argv oracle: for every line the reader reads, the argv of each
+//! command it says runs is compared with the argv bash builds: whole where
+//! the reader knows every word, by program where an argument is one it does
+//! not evaluate (`${x:-…}`, `$'…'`, a glob), which still checks that the
+//! reader ends that word, and so every later command, where bash does.
 //!
 //! bash runs the lines with `PATH=/nonexistent`, every builtin disabled
 //! (those the driver needs are shadowed by functions) and a
@@ -15,10 +18,48 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::permission::shell::{Join, Script, SimpleCommand, command_words};
+use crate::permission::shell::{Join, Script, SimpleCommand, Word};
 
-/// What the reader says a line runs: one argv per command.
+/// What bash ran: one argv per command.
 pub(super) type Argvs = Vec<Vec<String>>;
+
+/// What the reader says one command runs.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Expected {
+    /// Exactly this argv.
+    Argv(Vec<String>),
+    /// This program, with arguments the reader does not evaluate.
+    Program(String),
+}
+
+/// Whether `observed` is what `expected` says, record for record.
+pub(super) fn agrees(expected: &[Expected], observed: &Argvs) -> bool {
+    if expected.len() != observed.len() {
+        return false;
+    }
+    let mut left: Vec<&Vec<String>> = observed.iter().collect();
+    let mut programs = Vec::new();
+    for want in expected {
+        match want {
+            Expected::Argv(argv) => match left.iter().position(|got| *got == argv) {
+                Some(at) => {
+                    left.swap_remove(at);
+                }
+                None => return false,
+            },
+            Expected::Program(program) => programs.push(program),
+        }
+    }
+    for program in programs {
+        match left.iter().position(|got| got.first() == Some(program)) {
+            Some(at) => {
+                left.swap_remove(at);
+            }
+            None => return false,
+        }
+    }
+    true
+}
 
 /// The only names a compared line may assign: others (`PATH`, readonly
 /// ones like `UID`, `POSIXLY_CORRECT`) would change what the stand-ins see.
@@ -32,15 +73,16 @@ const ASSIGNABLE: &[&str] = &[
     "FOO",
 ];
 
-/// The argvs bash will build for `script`, when the reader knows them
-/// exactly and the oracle can watch them: `None` for a line with a glob,
-/// tilde, expansion or substitution, a redirection that could fail or
-/// touch the oracle's descriptor, or an assignment that changes lookup.
-pub(super) fn expected(script: &Script, scratch: &Path) -> Option<Argvs> {
+/// The commands bash will run for `script`, when the oracle can watch
+/// them: `None` for a line with a substitution, a program, assignment or
+/// redirection target the reader does not know exactly, an argument whose
+/// expansion can fail, a redirection that could fail or touch the oracle's
+/// descriptor, or an assignment that changes lookup.
+pub(super) fn expected(script: &Script, scratch: &Path) -> Option<Vec<Expected>> {
     for command in &script.commands {
         comparable(command, scratch)?;
     }
-    let mut out = Argvs::new();
+    let mut out = Vec::new();
     let mut skipping = false;
     for (i, command) in script.commands.iter().enumerate() {
         let join_before = i.checked_sub(1).and_then(|j| script.joins.get(j)).copied();
@@ -50,16 +92,70 @@ pub(super) fn expected(script: &Script, scratch: &Path) -> Option<Argvs> {
             Some(Join::Or) => skipping = true,
             _ => skipping = false,
         }
-        if !skipping && !command.words.is_empty() {
-            out.push(command.words.iter().map(|w| w.text.clone()).collect());
+        if skipping {
+            continue;
+        }
+        if let Some(argv) = command
+            .words
+            .iter()
+            .map(|w| w.exact().map(str::to_string))
+            .collect::<Option<Vec<String>>>()
+        {
+            if !argv.is_empty() {
+                out.push(Expected::Argv(argv));
+            }
+        } else if let Some(program) = command.program() {
+            out.push(Expected::Program(program.to_string()));
         }
     }
-    out.sort();
     Some(out)
 }
 
+/// An argument the reader does not evaluate whose expansion cannot fail:
+/// a glob, tilde, brace, plain variable, `$'…'`, `$"…"`, or `${x:-…}`,
+/// `${x-…}`, `${x:+…}`, `${x+…}` with nothing nested.
+fn expands_safely(word: &Word) -> bool {
+    if !word.substitutions.is_empty() || word.text.contains(['\u{1}', '\u{7f}']) {
+        return false;
+    }
+    let Some(why) = &word.opaque else {
+        return true;
+    };
+    if why.starts_with("ANSI-C") || why.starts_with("locale") || why.starts_with("brace") {
+        return true;
+    }
+    if !why.starts_with("a parameter expansion")
+        || word.text.matches("${").count() != 1
+        || word.text.contains("$((")
+        || word.text.contains("$[")
+    {
+        return false;
+    }
+    let Some(at) = word.text.find("${") else {
+        return false;
+    };
+    let rest = &word.text[at + 2..];
+    let name = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .count();
+    name > 0
+        && ["-", ":-", "+", ":+"]
+            .iter()
+            .any(|op| rest[name..].starts_with(op))
+}
+
 fn comparable(command: &SimpleCommand, scratch: &Path) -> Option<()> {
-    if command_words(command).any(|w| w.exact().is_none()) {
+    let targets = command
+        .assignments
+        .iter()
+        .map(|(_, w)| w)
+        .chain(command.redirects.iter().map(|r| &r.target));
+    let (program, args) = command
+        .words
+        .split_first()
+        .map_or((None, &[][..]), |(p, a)| (Some(p), a));
+    if targets.chain(program).any(|w| w.exact().is_none()) || !args.iter().all(expands_safely) {
         return None;
     }
     // bash runs a name with a slash as a path, and one starting with `%`
