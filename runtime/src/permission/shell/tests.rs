@@ -284,3 +284,22 @@ fn quoted_from_is_a_byte_offset_into_the_text() {
     let (_, value) = &script.commands[0].assignments[0];
     assert_eq!((value.text.as_str(), value.quoted_from), ("éb", Some(2)));
 }
+
+/// Inside double quotes bash's parser read `"$$(x"` as `$` and an
+/// unterminated command substitution (the line did not run), where the
+/// reader saw `$$` and a plain `(x`: the argv oracle found it.
+#[test]
+fn double_dollar_paren_opened_a_command_substitution_in_bash() {
+    for src in ["echo \"$$(x\"", "echo ${x:-$$(echo })}", "echo $$(id)"] {
+        let got = parse(src).map(|_| ()).map_err(|e| e.0);
+        assert!(
+            got.as_ref().is_err_and(|e| e.contains("'$$('")),
+            "{src:?}: {got:?}"
+        );
+    }
+    check_words(&[
+        ("\"$$\"", "$$ [expands]"),
+        ("$$'x'", "$$x [expands]"),
+        ("\"$$[x\"", "$$[x [expands]"),
+    ]);
+}

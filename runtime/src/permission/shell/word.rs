@@ -383,6 +383,12 @@ impl Parser<'_> {
                 b.expands = true;
                 self.stand_in_source(b, start);
             }
+            // bash's parser reads `$$(` as `$` and a command substitution,
+            // its expander as `$$` and a `(`: where the word ends is not
+            // known.
+            Some('$') if self.peek_at(2) == Some('(') => {
+                return unparsed("'$$(', which bash reads as a command substitution after '$'");
+            }
             Some(c) if c.is_ascii_digit() || "@*#?$!-".contains(c) => {
                 self.pos += 2;
                 b.expands = true;
