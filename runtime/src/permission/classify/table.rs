@@ -60,12 +60,18 @@ const fn program(name: &'static str, spec: Spec) -> Program {
 }
 
 /// A program whose listed options only read, but some unlisted one writes
-/// or runs something, or which has an output operand: no globs.
+/// or runs something, or which has an output operand: no globs, and a
+/// value taken from the next word that starts with `-` is also read as
+/// options, so a value this table wrongly gives an option (`file -d` is
+/// `--debug` and takes none) cannot hide one (`file -d --preserve-date`).
 const fn guarded(name: &'static str, spec: Spec) -> Program {
     Program {
         name,
         globs: false,
-        syntax: Syntax::Options(spec),
+        syntax: Syntax::Options(Spec {
+            dash_values_are_options: true,
+            ..spec
+        }),
     }
 }
 
@@ -459,7 +465,7 @@ pub(super) static PROGRAMS: &[Program] = &[
     guarded(
         "file",
         Spec {
-            short: "bikLhNnrszZ0Ed:e:F:f:m:P:v",
+            short: "bikLhNnrszZ0Ede:F:f:m:P:v",
             long: "brief mime mime-type mime-encoding apple extension keep-going dereference \
                 no-dereference no-buffer no-pad raw special-files uncompress uncompress-noreport \
                 print0 separator= files-from= magic-file= exclude= exclude-quiet= parameter= help \

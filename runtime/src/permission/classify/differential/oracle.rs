@@ -124,10 +124,14 @@ fn expands_safely(word: &Word) -> bool {
     if why.starts_with("ANSI-C") || why.starts_with("locale") || why.starts_with("brace") {
         return true;
     }
+    // bash's expander reads quotes and braces inside `${…}` differently
+    // from its parser ("bad substitution"): only one `${…}` with a plain
+    // operand.
+    let rest = word.text.replacen("${", "", 1);
     if !why.starts_with("a parameter expansion")
         || word.text.matches("${").count() != 1
-        || word.text.contains("$((")
-        || word.text.contains("$[")
+        || rest.matches('}').count() != 1
+        || rest.contains(['\'', '"', '\\', '{', '`', '$', '('])
     {
         return false;
     }

@@ -201,6 +201,7 @@ impl Sandbox {
 
     /// Every entry under the sandbox root. Directory times are left out:
     /// a file created and removed again (a temporary file) changes them.
+    /// Access times are left out: reading moves them.
     pub(super) fn fingerprint(&self) -> io::Result<Fingerprint> {
         let mut out = Fingerprint::new();
         let mut pending = vec![self.root.clone()];
@@ -219,11 +220,15 @@ impl Sandbox {
                     pending.push(path.clone());
                     (format!("dir {mode:o}"), Vec::new())
                 } else if meta.is_file() {
+                    // The change time too: only a write, `chmod`, `touch` or a
+                    // link moves it, even to the same values.
                     let what = format!(
-                        "file {mode:o} {} bytes, modified {}.{:09}",
+                        "file {mode:o} {} bytes, modified {}.{:09}, changed {}.{:09}",
                         meta.len(),
                         meta.mtime(),
-                        meta.mtime_nsec()
+                        meta.mtime_nsec(),
+                        meta.ctime(),
+                        meta.ctime_nsec()
                     );
                     (what, fs::read(&path)?)
                 } else {

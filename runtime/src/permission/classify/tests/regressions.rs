@@ -298,3 +298,32 @@ fn sixty_thousand_braces_took_fourteen_seconds() {
         );
     }
 }
+
+/// `file -d` is `--debug` and takes no value, but the table gave it one, so
+/// `--preserve-date` (which writes access times back, moving the change
+/// time) hid behind it as its value: the differential test found it.
+#[test]
+fn file_debug_hid_the_option_after_it() {
+    check(&[
+        (
+            "file -nLd --preserve-date README.md",
+            "`file --preserve-date`",
+        ),
+        (
+            "file -d --preserve-date README.md",
+            "`file --preserve-date`",
+        ),
+        ("file -d README.md", RO),
+        ("file -dp README.md", "`file -dp`"),
+        (
+            "file -m --preserve-date README.md",
+            "`file --preserve-date`",
+        ),
+        ("file -m magic README.md", RO),
+        ("sort -t -o F README.md", "`sort -o`"),
+        ("sort -t , -k2 README.md", RO),
+        ("date -d -s", "`date -s`"),
+        ("uniq -f -5 a", "`uniq -5`"),
+        ("grep -e -foo README.md", RO),
+    ]);
+}
