@@ -136,14 +136,6 @@ pub struct Word {
 }
 
 impl Word {
-    /// A plain word with this text, as if written in single quotes.
-    pub fn literal(text: impl Into<String>) -> Self {
-        Word {
-            text: text.into(),
-            ..Word::default()
-        }
-    }
-
     /// The one string bash passes for this word, when the reader knows it:
     /// no expansion, glob, brace, tilde, substitution or opaque part.
     pub fn exact(&self) -> Option<&str> {
