@@ -1,34 +1,46 @@
 //! Per-call safety of `bash` (T5): a command line is read-only only when it
 //! is proven so.
 //!
-//! [`classify_command`] answers [`Safety::ReadOnly`] only when the command
-//! line parses ([`shell::parse`]) and
+//! [`classify_command`] answers [`Safety::ReadOnly`] only when the reader
+//! ([`shell::parse`]) knows every word exactly and
 //! - every simple command runs a program from the table (`table.rs`) with
-//!   flags and operands its rule allows, named bare (`ls`, never `./ls` or
-//!   `/bin/ls`: a path could be a workspace script called `ls`);
-//! - commands are joined only by `|`, `|&`, `&&`, `||` and `;` (no `&`);
+//!   options from its allow-list and operands its rule allows, named bare
+//!   (`ls`, never `./ls` or `/bin/ls`: a path could be a workspace script
+//!   called `ls`);
+//! - commands are joined only by `|`, `|&`, `&&`, `||`, `;` and newlines
+//!   (no `&`);
 //! - no redirection writes (input, descriptor duplication, `/dev/null` and
 //!   the call's own `/dev/stdout` and `/dev/stderr` are fine);
 //! - there is no command or process substitution, no `sudo` or `doas`;
+//! - no word is one the reader does not evaluate (`${x:-…}`, arithmetic,
+//!   `$'…'`, `$"…"`, braces with quotes: the reason says which), and no
+//!   word expands a variable: its value is unknown and could be `-delete`;
 //! - no variable is assigned but the locale and display ones (`LC_*`,
-//!   `LANG`, `TZ`, `NO_COLOR`, `COLUMNS`), and no word expands a variable:
-//!   its value is unknown and could be `-delete`;
-//! - no unquoted glob is handed to a program with dangerous flags: a file
-//!   named `-delete` or `--pre=sh` would become one.
+//!   `LANG`, `LANGUAGE`, `TZ`, `NO_COLOR`, `COLUMNS`), each to a plain
+//!   value of its kind;
+//! - unquoted globs and brace expansions only reach programs none of whose
+//!   options can write or run anything (a file named `-delete` or
+//!   `--pre=sh` would become one).
 //!
 //! Anything else, including anything unknown, is [`Safety::SideEffect`], and
 //! the [`Classification`] says why.
 
+#[cfg(test)]
+mod differential;
+mod find;
+mod git;
+mod options;
 mod table;
 #[cfg(test)]
 mod tests;
 
-use table::{
-    GIT_FORBIDDEN, GIT_GLOBAL_FLAGS, GIT_GLOBAL_VALUE, GIT_SUBCOMMANDS, Limits, Operands, PROGRAMS,
-    Rule, Style,
-};
+#[cfg(test)]
+pub(super) use tests::regressions::huge_lines;
 
-use super::shell::{self, Join, Redirect, SimpleCommand, Word};
+use options::{check_operands, unknown_option};
+use table::{Program, Syntax, lookup};
+
+use super::shell::{self, Join, Redirect, SimpleCommand, Word, command_words};
 use crate::tool::Safety;
 
 /// The safety of one `bash` command line, and why.
@@ -81,45 +93,38 @@ fn read_only_programs(command: &str) -> Result<Vec<String>, String> {
 }
 
 fn check_command(command: &SimpleCommand) -> Result<(), String> {
-    let words = command
-        .words
-        .iter()
-        .chain(command.assignments.iter().map(|(_, w)| w))
-        .chain(command.redirects.iter().map(|r| &r.target));
-    for word in words {
-        if !word.substitutions.is_empty() {
-            let kind = if word.text.contains("$(…)") || word.text.contains("`…`") {
-                "command substitution"
-            } else {
-                "process substitution"
-            };
-            return Err(format!("{kind} in '{}'", word.text));
-        }
+    if let Some(word) = command_words(command).find(|w| !w.substitutions.is_empty()) {
+        let kind = if word.text.contains("<(…)") || word.text.contains(">(…)") {
+            "process substitution"
+        } else {
+            "command substitution"
+        };
+        return Err(format!("{kind} in '{}'", word.text));
     }
-    for (name, _) in &command.assignments {
-        if !inert_assignment(name) {
-            return Err(format!(
-                "the assignment {name}=… can change what a program does"
-            ));
-        }
+    for (name, value) in &command.assignments {
+        check_assignment(name, value)?;
     }
     for redirect in &command.redirects {
         check_redirect(redirect)?;
     }
-    let Some((program, args)) = command.words.split_first() else {
-        return Ok(());
-    };
+    if let Some(word) = command.words.iter().find(|w| w.opaque.is_some()) {
+        let why = word.opaque.as_deref().unwrap_or_default();
+        return Err(format!("could not parse '{}': {why}", word.text));
+    }
     if let Some(word) = command.words.iter().find(|w| w.expands) {
         return Err(format!(
             "'{}' expands a variable whose value is unknown",
             word.text
         ));
     }
+    let Some((program, args)) = command.words.split_first() else {
+        return Ok(());
+    };
     let name = program.text.as_str();
     if program.globs {
         return Err(format!("the program name '{name}' is a glob"));
     }
-    if name.contains('/') {
+    if name.contains('/') || program.tilde {
         return Err(format!(
             "'{name}' names a program by path, which could be any file"
         ));
@@ -127,45 +132,109 @@ fn check_command(command: &SimpleCommand) -> Result<(), String> {
     if name == "sudo" || name == "doas" {
         return Err(format!("`{name}` runs a command as another user"));
     }
-    let Some((_, rule)) = PROGRAMS.iter().find(|(p, _)| *p == name) else {
+    let Some(entry) = lookup(name) else {
         return Err(format!("`{name}` is not a known read-only program"));
     };
-    let glob = args.iter().find(|w| w.globs);
-    match rule {
-        Rule::AnyArgs => Ok(()),
-        Rule::Bare => match args.first() {
-            None => Ok(()),
-            Some(_) => Err(format!("`{name}` is read-only only without arguments")),
-        },
-        Rule::Limited(limits) => match glob {
-            Some(word) => Err(glob_reason(word, name)),
-            None => check_limits(name, limits, args),
-        },
-        Rule::Git => match glob {
-            Some(word) => Err(glob_reason(word, name)),
-            None => check_git(args),
-        },
+    check_args(entry, args)
+}
+
+fn check_args(program: &Program, args: &[Word]) -> Result<(), String> {
+    let name = program.name;
+    if let Syntax::Bare = program.syntax
+        && !args.is_empty()
+    {
+        return Err(format!("`{name}` is read-only only without arguments"));
+    }
+    if !program.globs
+        && let Some(word) = args.iter().find(|w| w.globs)
+    {
+        return Err(format!(
+            "'{}' is an unquoted glob, and a file name it matches could become an option of \
+             `{name}`",
+            word.text
+        ));
+    }
+    match &program.syntax {
+        Syntax::Bare | Syntax::Ignored | Syntax::Echo => Ok(()),
+        Syntax::Printf => check_printf(args),
+        Syntax::Find => find::check(args),
+        Syntax::Git => git::check(args),
+        Syntax::Options(spec) => {
+            let read = spec.read(name, args)?;
+            check_operands(name, &spec.operands, &read)
+        }
     }
 }
 
-fn glob_reason(word: &Word, program: &str) -> String {
-    format!(
-        "'{}' is an unquoted glob, and a file name it matches could become a flag of `{program}`",
-        word.text
-    )
+/// `printf FORMAT [ARGUMENT]…`: `-v NAME` would assign the output to any
+/// variable (`PATH` included), and it takes no other option.
+fn check_printf(args: &[Word]) -> Result<(), String> {
+    match args.first().map(|w| w.text.as_str()) {
+        Some(text) if text.starts_with("-v") => Err(format!(
+            "`printf {text}` assigns its output to a shell variable"
+        )),
+        Some(text) if text.starts_with('-') && text != "--" && text != "-" => {
+            Err(unknown_option("printf", text))
+        }
+        _ => Ok(()),
+    }
 }
 
-/// Assignments that only change language, time zone or layout, which no
-/// program reads as an instruction to write or run something.
-fn inert_assignment(name: &str) -> bool {
-    matches!(name, "LANG" | "LANGUAGE" | "TZ" | "NO_COLOR" | "COLUMNS") || name.starts_with("LC_")
+/// Assignments that only change language, time zone or layout, each to a
+/// plain value of its kind, which no program reads as an instruction to
+/// write or run something. A locale is kept to C, POSIX or UTF-8: in
+/// another multibyte encoding bash would read the rest of the line's bytes
+/// differently from this reader.
+fn check_assignment(name: &str, value: &Word) -> Result<(), String> {
+    let value_ok = |text: &str| -> bool {
+        let charset = |extra: &str| {
+            text.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.@-".contains(c) || extra.contains(c))
+        };
+        match name {
+            "LANG" | "LANGUAGE" => {}
+            "TZ" => return charset("+/:,") && !text.contains(".."),
+            "NO_COLOR" => return charset(""),
+            "COLUMNS" => return text.chars().all(|c| c.is_ascii_digit()),
+            _ if name.starts_with("LC_") => {}
+            _ => return false,
+        }
+        if name == "LANGUAGE" {
+            return charset(":");
+        }
+        let lower = text.to_ascii_lowercase();
+        charset("")
+            && (matches!(lower.as_str(), "" | "c" | "posix")
+                || lower.ends_with(".utf-8")
+                || lower.ends_with(".utf8"))
+    };
+    let inert = matches!(name, "LANG" | "LANGUAGE" | "TZ" | "NO_COLOR" | "COLUMNS")
+        || name.starts_with("LC_");
+    if !inert {
+        return Err(format!(
+            "the assignment {name}=… can change what a program does"
+        ));
+    }
+    if let Some(why) = &value.opaque {
+        return Err(format!(
+            "the assignment {name}=… does not assign a plain value: {why}"
+        ));
+    }
+    match value.exact() {
+        Some(text) if value.substitutions.is_empty() && !value.tilde && value_ok(text) => Ok(()),
+        _ => Err(format!(
+            "the assignment {name}={} is not a plain value of its kind",
+            value.text
+        )),
+    }
 }
 
 fn check_redirect(redirect: &Redirect) -> Result<(), String> {
     let target = &redirect.target;
     let op = redirect.op.as_str();
-    let plain = !target.expands && target.substitutions.is_empty();
-    if op == "<" && (target.text.starts_with("/dev/tcp/") || target.text.starts_with("/dev/udp/")) {
+    let exact = target.exact();
+    if op == "<" && exact.is_some_and(|t| t.starts_with("/dev/tcp/") || t.starts_with("/dev/udp/"))
+    {
         return Err(format!(
             "input redirection from '{}' opens a network connection",
             target.text
@@ -176,7 +245,7 @@ fn check_redirect(redirect: &Redirect) -> Result<(), String> {
     }
     let writes = matches!(op, ">" | ">>" | ">|" | "&>" | "&>>");
     // The call's own output pipes, written under another name.
-    if writes && plain && matches!(target.text.as_str(), "/dev/stdout" | "/dev/stderr") {
+    if writes && matches!(exact, Some("/dev/stdout" | "/dev/stderr")) {
         return Ok(());
     }
     Err(if writes || op == ">&" {
@@ -186,133 +255,4 @@ fn check_redirect(redirect: &Redirect) -> Result<(), String> {
     } else {
         format!("the redirection '{op}' from '{}'", target.text)
     })
-}
-
-/// `git`'s global options, then a read-only subcommand and its arguments.
-fn check_git(args: &[Word]) -> Result<(), String> {
-    let mut rest = args;
-    while let Some((word, after)) = rest.split_first() {
-        let text = word.text.as_str();
-        if !text.starts_with('-') {
-            break;
-        }
-        let name = text.split_once('=').map_or(text, |(name, _)| name);
-        rest = after;
-        if GIT_GLOBAL_VALUE.contains(&name) {
-            if !text.contains('=') {
-                rest = rest.get(1..).unwrap_or_default();
-            }
-        } else if name == "-c" || name == "--config-env" {
-            return Err(format!(
-                "`git {name}` can set configuration that runs a program (core.pager, \
-                 core.fsmonitor, diff.external)"
-            ));
-        } else if !GIT_GLOBAL_FLAGS.contains(&text) {
-            return Err(format!(
-                "the git option '{text}' is not known to be read-only"
-            ));
-        }
-    }
-    let Some((sub, rest)) = rest.split_first() else {
-        // Bare `git` prints its usage.
-        return Ok(());
-    };
-    let Some((_, limits)) = GIT_SUBCOMMANDS.iter().find(|(s, _)| *s == sub.text) else {
-        return Err(format!(
-            "`git {}` is not a known read-only git command",
-            sub.text
-        ));
-    };
-    let label = format!("git {}", sub.text);
-    check_limits(&label, &GIT_FORBIDDEN, rest)?;
-    check_limits(&label, limits, rest)
-}
-
-/// Checks `args` of `program` against its [`Limits`].
-fn check_limits(program: &str, limits: &Limits, args: &[Word]) -> Result<(), String> {
-    let refused = |flag: &str| format!("`{program} {flag}` writes, deletes or runs a program");
-    if let Style::Words = limits.style {
-        return match args
-            .iter()
-            .find(|w| limits.forbidden.contains(&w.text.as_str()))
-        {
-            Some(word) => Err(refused(&word.text)),
-            None => Ok(()),
-        };
-    }
-    let mut operands: Vec<&str> = Vec::new();
-    let mut seen: Vec<String> = Vec::new();
-    let mut flags_done = false;
-    let mut i = 0;
-    while let Some(word) = args.get(i) {
-        i += 1;
-        let text = word.text.as_str();
-        let next_is_value = args.get(i).is_some_and(|w| !w.text.starts_with('-'));
-        if flags_done || text == "-" || !text.starts_with('-') {
-            operands.push(text);
-        } else if text == "--" {
-            flags_done = true;
-        } else if let Some(long) = text.strip_prefix("--") {
-            let (name, value) = match long.split_once('=') {
-                Some((name, value)) => (name, Some(value)),
-                None => (long, None),
-            };
-            let flag = format!("--{name}");
-            if limits
-                .forbidden
-                .iter()
-                .any(|f| f.starts_with("--") && f.starts_with(flag.as_str()))
-            {
-                return Err(refused(text));
-            }
-            if value.is_none() && next_is_value && limits.takes_value.contains(&flag.as_str()) {
-                i += 1;
-            }
-            seen.push(flag);
-        } else {
-            let cluster = &text[1..];
-            for (at, c) in cluster.char_indices() {
-                let flag = format!("-{c}");
-                if limits.forbidden.contains(&flag.as_str()) {
-                    return Err(refused(text));
-                }
-                let attached = !cluster[at + c.len_utf8()..].is_empty();
-                let takes_value = limits.takes_value.contains(&flag.as_str());
-                let stop = takes_value || limits.attached_value.contains(&flag.as_str());
-                seen.push(flag);
-                if stop {
-                    if takes_value && !attached && next_is_value {
-                        i += 1;
-                    }
-                    break;
-                }
-            }
-        }
-    }
-    match limits.operands {
-        Operands::Any => Ok(()),
-        Operands::AtMost(n) => match operands.get(n) {
-            Some(extra) => Err(format!(
-                "`{program}` reads at most {n} operand(s); '{extra}' would be written or changed"
-            )),
-            None => Ok(()),
-        },
-        Operands::Prefixed(prefix) => match operands.iter().find(|o| !o.starts_with(prefix)) {
-            Some(operand) => Err(format!(
-                "`{program} {operand}`: an operand not starting with '{prefix}' changes something"
-            )),
-            None => Ok(()),
-        },
-        Operands::OnlyWith(listing) => {
-            let lists = seen.iter().any(|f| listing.contains(&f.as_str()));
-            match operands.first() {
-                Some(operand) if !lists => Err(format!(
-                    "`{program} {operand}` creates or changes '{operand}' unless a listing \
-                     flag ({}) is given",
-                    listing.join(", ")
-                )),
-                _ => Ok(()),
-            }
-        }
-    }
 }

@@ -30,6 +30,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
 use command::{
@@ -38,11 +39,12 @@ use command::{
 };
 use serde_json::Value;
 use table::{
-    HARMLESS_DEVICES, MACHINE_WRECKERS, NETWORK, RUNS_STRINGS, SHELLS, SYSTEMCTL_WRECKERS, Strings,
+    DETACHERS, HARMLESS_DEVICES, MACHINE_WRECKERS, NETWORK, PUBLISH, RUNS_STRINGS, SHELLS,
+    SYSTEMCTL_WRECKERS, Strings,
 };
 
 use super::classify::classify_command;
-use super::shell::{self, Join, Redirect, Script, SimpleCommand, Word};
+use super::shell::{self, Join, Redirect, Script, SimpleCommand, Word, command_words};
 use crate::tool::{Safety, ToolDefinition};
 
 /// What the floor concludes about one call.
@@ -69,6 +71,11 @@ pub enum FloorVerdict {
 /// How many shells deep (`bash -c "sh -c '…'"`) strings are followed before
 /// the floor falls back to scanning the text.
 const MAX_DEPTH: usize = 4;
+
+/// How many wrapped commands of one simple command (`env env … x`) are
+/// examined one by one; past that the words are scanned for markers, so the
+/// floor stays linear in the length of the line.
+const MAX_STARTS: usize = 32;
 
 /// Assesses one call. `safety` is the tool's classification of this call
 /// (T5); `workspace_root` is compared lexically. A shell tool is
@@ -171,6 +178,21 @@ enum Place {
     Unknown,
 }
 
+/// Items in the order first seen, each once.
+#[derive(Default)]
+struct Listed {
+    items: Vec<String>,
+    seen: HashSet<String>,
+}
+
+impl Listed {
+    fn add(&mut self, item: &str) {
+        if self.seen.insert(item.to_string()) {
+            self.items.push(item.to_string());
+        }
+    }
+}
+
 /// What one pass over a command line found.
 struct Scan {
     root: PathBuf,
@@ -188,17 +210,19 @@ struct Scan {
     substitution: bool,
     /// The programs the simple commands start, as written (last path
     /// component), in order.
-    programs: Vec<String>,
+    programs: Listed,
     /// Targets of redirections that write.
-    writes: Vec<String>,
+    writes: Listed,
     /// Path arguments and targets that lie outside the workspace.
-    outside: Vec<String>,
+    outside: Listed,
     /// Network programs and `/dev/tcp` targets.
-    network: Vec<String>,
+    network: Listed,
     /// Words whose value is a variable's.
-    variables: Vec<String>,
+    variables: Listed,
     /// Command lines handed to another shell.
-    nested: Vec<String>,
+    nested: Listed,
+    /// Words the reader does not evaluate, with why.
+    opaque: Listed,
     /// Anything else worth knowing (a nested line that did not parse).
     notes: Vec<String>,
 }
@@ -213,12 +237,13 @@ impl Scan {
             unparsed: None,
             stdin_shell: false,
             substitution: false,
-            programs: Vec::new(),
-            writes: Vec::new(),
-            outside: Vec::new(),
-            network: Vec::new(),
-            variables: Vec::new(),
-            nested: Vec::new(),
+            programs: Listed::default(),
+            writes: Listed::default(),
+            outside: Listed::default(),
+            network: Listed::default(),
+            variables: Listed::default(),
+            nested: Listed::default(),
+            opaque: Listed::default(),
             notes: Vec::new(),
         }
     }
@@ -229,9 +254,9 @@ impl Scan {
 
     fn observations(self) -> Vec<String> {
         let mut out: Vec<String> = self.unparsed.into_iter().collect();
-        let mut list = |label: &str, items: Vec<String>| {
-            if !items.is_empty() {
-                out.push(format!("{label}: {}", items.join(", ")));
+        let mut list = |label: &str, listed: Listed| {
+            if !listed.items.is_empty() {
+                out.push(format!("{label}: {}", listed.items.join(", ")));
             }
         };
         list("runs", self.programs);
@@ -239,6 +264,7 @@ impl Scan {
         list("names paths outside the workspace", self.outside);
         list("uses the network", self.network);
         list("expands variables known only when it runs", self.variables);
+        list("has words the reader does not evaluate", self.opaque);
         list("hands command lines to another shell", self.nested);
         if self.substitution {
             out.push("runs commands inside substitutions".into());
@@ -276,33 +302,40 @@ impl Scan {
     }
 
     fn command(&mut self, command: &SimpleCommand, depth: usize) {
-        let words = command
-            .words
-            .iter()
-            .chain(command.assignments.iter().map(|(_, w)| w))
-            .chain(command.redirects.iter().map(|r| &r.target));
-        for word in words {
+        for word in command_words(command) {
             for inner in &word.substitutions {
                 self.substitution = true;
                 self.script(inner, depth);
+            }
+            if let Some(why) = &word.opaque {
+                self.opaque.add(&format!("'{}' ({why})", word.text));
             }
         }
         for redirect in &command.redirects {
             self.redirect(redirect);
         }
-        for word in &command.words {
+        // After brace expansion, as bash hands the words on.
+        let words = command.expanded_words();
+        for word in &words {
             self.note_word(word);
         }
-        if let Some(program) = command.words.first().filter(|w| !w.expands) {
-            let name = basename(&program.text).to_string();
-            if !self.programs.contains(&name) {
-                self.programs.push(name);
+        if let Some(program) = words.first().filter(|w| !w.expands) {
+            self.programs.add(basename(&program.text));
+        }
+        let starts = command_starts(&words);
+        if starts.len() > MAX_STARTS {
+            let text: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+            if let Some(marker) = marker(&text.join(" ")) {
+                self.block(format!(
+                    "a command wraps more than {MAX_STARTS} others, too many to follow, and \
+                     mentions '{marker}'"
+                ));
             }
         }
-        for start in command_starts(&command.words) {
-            self.examine(&command.words[start..], depth);
+        for start in starts.into_iter().take(MAX_STARTS) {
+            self.examine(&words[start..], depth);
         }
-        if let Some((program, args)) = command.words.split_first()
+        if let Some((program, args)) = words.split_first()
             && matches!(program.text.as_str(), "cd" | "pushd")
         {
             self.cwd = self.cd(args);
@@ -316,11 +349,11 @@ impl Scan {
             return;
         };
         if program.expands || !program.substitutions.is_empty() {
-            return;
+            return self.hidden_markers(words);
         }
         let name = basename(&program.text);
-        if NETWORK.contains(&name) && !self.network.iter().any(|n| n == name) {
-            self.network.push(name.to_string());
+        if NETWORK.contains(&name) {
+            self.network.add(name);
         }
         let texts: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
         if let Some(reason) = publish(name, &texts)
@@ -329,7 +362,28 @@ impl Scan {
         {
             self.block(reason);
         }
+        self.hidden_markers(words);
         self.strings(name, args, depth);
+    }
+
+    /// An opaque word (`$'…'`, `${x:-…}`) is read by its best reading
+    /// above; a marker in it blocks when it could be the program, or what a
+    /// publishing or detaching program is told to do.
+    fn hidden_markers(&mut self, words: &[Word]) {
+        let Some(program) = words.first() else {
+            return;
+        };
+        let hiding = words
+            .iter()
+            .enumerate()
+            .filter(|(i, w)| w.opaque.is_some() && (*i == 0 || could_publish(&program.text)))
+            .find_map(|(_, w)| marker(&w.text).map(|m| (w, m)));
+        if let Some((word, marker)) = hiding {
+            self.block(format!(
+                "'{}' is read only when it runs and mentions '{marker}'",
+                word.text
+            ));
+        }
     }
 
     /// Parses the command lines `name` hands to a shell.
@@ -366,9 +420,7 @@ impl Scan {
         }
         for line in lines {
             let line = line.to_string();
-            if !self.nested.contains(&line) {
-                self.nested.push(line.clone());
-            }
+            self.nested.add(&line);
             self.source(&line, depth + 1);
         }
     }
@@ -405,9 +457,7 @@ impl Scan {
         let target = &redirect.target;
         let text = target.text.as_str();
         if text.starts_with("/dev/tcp/") || text.starts_with("/dev/udp/") {
-            if !self.network.iter().any(|n| n == text) {
-                self.network.push(text.to_string());
-            }
+            self.network.add(text);
             return;
         }
         let writes = match redirect.op.as_str() {
@@ -430,11 +480,9 @@ impl Scan {
                  config run code"
             ));
         }
-        if !self.writes.iter().any(|w| w == text) {
-            self.writes.push(text.to_string());
-        }
-        if self.place(target) == Place::Outside && !self.outside.iter().any(|o| o == text) {
-            self.outside.push(text.to_string());
+        self.writes.add(text);
+        if self.place(target) == Place::Outside {
+            self.outside.add(text);
         }
     }
 
@@ -442,9 +490,7 @@ impl Scan {
     fn note_word(&mut self, word: &Word) {
         let text = word.text.as_str();
         if word.expands {
-            if !self.variables.iter().any(|v| v == text) {
-                self.variables.push(text.to_string());
-            }
+            self.variables.add(text);
             return;
         }
         // `of=/dev/x`, `--file=/etc/y`: the value is the path.
@@ -460,8 +506,8 @@ impl Scan {
             text: path.to_string(),
             ..Word::default()
         };
-        if self.place(&as_word) == Place::Outside && !self.outside.iter().any(|o| o == path) {
-            self.outside.push(path.to_string());
+        if self.place(&as_word) == Place::Outside {
+            self.outside.add(path);
         }
     }
 
@@ -490,7 +536,7 @@ impl Scan {
         if text.starts_with('~') || text.starts_with("$HOME") || text.starts_with("${HOME}") {
             return Place::Outside;
         }
-        if word.expands || !word.substitutions.is_empty() {
+        if word.is_unknown() {
             return Place::Unknown;
         }
         match self.resolve(text) {
@@ -585,6 +631,15 @@ impl Scan {
             _ => None,
         }
     }
+}
+
+/// Whether `program` publishes or detaches with some arguments, so an
+/// argument the reader does not evaluate could make it do so.
+fn could_publish(program: &str) -> bool {
+    let name = basename(program);
+    PUBLISH.iter().any(|(p, _)| *p == name)
+        || DETACHERS.contains(&name)
+        || matches!(name, "tmux" | "screen" | "crontab")
 }
 
 /// A simple command's words, for a message.

@@ -1,431 +1,551 @@
-//! The programs `bash` may run read-only, and how each may be called.
+//! The programs `bash` may run read-only, and the options each accepts.
 //!
-//! A program absent from [`PROGRAMS`] is not read-only. Each entry says
-//! which flags or operands would make a call write, delete or run another
-//! program; everything it does not name only reads. `sed`, `awk`, `xargs`,
-//! `tee`, shells, interpreters, build tools and package managers are absent
-//! on purpose: each can write or run anything.
+//! Every table is an allow-list: an option that is not listed, spelled
+//! exactly, is refused, whatever it does. A program absent from
+//! [`PROGRAMS`] is not read-only. `sed`, `awk`, `xargs`, `tee`, shells,
+//! interpreters, build tools, package managers and the builtins that assign
+//! or run (`eval`, `source`, `.`, `read`, `mapfile`, `declare`, `export`,
+//! `set`, `trap`, `alias`, `let`, `printf -v`) are absent or refused on
+//! purpose: each can write, assign or run anything.
+//!
+//! `globs: true` marks the programs whose *every* option (listed or not,
+//! as of GNU coreutils 9, grep 3, util-linux 2.38, jq 1.6, bash 5.2) only
+//! reads and which have no output operand: only those may be given unquoted
+//! globs or brace expansions, since a matched file name can become any
+//! option. They are `basename cat cd cksum cmp column comm cut df dirname du
+//! echo egrep false fgrep fold grep head id jq ls md5sum nl nproc od paste
+//! printenv pwd readlink realpath rev seq sha1sum sha256sum sha512sum sleep
+//! stat tac tail tr true type uname wc which whoami`. Not `date` (`-s`),
+//! `diff` (`--paginate` runs `pr`), `file` (`-C` writes), `find`, `git`,
+//! `printf` (`-v`), `rg` (`--pre`), `sort` (`-o`), `tree` (`-o`) or `uniq`
+//! (its second operand is written).
 
-/// How a known read-only program may be called.
-pub(super) enum Rule {
-    /// Every flag and operand only reads, so globs are fine too: whatever
-    /// file names they expand to, no flag they could become writes.
-    AnyArgs,
+use super::options::{GNU, Operands, Spec};
+
+/// A known read-only program.
+pub(super) struct Program {
+    pub name: &'static str,
+    /// Unquoted globs and brace expansions may be its arguments: see the
+    /// module documentation.
+    pub globs: bool,
+    pub syntax: Syntax,
+}
+
+/// How a program's arguments are read.
+pub(super) enum Syntax {
+    /// Options from an allow-list, then operands.
+    Options(Spec),
+    /// `echo`: leading `-n`, `-e`, `-E` clusters, then text; nothing else
+    /// is an option.
+    Echo,
+    /// `printf`: a format and its arguments; any option (`-v` assigns a
+    /// variable) is refused.
+    Printf,
+    /// `true`, `false`: arguments are ignored.
+    Ignored,
     /// Only with no arguments at all (`env` prints; `env X cmd` runs `cmd`).
     Bare,
-    /// Some flags write or run programs, or some operands are outputs.
-    Limited(Limits),
-    /// `git`: read-only global options ([`GIT_GLOBAL_VALUE`],
-    /// [`GIT_GLOBAL_FLAGS`]), then a subcommand from [`GIT_SUBCOMMANDS`].
+    /// `find`'s expression (`find.rs`).
+    Find,
+    /// `git`'s options and read-only subcommands (`git.rs`).
     Git,
 }
 
-/// What a [`Rule::Limited`] program (or a git subcommand) refuses.
-pub(super) struct Limits {
-    /// How the program reads its flags.
-    pub style: Style,
-    /// Flags that write, delete or run another program. With
-    /// [`Style::Getopt`] a long flag is also refused when abbreviated
-    /// (`--out=x` for `--output`), since getopt_long and git accept any
-    /// unambiguous prefix, and a short flag anywhere in a cluster (`-nofile`
-    /// is `-n -o file`).
-    pub forbidden: &'static [&'static str],
-    /// Flags whose value follows as the next word, or attached (`-k2`,
-    /// `--key=2`): the value is not read as a flag or operand. A next word
-    /// starting with `-` is still read as a flag, so an entry can only make
-    /// a check stricter or spare a false alarm, never hide a flag. List only
-    /// flags that surely take a value: an operand taken for a value escapes
-    /// [`Limits::operands`].
-    pub takes_value: &'static [&'static str],
-    /// Short flags with an optional value that can only be attached
-    /// (`date -Iseconds`): the rest of their cluster is the value.
-    pub attached_value: &'static [&'static str],
-    /// Which operands (non-flag words) are read-only.
-    pub operands: Operands,
+const fn program(name: &'static str, spec: Spec) -> Program {
+    Program {
+        name,
+        globs: true,
+        syntax: Syntax::Options(spec),
+    }
 }
 
-/// How a program reads its flags.
-pub(super) enum Style {
-    /// getopt: `-abc` clusters of short flags, `--long[=value]`, `--` ends
-    /// the flags.
-    Getopt,
-    /// Every word is compared whole (`find`'s `-delete`, `-exec`).
-    Words,
+/// A program whose listed options only read, but some unlisted one writes
+/// or runs something, or which has an output operand: no globs, and a
+/// value taken from the next word that starts with `-` is also read as
+/// options, so a value this table wrongly gives an option (`file -d` is
+/// `--debug` and takes none) cannot hide one (`file -d --preserve-date`).
+const fn guarded(name: &'static str, spec: Spec) -> Program {
+    Program {
+        name,
+        globs: false,
+        syntax: Syntax::Options(Spec {
+            dash_values_are_options: true,
+            ..spec
+        }),
+    }
 }
 
-/// Which operands a program reads rather than writes.
-pub(super) enum Operands {
-    /// Any number.
-    Any,
-    /// At most this many: the next one is an output file (`uniq in out`).
-    AtMost(usize),
-    /// Only operands starting with this (`date +%s`; `date 0101…` sets the
-    /// clock).
-    Prefixed(&'static str),
-    /// Only when one of these flags makes the command list instead of
-    /// create (`git branch --list 'feat*'` versus `git branch feat`).
-    OnlyWith(&'static [&'static str]),
-}
+const HELP: &str = "help version";
 
-/// Nothing refused, any operands: the base the entries below build on.
-const ANY: Limits = Limits {
-    style: Style::Getopt,
-    forbidden: &[],
-    takes_value: &[],
-    attached_value: &[],
-    operands: Operands::Any,
+const CHECKSUM: Spec = Spec {
+    short: "bctzw",
+    long: "binary check tag text zero ignore-missing quiet status strict warn help version",
+    ..GNU
+};
+
+const GREP: Spec = Spec {
+    short: "EFGPe:f:iywxsvVm:bnHhoqaId:D:rRLlcTZzB:A:C:U",
+    long: "extended-regexp fixed-strings basic-regexp perl-regexp regexp= file= ignore-case \
+        no-ignore-case word-regexp line-regexp no-messages invert-match max-count= byte-offset \
+        line-number no-line-number line-buffered with-filename no-filename label= only-matching \
+        quiet silent binary-files= text directories= devices= recursive dereference-recursive \
+        include= exclude= exclude-from= exclude-dir= files-without-match files-with-matches count \
+        initial-tab null null-data before-context= after-context= context= color[=] colour[=] \
+        binary help version",
+    numeric: true,
+    ..GNU
 };
 
 /// The known read-only programs. A program name is looked up as written;
 /// paths (`./ls`, `/bin/ls`) never match, since a path could name any file.
-pub(super) static PROGRAMS: &[(&str, Rule)] = &[
-    // Print, count, compare or describe what they are given. `cd` only
-    // moves the rest of this one command line, which is read-only too.
-    ("basename", Rule::AnyArgs),
-    ("cat", Rule::AnyArgs),
-    ("cd", Rule::AnyArgs),
-    ("cksum", Rule::AnyArgs),
-    ("cmp", Rule::AnyArgs),
-    ("column", Rule::AnyArgs),
-    ("comm", Rule::AnyArgs),
-    ("cut", Rule::AnyArgs),
-    ("df", Rule::AnyArgs),
-    ("diff", Rule::AnyArgs),
-    ("dirname", Rule::AnyArgs),
-    ("du", Rule::AnyArgs),
-    ("echo", Rule::AnyArgs),
-    ("egrep", Rule::AnyArgs),
-    ("false", Rule::AnyArgs),
-    ("fgrep", Rule::AnyArgs),
-    ("fold", Rule::AnyArgs),
-    ("grep", Rule::AnyArgs),
-    ("head", Rule::AnyArgs),
-    ("id", Rule::AnyArgs),
-    ("jq", Rule::AnyArgs),
-    ("ls", Rule::AnyArgs),
-    ("md5sum", Rule::AnyArgs),
-    ("nl", Rule::AnyArgs),
-    ("nproc", Rule::AnyArgs),
-    ("od", Rule::AnyArgs),
-    ("paste", Rule::AnyArgs),
-    ("printenv", Rule::AnyArgs),
-    ("printf", Rule::AnyArgs),
-    ("pwd", Rule::AnyArgs),
-    ("readlink", Rule::AnyArgs),
-    ("realpath", Rule::AnyArgs),
-    ("rev", Rule::AnyArgs),
-    ("seq", Rule::AnyArgs),
-    ("sha1sum", Rule::AnyArgs),
-    ("sha256sum", Rule::AnyArgs),
-    ("sha512sum", Rule::AnyArgs),
-    ("sleep", Rule::AnyArgs),
-    ("stat", Rule::AnyArgs),
-    ("tac", Rule::AnyArgs),
+pub(super) static PROGRAMS: &[Program] = &[
+    program(
+        "basename",
+        Spec {
+            short: "as:z",
+            long: "multiple suffix= zero help version",
+            ..GNU
+        },
+    ),
+    program(
+        "cat",
+        Spec {
+            short: "AbeEnstTuv",
+            long: "show-all number-nonblank show-ends number squeeze-blank show-tabs show-nonprinting \
+                help version",
+            ..GNU
+        },
+    ),
+    // A builtin: moves only the rest of this one command line, itself
+    // read-only.
+    program(
+        "cd",
+        Spec {
+            short: "LPe@",
+            permute: false,
+            ..GNU
+        },
+    ),
+    program(
+        "cksum",
+        Spec {
+            short: "a:cl:zw",
+            long: "algorithm= base64 check length= raw tag untagged zero ignore-missing quiet status \
+                strict warn debug help version",
+            ..GNU
+        },
+    ),
+    program(
+        "cmp",
+        Spec {
+            short: "bi:ln:sv",
+            long: "print-bytes ignore-initial= verbose bytes= quiet silent help version",
+            ..GNU
+        },
+    ),
+    program(
+        "column",
+        Spec {
+            short: "ts:o:c:xn:N:l:R:T:E:eH:O:W:r:i:p:JLdhV",
+            long: "table separator= output-separator= output-width= fillrows table-name= \
+                table-columns= table-columns-limit= table-right= table-truncate= table-noextreme= \
+                table-noheadings table-hide= table-order= table-wrap= tree= tree-id= tree-parent= \
+                json keep-empty-lines table-header-repeat help version",
+            ..GNU
+        },
+    ),
+    program(
+        "comm",
+        Spec {
+            short: "123z",
+            long: "check-order nocheck-order output-delimiter= total zero-terminated help version",
+            ..GNU
+        },
+    ),
+    program(
+        "cut",
+        Spec {
+            short: "b:c:d:f:nsz",
+            long: "bytes= characters= delimiter= fields= complement only-delimited output-delimiter= \
+                zero-terminated help version",
+            ..GNU
+        },
+    ),
+    program(
+        "df",
+        Spec {
+            short: "aB:hHiklPt:Tx:v",
+            long: "all block-size= human-readable si inodes local no-sync output[=] portability sync \
+                total type= print-type exclude-type= help version",
+            ..GNU
+        },
+    ),
+    guarded(
+        "diff",
+        Spec {
+            short: "qscC:uU:enyW:pF:tTrNx:X:S:iEZbwBI:D:daNv",
+            long: "brief report-identical-files context[=] unified[=] ed normal rcs side-by-side \
+                width= left-column suppress-common-lines show-c-function show-function-line= \
+                label= expand-tabs initial-tab tabsize= suppress-blank-empty recursive \
+                no-dereference new-file unidirectional-new-file ignore-file-name-case \
+                no-ignore-file-name-case exclude= exclude-from= starting-file= from-file= to-file= \
+                ignore-case ignore-tab-expansion ignore-trailing-space ignore-space-change \
+                ignore-all-space ignore-blank-lines ignore-matching-lines= ifdef= line-format= \
+                old-line-format= new-line-format= unchanged-line-format= minimal horizon-lines= \
+                speed-large-files text strip-trailing-cr color[=] palette= help version",
+            ..GNU
+        },
+    ),
+    program(
+        "dirname",
+        Spec {
+            short: "z",
+            long: "zero help version",
+            ..GNU
+        },
+    ),
+    program(
+        "du",
+        Spec {
+            short: "0aB:bcDd:HhkLlmPSst:X:x",
+            long: "null all apparent-size block-size= bytes total dereference-args max-depth= \
+                files0-from= human-readable inodes dereference count-links no-dereference \
+                separate-dirs si summarize threshold= time[=] time-style= exclude-from= exclude= \
+                one-file-system help version",
+            ..GNU
+        },
+    ),
+    Program {
+        name: "echo",
+        globs: true,
+        syntax: Syntax::Echo,
+    },
+    program("egrep", GREP),
+    Program {
+        name: "false",
+        globs: true,
+        syntax: Syntax::Ignored,
+    },
+    program("fgrep", GREP),
+    program(
+        "fold",
+        Spec {
+            short: "bsw:",
+            long: "bytes spaces width= help version",
+            ..GNU
+        },
+    ),
+    program("grep", GREP),
+    program(
+        "head",
+        Spec {
+            short: "c:n:qvz",
+            long: "bytes= lines= quiet silent verbose zero-terminated help version",
+            numeric: true,
+            ..GNU
+        },
+    ),
+    program(
+        "id",
+        Spec {
+            short: "aZgGnruz",
+            long: "context group groups name real user zero help version",
+            ..GNU
+        },
+    ),
+    // jq 1.6 reads files (`-f`, `--rawfile`, `-L` modules) and writes
+    // nothing. `--arg NAME VALUE` takes two words; the second is read again
+    // as an operand or option, which only refuses more.
+    program(
+        "jq",
+        Spec {
+            short: "cnesrjaSCMRhfL:V",
+            long: "compact-output null-input exit-status slurp raw-output join-output ascii-output \
+                sort-keys color-output monochrome-output raw-input from-file tab indent= seq \
+                stream unbuffered arg= argjson= slurpfile= rawfile= args jsonargs help version",
+            ..GNU
+        },
+    ),
+    program(
+        "ls",
+        Spec {
+            short: "aAbBcCdDfFgGhHiI:klLmnNopqQrRsStT:uUvw:xXZ1",
+            long: "all almost-all author escape block-size= ignore-backups color[=] directory dired \
+                classify[=] file-type format= full-time group-directories-first no-group \
+                human-readable si dereference-command-line dereference-command-line-symlink-to-dir \
+                hide= hyperlink[=] indicator-style= inode ignore= kibibytes dereference \
+                numeric-uid-gid literal hide-control-chars show-control-chars quote-name \
+                quoting-style= reverse recursive size sort= time= time-style= tabsize= width= \
+                context zero help version",
+            ..GNU
+        },
+    ),
+    program("md5sum", CHECKSUM),
+    program(
+        "nl",
+        Spec {
+            short: "b:d:f:h:i:l:n:ps:v:w:",
+            long: "body-numbering= section-delimiter= footer-numbering= header-numbering= \
+                line-increment= join-blank-lines= number-format= no-renumber number-separator= \
+                starting-line-number= number-width= help version",
+            ..GNU
+        },
+    ),
+    program(
+        "nproc",
+        Spec {
+            long: "all ignore= help version",
+            ..GNU
+        },
+    ),
+    program(
+        "od",
+        Spec {
+            short: "A:j:N:S:t:vw::abcdfilosx",
+            long: "address-radix= endian= skip-bytes= read-bytes= strings[=] format= \
+                output-duplicates width[=] traditional help version",
+            ..GNU
+        },
+    ),
+    program(
+        "paste",
+        Spec {
+            short: "d:sz",
+            long: "delimiters= serial zero-terminated help version",
+            ..GNU
+        },
+    ),
+    program(
+        "printenv",
+        Spec {
+            short: "0",
+            long: "null help version",
+            ..GNU
+        },
+    ),
+    Program {
+        name: "printf",
+        globs: false,
+        syntax: Syntax::Printf,
+    },
+    program(
+        "pwd",
+        Spec {
+            short: "LP",
+            permute: false,
+            ..GNU
+        },
+    ),
+    program(
+        "readlink",
+        Spec {
+            short: "femnqsvz",
+            long: "canonicalize canonicalize-existing canonicalize-missing no-newline quiet silent \
+                verbose zero help version",
+            ..GNU
+        },
+    ),
+    program(
+        "realpath",
+        Spec {
+            short: "emLPqsz",
+            long: "canonicalize-existing canonicalize-missing logical physical quiet relative-to= \
+                relative-base= strip no-symlinks zero help version",
+            ..GNU
+        },
+    ),
+    program(
+        "rev",
+        Spec {
+            short: "0hV",
+            long: "zero help version",
+            ..GNU
+        },
+    ),
+    // `seq -5 5`: a negative number is an operand.
+    program(
+        "seq",
+        Spec {
+            short: "f:s:w",
+            long: "format= separator= equal-width help version",
+            numeric: true,
+            ..GNU
+        },
+    ),
+    program("sha1sum", CHECKSUM),
+    program("sha256sum", CHECKSUM),
+    program("sha512sum", CHECKSUM),
+    program("sleep", Spec { long: HELP, ..GNU }),
+    program(
+        "stat",
+        Spec {
+            short: "Lfc:t",
+            long: "dereference file-system format= printf= terse cached= help version",
+            ..GNU
+        },
+    ),
+    program(
+        "tac",
+        Spec {
+            short: "brs:",
+            long: "before regex separator= help version",
+            ..GNU
+        },
+    ),
     // `tail -f` never ends by itself, but it only reads; the call's timeout
     // ends it.
-    ("tail", Rule::AnyArgs),
-    ("tr", Rule::AnyArgs),
-    ("true", Rule::AnyArgs),
-    ("type", Rule::AnyArgs),
-    ("uname", Rule::AnyArgs),
-    ("wc", Rule::AnyArgs),
-    ("which", Rule::AnyArgs),
-    ("whoami", Rule::AnyArgs),
-    ("env", Rule::Bare),
-    (
+    program(
+        "tail",
+        Spec {
+            short: "c:fFn:qs:vz",
+            long: "bytes= follow[=] lines= max-unchanged-stats= pid= quiet silent retry \
+                sleep-interval= verbose zero-terminated help version",
+            numeric: true,
+            ..GNU
+        },
+    ),
+    program(
+        "tr",
+        Spec {
+            short: "cCdst",
+            long: "complement delete squeeze-repeats truncate-set1 help version",
+            ..GNU
+        },
+    ),
+    Program {
+        name: "true",
+        globs: true,
+        syntax: Syntax::Ignored,
+    },
+    program(
+        "type",
+        Spec {
+            short: "afptP",
+            permute: false,
+            ..GNU
+        },
+    ),
+    program(
+        "uname",
+        Spec {
+            short: "asnrvmpio",
+            long: "all kernel-name nodename kernel-release kernel-version machine processor \
+                hardware-platform operating-system help version",
+            ..GNU
+        },
+    ),
+    program(
+        "wc",
+        Spec {
+            short: "cmlLw",
+            long: "bytes chars lines files0-from= max-line-length words total= help version",
+            ..GNU
+        },
+    ),
+    program("which", Spec { short: "as", ..GNU }),
+    program("whoami", Spec { long: HELP, ..GNU }),
+    Program {
+        name: "env",
+        globs: false,
+        syntax: Syntax::Bare,
+    },
+    // `-s`/`--set` set the clock; an operand not starting with `+` does too.
+    guarded(
         "date",
-        Rule::Limited(Limits {
-            forbidden: &["-s", "--set"],
-            takes_value: &[
-                "-d",
-                "--date",
-                "-f",
-                "--file",
-                "-r",
-                "--reference",
-                "--rfc-3339",
-            ],
-            attached_value: &["-I"],
+        Spec {
+            short: "d:f:I::r:Ru",
+            long: "date= file= iso-8601[=] reference= rfc-email rfc-3339= utc universal debug \
+                resolution help version",
             operands: Operands::Prefixed("+"),
-            ..ANY
-        }),
+            ..GNU
+        },
     ),
-    (
-        // `-C` compiles a magic file into `magic.mgc`.
+    // Absent: `-C`/`--compile` writes `magic.mgc`; `-p`/`--preserve-date`
+    // writes access times back.
+    guarded(
         "file",
-        Rule::Limited(Limits {
-            forbidden: &["-C", "--compile"],
-            takes_value: &[
-                "-m",
-                "--magic-file",
-                "-e",
-                "--exclude",
-                "-F",
-                "--separator",
-                "-f",
-                "--files-from",
-                "-P",
-                "--parameter",
-            ],
-            ..ANY
-        }),
+        Spec {
+            short: "bikLhNnrszZ0Ede:F:f:m:P:v",
+            long: "brief mime mime-type mime-encoding apple extension keep-going dereference \
+                no-dereference no-buffer no-pad raw special-files uncompress uncompress-noreport \
+                print0 separator= files-from= magic-file= exclude= exclude-quiet= parameter= help \
+                version",
+            ..GNU
+        },
     ),
-    (
-        "find",
-        Rule::Limited(Limits {
-            style: Style::Words,
-            forbidden: &[
-                "-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf",
-                "-fls",
-            ],
-            ..ANY
-        }),
-    ),
-    (
-        // `--pre` and `--hostname-bin` run a program; `--pre-glob` only
-        // narrows `--pre`, refused with it. `-z` runs fixed decompressors
-        // (gzip, xz, …) found on PATH, which a command line cannot change.
+    Program {
+        name: "find",
+        globs: false,
+        syntax: Syntax::Find,
+    },
+    // Absent: `--pre`, `--pre-glob` and `--hostname-bin` run a program. `-z`
+    // runs fixed decompressors (gzip, xz, …) found on PATH, which a command
+    // line cannot change.
+    guarded(
         "rg",
-        Rule::Limited(Limits {
-            forbidden: &["--pre", "--pre-glob", "--hostname-bin"],
-            ..ANY
-        }),
+        Spec {
+            short: "A:B:C:cE:e:Ff:g:Hhij:LlM:m:Nnop0qr:SsT:t:UuvwxzVd:abI",
+            long: "after-context= before-context= context= count count-matches color= colors= column \
+                no-column context-separator= crlf encoding= engine= files files-with-matches \
+                files-without-match fixed-strings follow glob= iglob= glob-case-insensitive \
+                heading no-heading hidden no-hidden ignore-case ignore-file= include-zero \
+                invert-match json line-buffered line-number no-line-number line-regexp \
+                max-columns= max-columns-preview max-count= max-depth= max-filesize= multiline \
+                multiline-dotall no-config no-ignore no-ignore-dot no-ignore-exclude \
+                no-ignore-files no-ignore-global no-ignore-messages no-ignore-parent no-ignore-vcs \
+                no-messages null null-data one-file-system only-matching passthru pcre2 pretty \
+                quiet regexp= replace= search-zip smart-case case-sensitive sort= sortr= stats \
+                text threads= trim type= type-not= type-list unrestricted vimgrep with-filename \
+                no-filename word-regexp binary help version",
+            ..GNU
+        },
     ),
-    (
-        // `--compress-program` runs a program. `-T` only moves the temporary
-        // files sort always may write.
+    // Absent: `-o`/`--output` writes, `--compress-program` runs a program,
+    // `-T`/`--temporary-directory` leaves files where it is told when
+    // killed.
+    guarded(
         "sort",
-        Rule::Limited(Limits {
-            forbidden: &["-o", "--output", "--compress-program"],
-            takes_value: &[
-                "-k",
-                "--key",
-                "-t",
-                "--field-separator",
-                "-S",
-                "--buffer-size",
-                "-T",
-                "--temporary-directory",
-                "--batch-size",
-                "--parallel",
-                "--random-source",
-                "--files0-from",
-                "--sort",
-            ],
-            ..ANY
-        }),
+        Spec {
+            short: "bdfghiMnRrVcCmsuzk:t:S:",
+            long: "ignore-leading-blanks dictionary-order ignore-case general-numeric-sort \
+                human-numeric-sort ignore-nonprinting month-sort numeric-sort random-sort reverse \
+                version-sort sort= random-source= check[=] merge stable unique zero-terminated \
+                key= field-separator= buffer-size= parallel= files0-from= debug help version",
+            ..GNU
+        },
     ),
-    (
-        // `-o` writes the listing to a file; `-R` reruns tree with `-o
-        // 00Tree.html` in every directory. tree reads flag values from the
-        // next word even inside a cluster (`-Lo 2 x`), unlike getopt, so no
-        // value flags are listed: every word is read as flags.
+    // Absent: `-o` writes the listing, `-R` writes `00Tree.html` files.
+    // tree takes a short option's value from the next word even inside a
+    // cluster (`-Lo 2 x`), unlike getopt.
+    guarded(
         "tree",
-        Rule::Limited(Limits {
-            forbidden: &["-o", "-R"],
-            ..ANY
-        }),
+        Spec {
+            short: "adlfxL:P:I:iASnCpugshDFqNQvtcUrXJ",
+            long: "noreport dirsfirst filesfirst gitignore prune ignore-case matchdirs charset= \
+                filelimit= sort= du si inodes device timefmt= help version",
+            values_from_next_word: true,
+            ..GNU
+        },
     ),
-    (
-        // A second operand is the output file.
+    // A second operand is the output file.
+    guarded(
         "uniq",
-        Rule::Limited(Limits {
-            takes_value: &[
-                "-f",
-                "-s",
-                "-w",
-                "--skip-fields",
-                "--skip-chars",
-                "--check-chars",
-            ],
+        Spec {
+            short: "cdDf:is:uw:z",
+            long: "count repeated all-repeated[=] skip-fields= ignore-case skip-chars= unique \
+                group[=] check-chars= zero-terminated help version",
             operands: Operands::AtMost(1),
-            ..ANY
-        }),
-    ),
-    ("git", Rule::Git),
-];
-
-/// git's global options that take a value (`-C dir`, `--git-dir=x`). They
-/// only choose the repository or directory. Like every git command, the
-/// subcommands below trust the configuration of the repository they find
-/// (`core.fsmonitor`, diff drivers), as does a person typing them.
-pub(super) const GIT_GLOBAL_VALUE: &[&str] = &["-C", "--git-dir", "--work-tree", "--namespace"];
-
-/// git's global flags that change nothing. Absent on purpose: `-c` and
-/// `--config-env` (configuration can name a program to run: `core.pager`,
-/// `core.fsmonitor`, `diff.external`), `--exec-path` (where git finds its
-/// subcommands), `-p`/`--paginate` (runs the pager), `--help` (may open a
-/// browser, per `help.format`).
-pub(super) const GIT_GLOBAL_FLAGS: &[&str] = &[
-    "--no-pager",
-    "-P",
-    "--bare",
-    "--no-replace-objects",
-    "--literal-pathspecs",
-    "--glob-pathspecs",
-    "--noglob-pathspecs",
-    "--icase-pathspecs",
-    "--no-optional-locks",
-    "--version",
-];
-
-/// Refused after every git subcommand: `--output` writes a file;
-/// `--ext-diff` and `--textconv` exist to run the external programs the
-/// configuration names. `diff`, `log` and `show` already apply textconv
-/// drivers by default (the repository's own configuration, trusted as
-/// above), so refusing the flags costs nothing there, and elsewhere
-/// (`cat-file`, `blame`) they are the only way to run one. `--help` opens
-/// the manual or a browser.
-pub(super) const GIT_FORBIDDEN: Limits = Limits {
-    forbidden: &["--output", "--ext-diff", "--textconv", "--help"],
-    ..ANY
-};
-
-/// Flags that make `git branch` list, so its operands are patterns.
-const BRANCH_LISTING: &[&str] = &[
-    "-l",
-    "--list",
-    "-a",
-    "--all",
-    "-r",
-    "--remotes",
-    "-v",
-    "--verbose",
-    "--contains",
-    "--no-contains",
-    "--merged",
-    "--no-merged",
-    "--points-at",
-];
-
-/// Flags of `branch` and `tag` that take a commit or a format. `--contains`
-/// and friends take the next word when it does not start with `-`.
-const REF_FILTER_VALUES: &[&str] = &[
-    "--sort",
-    "--format",
-    "--contains",
-    "--no-contains",
-    "--merged",
-    "--no-merged",
-    "--points-at",
-];
-
-/// The read-only git subcommands. git's own bookkeeping (`status`
-/// refreshing the index) is not counted as a change.
-pub(super) static GIT_SUBCOMMANDS: &[(&str, Limits)] = &[
-    ("blame", ANY),
-    (
-        "cat-file",
-        Limits {
-            // Runs the configured clean/smudge filters.
-            forbidden: &["--filters"],
-            ..ANY
+            ..GNU
         },
     ),
-    ("describe", ANY),
-    ("diff", ANY),
-    ("for-each-ref", ANY),
-    ("log", ANY),
-    ("ls-files", ANY),
-    ("ls-tree", ANY),
-    ("merge-base", ANY),
-    ("rev-list", ANY),
-    ("rev-parse", ANY),
-    ("shortlog", ANY),
-    ("show", ANY),
-    ("status", ANY),
-    (
-        "branch",
-        Limits {
-            forbidden: &[
-                "-d",
-                "-D",
-                "-m",
-                "-M",
-                "-c",
-                "-C",
-                "-f",
-                "-u",
-                "-t",
-                "--delete",
-                "--move",
-                "--copy",
-                "--force",
-                "--set-upstream-to",
-                "--set-upstream",
-                "--unset-upstream",
-                "--edit-description",
-                "--track",
-                "--no-track",
-                "--create-reflog",
-                "--recurse-submodules",
-            ],
-            takes_value: REF_FILTER_VALUES,
-            operands: Operands::OnlyWith(BRANCH_LISTING),
-            ..ANY
-        },
-    ),
-    (
-        // `-O` / `--open-files-in-pager` runs a program on the matches.
-        "grep",
-        Limits {
-            forbidden: &["-O", "--open-files-in-pager"],
-            takes_value: &[
-                "-e",
-                "-f",
-                "-A",
-                "-B",
-                "-C",
-                "-m",
-                "--max-count",
-                "--max-depth",
-                "--threads",
-                "--context",
-                "--after-context",
-                "--before-context",
-            ],
-            ..ANY
-        },
-    ),
-    (
-        // Without operands `git remote` only lists (`-v` adds URLs); every
-        // operand is a subcommand, and most of those change or fetch.
-        "remote",
-        Limits {
-            operands: Operands::AtMost(0),
-            ..ANY
-        },
-    ),
-    (
-        // `-v` runs gpg; the rest create, sign or delete.
-        "tag",
-        Limits {
-            forbidden: &[
-                "-a",
-                "-s",
-                "-u",
-                "-f",
-                "-d",
-                "-v",
-                "-m",
-                "-F",
-                "-e",
-                "--annotate",
-                "--sign",
-                "--local-user",
-                "--force",
-                "--delete",
-                "--verify",
-                "--message",
-                "--file",
-                "--edit",
-                "--cleanup",
-                "--create-reflog",
-            ],
-            takes_value: REF_FILTER_VALUES,
-            attached_value: &["-n"],
-            operands: Operands::OnlyWith(&["-l", "--list"]),
-            ..ANY
-        },
-    ),
+    Program {
+        name: "git",
+        globs: false,
+        syntax: Syntax::Git,
+    },
 ];
+
+/// The entry for `name`.
+pub(super) fn lookup(name: &str) -> Option<&'static Program> {
+    PROGRAMS.iter().find(|p| p.name == name)
+}

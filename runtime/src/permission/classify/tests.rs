@@ -6,6 +6,8 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 
+pub(super) mod regressions;
+
 /// Expected of a command proven read-only.
 const RO: &str = "read-only";
 
@@ -495,5 +497,46 @@ fn substitutions_expansions_assignments_and_globs() {
         ("env *", "only without arguments"),
         ("find . -name '*.rs' -newer x", RO),
         ("rg 'a*b' src", RO),
+    ]);
+}
+
+/// What a coding agent needs in Plan mode stays read-only.
+#[test]
+fn the_read_only_surface_plan_mode_needs() {
+    check(&[
+        ("ls -la", RO),
+        ("cat README.md", RO),
+        ("head -n 20 src/lib.rs", RO),
+        ("tail -n 50 log.txt", RO),
+        ("wc -l src/main.rs", RO),
+        ("grep -rn pat src", RO),
+        ("rg pat", RO),
+        ("find . -name '*.rs' -type f", RO),
+        ("git status", RO),
+        ("git log --oneline -5", RO),
+        ("git diff HEAD~1 -- src", RO),
+        ("git show", RO),
+        ("git branch --list", RO),
+        ("sort", RO),
+        ("uniq -c", RO),
+        ("cat a | sort | uniq -c | sort -rn | head", RO),
+        ("ls 2>/dev/null", RO),
+        ("ls 2>&1 | head", RO),
+        ("wc -l < file", RO),
+        ("cd src && ls", RO),
+        ("ls src/*.rs", RO),
+        ("grep -c fn src/*.rs", RO),
+        ("git log -p -3 --stat -- src/lib.rs", RO),
+        ("git diff --cached --name-only", RO),
+        ("git show HEAD:src/lib.rs", RO),
+        ("git blame -L 10,20 src/lib.rs", RO),
+        ("git ls-files | wc -l", RO),
+        ("git rev-parse --abbrev-ref HEAD", RO),
+        ("git log --format='%h %an %s' -n 10", RO),
+        ("tree -L 2", RO),
+        ("du -sh .", RO),
+        ("jq .name package.json", RO),
+        ("rg -n --glob '*.rs' 'fn main' src", RO),
+        ("grep -rn --include='*.rs' TODO . | head -20", RO),
     ]);
 }

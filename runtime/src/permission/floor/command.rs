@@ -99,53 +99,58 @@ pub(super) fn detach(name: &str, args: &[&str]) -> Option<String> {
         {
             Some("`screen -d` starts a detached session that outlives the call".into())
         }
-        "tmux" => args.iter().enumerate().find_map(|(i, a)| {
-            if TMUX_DETACHED.contains(a) {
-                Some(format!(
-                    "`tmux {a}` runs work in a tmux server that outlives the call"
-                ))
-            } else if matches!(*a, "new" | "new-session")
-                && args[i + 1..].iter().any(|b| short_with(b, 'd'))
-            {
-                Some(format!(
-                    "`tmux {a} -d` starts a detached session that outlives the call"
-                ))
-            } else {
-                None
-            }
-        }),
+        "tmux" => {
+            // Only the first `new` needs looking after: a `-d` after a later
+            // one is after the first too.
+            let new = args
+                .iter()
+                .position(|a| matches!(*a, "new" | "new-session"));
+            args.iter().enumerate().find_map(|(i, a)| {
+                if TMUX_DETACHED.contains(a) {
+                    Some(format!(
+                        "`tmux {a}` runs work in a tmux server that outlives the call"
+                    ))
+                } else if Some(i) == new && args[i + 1..].iter().any(|b| short_with(b, 'd')) {
+                    Some(format!(
+                        "`tmux {a} -d` starts a detached session that outlives the call"
+                    ))
+                } else {
+                    None
+                }
+            })
+        }
         _ => None,
     }
 }
 
 /// The indices where a command starts in `words`: the program, and the
-/// commands its wrappers run.
+/// commands its wrappers run. One pass: once a start is a wrapper of
+/// [`Wraps::AnyLaterWord`], every later word that is not an option starts
+/// one too.
 pub(super) fn command_starts(words: &[Word]) -> Vec<usize> {
-    let mut is_start = vec![false; words.len()];
-    if let Some(first) = is_start.first_mut() {
-        *first = true;
-    }
-    for i in 0..words.len() {
-        if !is_start[i] {
+    let mut starts = Vec::new();
+    let mut any_later = false;
+    let mut after: Vec<&'static [&'static str]> = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        let text = word.text.as_str();
+        let start = i == 0
+            || (any_later && !text.starts_with('-'))
+            || after
+                .iter()
+                .any(|flags| flags.contains(&words[i - 1].text.as_str()));
+        if !start {
             continue;
         }
-        let Some((_, wraps)) = WRAPPERS
-            .iter()
-            .find(|(w, _)| *w == basename(&words[i].text))
-        else {
-            continue;
-        };
-        for j in i + 1..words.len() {
-            let start = match wraps {
-                Wraps::AnyLaterWord => !words[j].text.starts_with('-'),
-                Wraps::After(flags) => flags.contains(&words[j - 1].text.as_str()),
-            };
-            if start {
-                is_start[j] = true;
+        starts.push(i);
+        match WRAPPERS.iter().find(|(w, _)| *w == basename(text)) {
+            Some((_, Wraps::AnyLaterWord)) => any_later = true,
+            Some((_, Wraps::After(flags))) if !after.iter().any(|f| std::ptr::eq(*f, *flags)) => {
+                after.push(flags);
             }
+            Some((_, Wraps::After(_))) | None => {}
         }
     }
-    (0..words.len()).filter(|&i| is_start[i]).collect()
+    starts
 }
 
 /// `-c`, or a cluster of short options holding `c` (`-lc`, `-ec`).

@@ -563,3 +563,85 @@ fn normalize_is_lexical() {
         .collect();
     assert_eq!(got, ["/a/c", "/a/b", "/", "/", "/a/b"]);
 }
+
+/// The reader now reads `$'…'`, `$"…"` and brace expansion; each route to
+/// a hard block it opens is blocked, and words it does not evaluate block
+/// when they could be what a publishing program is told to do.
+#[test]
+fn hard_blocks_hold_on_every_route_the_reader_reads() {
+    check(&[
+        ("git $\"push\"", PUBLISHES),
+        ("git $'\\x70ush' origin", PUBLISHES),
+        ("git $'\\160ush'", PUBLISHES),
+        ("$'git' push", PUBLISHES),
+        ("git {push,}", PUBLISHES),
+        ("git {\"push\",x}", PUBLISHES),
+        ("git pu{s,}h", PUBLISHES),
+        ("{git,} push", PUBLISHES),
+        ("{git,x} push", "unproven: runs: git"),
+        ("cargo {publish,--dry-run}", PUBLISHES),
+        (
+            "git ${x:-push}",
+            "blocked: '${x:-push}' is read only when it runs and mentions 'push'",
+        ),
+        ("git -C . ${x:-push} origin", "blocked: mentions 'push'"),
+        ("${x:-nohup} make", "blocked: mentions 'nohup'"),
+        ("$'nohup' make", DETACHES),
+        ("echo ${x:-$(git push)}", PUBLISHES),
+        ("LANG=${x:-$(git push)} ls", PUBLISHES),
+        ("echo $(( $(git push) ))", PUBLISHES),
+        ("echo $[ `git push` ]", PUBLISHES),
+        ("cat <<< ${x:-$(git push)}", PUBLISHES),
+        ("a[$(git push)]=1 ls", PUBLISHES),
+        ("rm -rf {/,x}", "blocked: `rm -r` of '/' reaches outside"),
+        ("rm -rf $'/'", "blocked: `rm -r` of '/'"),
+        ("rm -rf ${x:-/}", "blocked: known only when it runs"),
+        ("rm -rf $((1))", "blocked: known only when it runs"),
+        (
+            "echo x > $'.git/config'",
+            "blocked: inside a .git directory",
+        ),
+        (
+            "echo ${x:-push}",
+            "unproven: has words the reader does not evaluate",
+        ),
+        (
+            "git log ${x:-x}",
+            "unproven: not proven read-only: could not parse",
+        ),
+        (
+            "git {log,--oneline}",
+            "unproven: not proven read-only: '{log,--oneline}' is an unquoted glob",
+        ),
+    ]);
+}
+
+/// Lines shaped to make a reader rescan are assessed in linear time.
+#[test]
+fn huge_lines_are_assessed_in_linear_time() {
+    let def = ToolDefinition::new("bash", "", json!({}), Safety::SideEffect);
+    let mut lines = crate::permission::classify::huge_lines();
+    lines.push(format!("{}git push", "env ".repeat(15_000)));
+    lines.push(format!("tmux {}", "new ".repeat(15_000)));
+    lines.push(
+        (0..10_000)
+            .map(|i| format!("p{i}"))
+            .collect::<Vec<_>>()
+            .join(" | "),
+    );
+    for line in lines {
+        let started = std::time::Instant::now();
+        let verdict = assess(
+            &def,
+            Safety::SideEffect,
+            &json!({ "command": &line }),
+            Path::new(ROOT),
+        );
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(2),
+            "{took:?} to assess {}… ({verdict:?})",
+            &line[..40.min(line.len())]
+        );
+    }
+}

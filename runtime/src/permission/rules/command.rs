@@ -10,9 +10,10 @@
 //!   it; `sh -c '…'`, `bash -c '…'` and `eval …` are parsed and searched;
 //! - the program is also compared by its last path component
 //!   (`/usr/bin/git push` is `git push`);
-//! - a word whose value is unknown until run time (`$X`, `$(…)`) matches
-//!   any rule word, and a glob word (`pu*`) matches the rule words it would
-//!   match as a glob;
+//! - a word whose value is unknown until run time (`$X`, `$(…)`, or one
+//!   the reader does not evaluate, like `$'…'`) matches any rule word, and
+//!   a glob word (`pu*`, `{push,x}`) matches the rule words it would match
+//!   as a glob;
 //! - a command line that does not parse is caught when the rule's words
 //!   occur consecutively anywhere in it, split at blanks and shell operators
 //!   with quotes removed.
@@ -235,7 +236,13 @@ impl CommandPattern {
 
 fn word_fits(program: bool, want: &Word, have: &Word, reading: Reading) -> bool {
     match reading {
-        Reading::Cover => have.text == want.text && have.expands == want.expands && !have.globs,
+        Reading::Cover => {
+            have.text == want.text
+                && have.expands == want.expands
+                && have.tilde == want.tilde
+                && !have.globs
+                && have.opaque.is_none()
+        }
         Reading::Catch => {
             have.text == want.text
                 || (program && !want.text.contains('/') && basename(&have.text) == want.text)
@@ -346,9 +353,10 @@ fn is_command_flag(word: &str) -> bool {
     })
 }
 
-/// A word whose value is known only when it runs.
+/// A word whose value is known only when it runs, or that the reader does
+/// not evaluate (`$'…'`, `${x:-…}`).
 fn unknown(word: &Word) -> bool {
-    word.expands || !word.substitutions.is_empty()
+    word.is_unknown()
 }
 
 /// Whether the shell could expand the glob word `glob` to `text`.

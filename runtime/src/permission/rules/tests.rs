@@ -716,3 +716,18 @@ fn path_rules_hold_on_mcp_tools_with_a_path() {
         Err(RuleError::ArgumentNotSupported { .. })
     ));
 }
+
+#[test]
+fn words_the_reader_does_not_evaluate_are_caught_and_never_covered() {
+    let push = ["deny user bash(git push:*)"];
+    let denied = Some("deny user bash(git push:*)");
+    bash(&push, "git $'\\x70ush'", denied);
+    bash(&push, "git $\"push\"", denied);
+    bash(&push, "git {push,x}", denied);
+    bash(&push, "git {\"push\",x}", denied);
+    bash(&push, "git ${x:-push}", denied);
+    let log = ["allow user bash(git log:*)"];
+    bash(&log, "git $\"log\"", None);
+    bash(&log, "git $'log'", None);
+    bash(&log, "git log", Some("allow user bash(git log:*)"));
+}
