@@ -180,7 +180,7 @@ impl RunConfig {
             Some(p) => p
                 .parse()
                 .map_err(|e| CliError::usage(format!("--posture: {e}")))?,
-            None => settings.posture.or(defaults.posture).unwrap_or_default(),
+            None => files.posture(settings.posture.or(defaults.posture).unwrap_or_default()),
         };
         let mut rules = files.rules.clone();
         let session = PermissionRules {
