@@ -34,14 +34,13 @@ use cadre_runtime::lifecycle::{QueueEffect, QueueInput, TurnQueue};
 use cadre_runtime::message::{Message, unanswered_calls};
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::Decision;
-use cadre_runtime::protocol::{Activity, Envelope, Event, FailureCategory, Op, Usage};
+use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op, Usage};
 use cadre_runtime::sandbox::{SandboxConfig, sandbox_status};
 use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::tool::{
     AgentRequest, Authorization, ErrorCode, PlanRequest, ToolOutcome, Workspace,
 };
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
-use tokio::sync::mpsc;
 
 use crate::events::EventSink;
 use crate::guardian::GuardianVerdict;
@@ -339,7 +338,7 @@ impl SessionHandle {
 pub async fn spawn_session(
     config: SessionConfig,
     services: SessionServices,
-) -> Result<(SessionHandle, mpsc::UnboundedReceiver<Envelope>), crate::kernel::StartError> {
+) -> Result<(SessionHandle, crate::events::Events), crate::kernel::StartError> {
     let SpawnedAgent {
         actor,
         join,
@@ -502,9 +501,7 @@ impl Actor for SessionActor {
                     usage: Usage::default(),
                     iterations: 0,
                 };
-                state
-                    .turn_ended(&myself, running.turn_id, Some(failed))
-                    .await;
+                Box::pin(state.turn_ended(&myself, running.turn_id, Some(failed))).await;
             }
         }
         Ok(())
