@@ -513,17 +513,9 @@ impl Actor for SessionActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         if state.spec.is_session() {
-            let row = state.row.to_string();
-            let released = state
-                .store
-                .ask(|reply| crate::store::StoreRequest::ReleaseLease {
-                    session_id: row,
-                    reply,
-                })
-                .await;
-            if let Err(err) = released {
-                tracing::warn!(parent: &state.span, %err, "the session's lease could not be released");
-            }
+            // Written with the session's last appends, without a commit of
+            // its own.
+            state.store.release_lease(&state.row);
         }
         Ok(())
     }
