@@ -19,10 +19,12 @@
 //! - `verdict`: reading a verifier's answer (G5).
 //! - `continuation`: the continuation messages, their header, and the
 //!   recheck before one runs (G6).
+//! - `evidence`: the verifier's contract and the evidence digest it is given.
 
 mod breaker;
 mod budget;
 mod continuation;
+mod evidence;
 mod settle;
 mod verdict;
 
@@ -36,6 +38,7 @@ pub use continuation::{
     ContinuationHeader, ContinuationKind, Recheck, RecheckInput, continuation_text, recheck,
     summary_text,
 };
+pub use evidence::{VERIFIER_PROMPT, verifier_request};
 pub use settle::{
     Dependencies, Proposal, Settled, Settlement, TurnEnd, TurnFacts, TurnKind, after_verdict,
     settle,
@@ -223,6 +226,7 @@ impl std::str::FromStr for VerifyMode {
 
 /// Optional limits (G1). `None` is no limit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Budgets {
     /// Tokens, the worker's and the verifier's together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,6 +254,7 @@ pub struct GoalUsage {
 
 /// The tunables (config `[goal]`), fixed when the goal is set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct GoalSettings {
     /// How completion claims are checked.
     pub verify: VerifyMode,
@@ -481,6 +486,32 @@ pub enum GoalCommand {
     Complete,
     /// Mark it blocked by hand.
     Blocked,
+}
+
+/// What `Op::Goal` asks of the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum GoalAction {
+    /// Set a new goal (replacing a complete one); work starts at once.
+    Set {
+        /// What to achieve.
+        objective: String,
+        /// Its limits.
+        #[serde(default)]
+        budgets: Budgets,
+        /// Its tunables (verification, grace steps, breaker limits).
+        #[serde(default)]
+        settings: GoalSettings,
+    },
+    /// Report the goal (`goal.updated`).
+    Show,
+    /// A person's command.
+    Command {
+        /// The command.
+        command: GoalCommand,
+    },
+    /// Remove the goal.
+    Clear,
 }
 
 /// Why a person's command was refused.

@@ -803,3 +803,31 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_verifier_gets_the_objective_the_claim_and_the_calls_with_their_results() {
+    use crate::message::{Message, ToolCall};
+    use std::sync::Arc;
+    let messages = vec![
+        Arc::new(Message::user("go")),
+        Arc::new(Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "bash".into(),
+                arguments: "{\"command\":\"cargo test\"}".into(),
+            }],
+        }),
+        Arc::new(Message::Tool {
+            call_id: "c1".into(),
+            content: "exit 0\nok".into(),
+        }),
+    ];
+    let text = verifier_request("tests pass", "ran the tests", &messages);
+    assert!(text.starts_with("Objective:\ntests pass\n\nThe worker's claim:\nran the tests"));
+    assert!(
+        text.contains("- bash({\"command\":\"cargo test\"}) → exit 0 ⏎ ok"),
+        "{text}"
+    );
+    assert!(verifier_request("x", "", &[]).contains("(no claim given)"));
+}
