@@ -96,7 +96,7 @@ pub enum Op {
     /// clear), or `op.rejected` when the goal cannot do it.
     Goal {
         /// What to do.
-        action: crate::goal::GoalAction,
+        action: Box<crate::goal::GoalAction>,
     },
     /// Cancel whatever runs, drop the queue and stop the session. Answered
     /// by `session.stopped`.

@@ -698,7 +698,7 @@ impl SessionState {
                     self.restore(snapshot, dry_run).await;
                 }
             }
-            Op::Goal { action } => Box::pin(self.goal_op(myself, action)).await,
+            Op::Goal { action } => Box::pin(self.goal_op(myself, *action)).await,
             Op::Shutdown => {
                 let effects = self.queue.step(QueueInput::Shutdown);
                 self.perform(myself, effects, false).await;
