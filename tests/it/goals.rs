@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
 use crate::support::{SessionBuilder, TestSession, contents};
 
+mod cli;
+
 fn text(text: &str) -> Reply {
     Reply::sse(&text_chunks(text))
 }

@@ -404,17 +404,7 @@ impl Goal {
 
     /// The goal's one-line progress, as the text output shows it after a turn.
     pub fn progress_line(&self) -> String {
-        let of = |used: u64, limit: Option<u64>| match limit {
-            Some(limit) => format!("{used}/{limit}"),
-            None => used.to_string(),
-        };
-        format!(
-            "goal {}: tokens {}, turns {}, time {}s",
-            self.label(),
-            of(self.usage.tokens, self.budgets.tokens),
-            of(self.usage.turns, self.budgets.turns),
-            of(self.usage.seconds, self.budgets.seconds),
-        )
+        progress_line(self.status, self.reason, &self.usage, &self.budgets)
     }
 
     /// Carries out a person's command (`/goal pause`, …). On success the
@@ -532,6 +522,27 @@ pub enum GoalRefusal {
     /// An objective must say something.
     #[error("the objective is empty")]
     EmptyObjective,
+}
+
+/// A goal's one-line progress: `goal active(created): tokens 120/5000,
+/// turns 2, time 14s`.
+pub fn progress_line(
+    status: GoalStatus,
+    reason: StatusReason,
+    usage: &GoalUsage,
+    budgets: &Budgets,
+) -> String {
+    let of = |used: u64, limit: Option<u64>| match limit {
+        Some(limit) => format!("{used}/{limit}"),
+        None => used.to_string(),
+    };
+    format!(
+        "goal {status}({}): tokens {}, turns {}, time {}s",
+        reason.as_str(),
+        of(usage.tokens, budgets.tokens),
+        of(usage.turns, budgets.turns),
+        of(usage.seconds, budgets.seconds),
+    )
 }
 
 /// Reads a token count as people write it: `50000`, `50K`, `1.5M`.
