@@ -440,8 +440,15 @@ impl Goal {
                 self.edited = true;
                 self.gaps = GapHistory::default();
             }
-            GoalCommand::Budget(budgets) => {
-                self.budgets = budgets;
+            GoalCommand::Budget(_) | GoalCommand::TokenBudget(_) => {
+                self.budgets = match command {
+                    GoalCommand::TokenBudget(tokens) => Budgets {
+                        tokens,
+                        ..self.budgets
+                    },
+                    GoalCommand::Budget(budgets) => budgets,
+                    _ => self.budgets,
+                };
                 if self.status == S::BudgetLimited && self.spent().is_none() {
                     self.set(S::Active, StatusReason::BudgetRaised);
                     self.summary_due = false;
@@ -472,6 +479,8 @@ pub enum GoalCommand {
     /// Replace the budgets; a budget-limited goal whose spent budget is
     /// raised or cleared becomes active.
     Budget(Budgets),
+    /// Replace the token budget alone (`None` clears it), as `Budget`.
+    TokenBudget(Option<u64>),
     /// Mark it complete by hand.
     Complete,
     /// Mark it blocked by hand.

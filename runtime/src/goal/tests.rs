@@ -649,6 +649,11 @@ fn command_table() {
         GoalCommand::Budget(Budgets::default()),
         Ok("active(budget_raised)"),
     );
+    check_command(
+        limited(BudgetKind::Tokens),
+        GoalCommand::TokenBudget(None),
+        Ok("active(budget_raised)"),
+    );
     check_command(none, GoalCommand::Complete, Ok("complete(user_marked)"));
     check_command(none, GoalCommand::Blocked, Ok("blocked(user_marked)"));
     check_command(
