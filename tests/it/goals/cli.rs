@@ -254,3 +254,31 @@ async fn a_continuation_killed_mid_turn_runs_once_on_resume_and_the_goal_complet
     assert_eq!(second.len(), 1, "the continuation runs once");
     assert!(ws.path().join("a.txt").exists() && ws.path().join("b.txt").exists());
 }
+
+#[tokio::test]
+async fn the_offline_goal_example_runs_to_a_verified_end() {
+    let (ws, data) = dirs();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/scripts/goal-notes.toml");
+    let out = cadre(&[
+        "exec",
+        "--script",
+        script,
+        "--workspace",
+        s(ws.path()),
+        "--data-dir",
+        s(data.path()),
+        "--posture",
+        "bypass",
+        "--output-format",
+        "stream-json",
+        "--goal",
+        "notes.txt lists three facts about cadre",
+    ])
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let events = events(&out);
+    assert_eq!(last_goal(&events), "complete(verifier_met)");
+    assert_eq!(of_type(&events, "goal.continuation").len(), 3);
+    let notes = std::fs::read_to_string(ws.path().join("notes.txt")).expect("notes.txt");
+    assert_eq!(notes.lines().filter(|l| l.starts_with("- ")).count(), 3);
+}
