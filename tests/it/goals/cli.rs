@@ -258,7 +258,10 @@ async fn a_continuation_killed_mid_turn_runs_once_on_resume_and_the_goal_complet
 #[tokio::test]
 async fn the_offline_goal_example_runs_to_a_verified_end() {
     let (ws, data) = dirs();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/scripts/goal-notes.toml");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/scripts/goal-notes.toml"
+    );
     let out = cadre(&[
         "exec",
         "--script",
