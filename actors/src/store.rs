@@ -22,8 +22,10 @@
 //! the session fails the turn as infrastructure instead of reporting as
 //! done what was not stored.
 
+mod goal;
 mod request;
 
+pub use goal::GoalRequest;
 pub use request::{Opened, QuestionnaireDraft, RunDraft, SessionOpen, StoreRequest};
 
 use std::collections::BTreeMap;

@@ -22,6 +22,7 @@
 //!   snapshots and the store.
 //! - [`workflow_cmd`]: `cadre workflow validate|run|resume|list|show|cancel`.
 //! - [`workflow_view`]: a workflow run's progress and final table, with no I/O.
+//! - [`goal_cmd`]: `cadre exec --goal` flags, goal exit codes, `cadre goal show|pause|resume|clear|budget`.
 //! - [`render`]: text, json and stream-json renderings of the event stream.
 //! - [`exit`]: exit codes.
 //!
@@ -34,6 +35,7 @@ pub mod config;
 pub mod config_cmd;
 pub mod exec;
 pub mod exit;
+pub mod goal_cmd;
 pub mod launch;
 pub mod mcp_cmd;
 pub mod render;
@@ -111,6 +113,13 @@ pub fn main() -> ExitCode {
             config_dir.clone(),
         )),
         Some(Command::Workflow(args)) => workflow_cmd::run(args, env, config_dir),
+        Some(Command::Goal(args)) => match args.data_dir.clone().or_else(|| default_data_dir(&env))
+        {
+            Some(dir) => goal_cmd::run(args, dir),
+            None => Err(exit::CliError::usage(
+                "no data directory: pass --data-dir or set CADRE_HOME",
+            )),
+        },
         Some(Command::Config(args)) => match config_dir {
             Some(dir) => config_cmd::run(args, &Settings::in_dir(&dir)),
             None => Err(exit::CliError::usage(

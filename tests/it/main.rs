@@ -9,6 +9,7 @@ mod cancel;
 mod cli;
 mod crash;
 mod durability;
+mod goals;
 mod kernel;
 mod mcp;
 mod mcp_cli;

@@ -17,14 +17,17 @@
 //! - `plan`: `/plan`, mode changes, `exit_plan_mode`, questionnaires.
 //! - `authority`: permission decisions, prompts, guardian reviews, audit.
 //! - `agents`: sub-agents.
+//! - `goal`: the session's goal: settlement, continuations, the verifier.
 
 mod agents;
 mod authority;
+mod goal;
 mod plan;
 mod turns;
 
 pub use agents::Subagents;
 pub use authority::PermissionConfig;
+pub use goal::VerifierOutcome;
 
 use std::sync::Arc;
 
@@ -199,6 +202,22 @@ pub enum SessionMsg {
         /// Where the report goes.
         reply: RpcReplyPort<ToolOutcome>,
     },
+    /// A goal tool asks (from the turn's goal host).
+    GoalTool {
+        /// What to do.
+        request: cadre_runtime::tool::GoalToolRequest,
+        /// Where the answer goes.
+        reply: RpcReplyPort<ToolOutcome>,
+    },
+    /// The goal's verifier answered the claim of turn `turn_id`.
+    GoalVerdict {
+        /// The turn whose claim it judged (it holds the queue).
+        turn_id: u64,
+        /// The verdict.
+        outcome: goal::VerifierOutcome,
+        /// Tokens the verifier spent.
+        tokens: u64,
+    },
     /// A plan lifecycle tool asks (from the turn's plan host).
     Plan {
         /// What to do.
@@ -292,6 +311,8 @@ pub struct SessionState {
     span: tracing::Span,
     authority: authority::Authority,
     children: agents::Children,
+    /// The session's goal (a sub-agent has none).
+    goal: goal::GoalState,
 }
 
 /// A started session: its actor, and a way to wait for its end.
@@ -390,6 +411,7 @@ impl Actor for SessionActor {
             turn_cause: None,
             span,
             spec,
+            goal: goal::GoalState::default(),
         };
         Box::pin(state.open()).await?;
         state.emit(Event::SessionStarted {
@@ -413,6 +435,7 @@ impl Actor for SessionActor {
         let pending = std::mem::take(&mut state.resumed_queue);
         let effects = state.queue.step(QueueInput::Resumed(pending));
         Box::pin(state.perform(&myself, effects, false)).await;
+        Box::pin(state.resume_goal(&myself)).await;
         Ok(())
     }
 
@@ -453,6 +476,14 @@ impl Actor for SessionActor {
             SessionMsg::Plan { request, reply } => {
                 Box::pin(state.plan_request(request, reply)).await
             }
+            SessionMsg::GoalTool { request, reply } => {
+                Box::pin(state.goal_tool(request, reply)).await
+            }
+            SessionMsg::GoalVerdict {
+                turn_id,
+                outcome,
+                tokens,
+            } => Box::pin(state.goal_verdict(&myself, turn_id, outcome, tokens)).await,
             SessionMsg::Authorize {
                 turn_id,
                 request,
@@ -467,7 +498,8 @@ impl Actor for SessionActor {
                 Box::pin(state.agent_request(&myself, request, reply)).await
             }
             SessionMsg::AgentRunDone { agent, report } => {
-                Box::pin(state.agent_run_done(&agent, *report)).await
+                Box::pin(state.agent_run_done(&agent, *report)).await;
+                Box::pin(state.goal_kick(&myself)).await;
             }
             SessionMsg::Workflow { plan, reply } => state.delegate(plan, reply),
         }
@@ -598,6 +630,7 @@ impl SessionState {
                     return self.reject("user_input", "the session is shutting down");
                 }
                 self.authority.ledger.user_message();
+                self.goal_user_message();
                 self.publish_posture();
                 self.admit_user(myself, text, intent).await;
             }
@@ -654,6 +687,7 @@ impl SessionState {
                     self.restore(snapshot, dry_run).await;
                 }
             }
+            Op::Goal { action } => Box::pin(self.goal_op(myself, *action)).await,
             Op::Shutdown => {
                 let effects = self.queue.step(QueueInput::Shutdown);
                 self.perform(myself, effects, false).await;
@@ -691,6 +725,9 @@ impl SessionState {
     /// Held calls are settled first, so their denials come before the
     /// turn's end in the event stream; then the turn is told to stop.
     fn cancel(&mut self, turn_id: u64) {
+        // A turn held by its claim's verifier: stopping the verifier moves
+        // the queue on.
+        self.stop_verification();
         self.withdraw(turn_id);
         if let Some(turn) = &self.turn {
             let _ = turn.cast(TurnMsg::Cancel);
@@ -713,6 +750,10 @@ impl SessionState {
                     self.emit(Event::InputAdmitted { queue_length })
                 }
                 QueueEffect::Start { turn_id, message } => {
+                    if let goal::Gate::Skip(then) = self.goal_gate(turn_id, &message).await {
+                        effects.extend(then);
+                        continue;
+                    }
                     let recorded = std::mem::replace(&mut start_recorded, false);
                     if let Err(failed) = self.start_turn(myself, turn_id, message, recorded).await {
                         self.emit(failed);
@@ -747,6 +788,7 @@ impl SessionState {
         self.withdraw(turn_id);
         self.close_unanswered("the turn ended before this call was answered");
         let stored = self.finish_turn(queue_id).await;
+        let closing = ending.clone();
         let previous = self.events.set_cause(self.turn_cause.take());
         match (stored, ending) {
             (Ok(()), Some(ending)) => self.emit(ending),
@@ -772,7 +814,12 @@ impl SessionState {
             }
         }
         self.events.set_cause(previous);
-        let effects = self.queue.step(QueueInput::Finished { turn_id });
+        let mut effects = Vec::new();
+        if Box::pin(self.settle_goal(myself, turn_id, closing.as_ref(), &mut effects)).await {
+            // The claim's verifier holds the queue until its verdict.
+            return;
+        }
+        effects.extend(self.queue.step(QueueInput::Finished { turn_id }));
         self.perform(myself, effects, false).await;
     }
 

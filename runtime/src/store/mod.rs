@@ -16,8 +16,10 @@
 //! - `agents`: sub-agents under their parent, with state and last report.
 //! - `leases`: one process runs a session at a time.
 //! - `runs`: workflow runs, their step instances, cancel requests.
+//! - `goals`: a session's goal, and continuations admitted with it.
 
 mod agents;
+mod goals;
 mod leases;
 mod plans;
 mod queue;
