@@ -181,19 +181,6 @@ impl SessionState {
         }
     }
 
-    /// Reads the goal back (a session only).
-    pub(super) async fn open_goal(&mut self) -> Result<(), cadre_runtime::store::StoreError> {
-        if !self.spec.is_session() {
-            return Ok(());
-        }
-        let session_id = self.row.to_string();
-        self.goal.goal = self
-            .store
-            .ask(|reply| StoreRequest::Goal(GoalRequest::Get { session_id, reply }))
-            .await?;
-        Ok(())
-    }
-
     /// After a resume: an active goal with nothing queued continues (a
     /// crash between a settlement and its continuation, or a goal resumed
     /// offline).

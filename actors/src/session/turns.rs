@@ -100,7 +100,8 @@ impl SessionState {
         self.close_unanswered(
             "the session stopped (a crash or a kill) before this call was answered",
         );
-        self.open_goal().await
+        self.goal.goal = opened.goal;
+        Ok(())
     }
 
     /// Re-reads the queue after the store changed it (an answer admitted a

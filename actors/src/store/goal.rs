@@ -12,13 +12,6 @@ type Reply<T> = RpcReplyPort<Result<T, StoreError>>;
 /// A goal request.
 #[derive(Debug)]
 pub enum GoalRequest {
-    /// Reads the session's goal.
-    Get {
-        /// The session.
-        session_id: String,
-        /// The goal, if any.
-        reply: Reply<Option<Goal>>,
-    },
     /// Stores the session's goal.
     Put {
         /// The session.
@@ -62,9 +55,6 @@ fn defer<T: Send + 'static>(reply: Reply<T>, result: Result<T, StoreError>) -> D
 impl GoalRequest {
     pub(super) fn refuse(self, error: StoreError) {
         match self {
-            GoalRequest::Get { reply, .. } => {
-                let _ = reply.send(Err(error));
-            }
             GoalRequest::Put { reply, .. } => {
                 let _ = reply.send(Err(error));
             }
@@ -79,9 +69,6 @@ impl GoalRequest {
 
     pub(super) fn run(self, s: &mut Store) -> Deferred {
         match self {
-            GoalRequest::Get { session_id, reply } => {
-                defer(reply, s.isolated(|s| s.goal(&session_id)))
-            }
             GoalRequest::Put {
                 session_id,
                 goal,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use cadre_runtime::Mode;
 use cadre_runtime::agent::{AgentPath, AgentReport, ChildState};
+use cadre_runtime::goal::Goal;
 use cadre_runtime::message::Message;
 use cadre_runtime::permission::Posture;
 use cadre_runtime::plan::{self, EntryError};
@@ -56,6 +57,8 @@ pub struct Opened {
     /// Its sub-agents (any still marked running were interrupted by the
     /// crash and are now marked so).
     pub children: Vec<AgentRecord>,
+    /// Its goal (a session's; a sub-agent has none).
+    pub goal: Option<Goal>,
 }
 
 /// A questionnaire to open, owned.
@@ -608,6 +611,7 @@ fn open_session(
             pending: Vec::new(),
             questionnaire: None,
             children: Vec::new(),
+            goal: None,
         });
     }
     if resumed && open.mode_given {
@@ -628,6 +632,7 @@ fn open_session(
             pending: Vec::new(),
             questionnaire: None,
             children: Vec::new(),
+            goal: None,
         });
     }
     s.interrupt_agents(id)?;
@@ -638,6 +643,10 @@ fn open_session(
         pending: s.pending(id)?,
         questionnaire: s.pending_questionnaire(id)?.map(|q| q.id),
         children: s.agents(id)?,
+        goal: match open.agent {
+            None => s.goal(id)?,
+            Some(_) => None,
+        },
     })
 }
 
