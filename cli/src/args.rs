@@ -383,8 +383,9 @@ pub struct SessionArgs {
     pub continue_latest: bool,
 
     /// Interaction mode: plan, work (agent, act, normal) or operate
-    /// (default: the config's `mode`, else the settings' `default_mode`, else
-    /// work).
+    /// (default: $CADRE_MODE, else the config's `mode`, else the settings'
+    /// `default_mode`, which the shell's /mode saves, else work). A resumed
+    /// session keeps its own mode unless this (or CADRE_MODE) is given.
     #[arg(long)]
     pub mode: Option<String>,
 

@@ -13,6 +13,7 @@ use cadre_runtime::model::{ResponseLimits, RetryPolicy};
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::permission::rules::{PermissionRules, RuleSet, Scope};
 use cadre_runtime::permission::{Posture, ProtectedPaths};
+use cadre_runtime::protocol::ModeSource;
 use cadre_runtime::sandbox::{
     DEFAULT_MAX_OUTPUT, SandboxConfig, default_writable_roots, inherited,
 };
@@ -36,9 +37,11 @@ pub struct RunConfig {
     pub plan_only: bool,
     /// The starting mode.
     pub mode: Mode,
-    /// `--mode` was given: a resumed session switches to it; otherwise it
-    /// keeps its stored mode.
+    /// `--mode` (or `CADRE_MODE`) was given: a resumed session switches to
+    /// it; otherwise it keeps its stored mode.
     pub mode_given: bool,
+    /// Where `mode` came from, for `session.started` and the text header.
+    pub mode_source: ModeSource,
     /// The workspace root.
     pub workspace: PathBuf,
     /// The data directory.
@@ -169,13 +172,10 @@ impl RunConfig {
         defaults: UserDefaults,
     ) -> Result<Self, CliError> {
         let settings = &files.settings;
-        let (mode_given, posture_given) = (args.mode.is_some(), args.posture.is_some());
-        let mode: Mode = match &args.mode {
-            Some(mode) => mode
-                .parse()
-                .map_err(|e| CliError::usage(format!("--mode: {e}")))?,
-            None => settings.mode.or(defaults.mode).unwrap_or_default(),
-        };
+        let (mode, mode_source) =
+            starting_mode(args.mode.as_deref(), &env.vars, settings, &defaults)?;
+        let mode_given = matches!(mode_source, ModeSource::Flag | ModeSource::Env);
+        let posture_given = args.posture.is_some();
         let posture: Posture = match &args.posture {
             Some(p) => p
                 .parse()
@@ -269,6 +269,7 @@ impl RunConfig {
             plan_only: false,
             mode,
             mode_given,
+            mode_source,
             workspace,
             data_dir,
             model,
@@ -317,6 +318,37 @@ impl RunConfig {
                 .settings_file(dir.join(cadre_runtime::settings::FILE_NAME));
         }
     }
+}
+
+/// The starting mode and where it came from: `--mode`, else `CADRE_MODE`,
+/// else the configuration files' `mode`, else the settings' `default_mode`,
+/// else Work.
+fn starting_mode(
+    flag: Option<&str>,
+    vars: &[(String, String)],
+    files: &cadre_runtime::config::ConfigFile,
+    defaults: &UserDefaults,
+) -> Result<(Mode, ModeSource), CliError> {
+    if let Some(mode) = flag {
+        let mode = mode
+            .parse()
+            .map_err(|e| CliError::usage(format!("--mode: {e}")))?;
+        return Ok((mode, ModeSource::Flag));
+    }
+    let env = vars
+        .iter()
+        .find(|(k, v)| k == "CADRE_MODE" && !v.trim().is_empty());
+    if let Some((_, mode)) = env {
+        let mode = mode
+            .parse()
+            .map_err(|e| CliError::usage(format!("CADRE_MODE: {e}")))?;
+        return Ok((mode, ModeSource::Env));
+    }
+    Ok(match (files.mode, defaults.mode) {
+        (Some(mode), _) => (mode, ModeSource::Config),
+        (None, Some(mode)) => (mode, ModeSource::Settings),
+        (None, None) => (Mode::default(), ModeSource::Default),
+    })
 }
 
 /// The sandbox from `[sandbox]`, `[limits]` and the environment: the

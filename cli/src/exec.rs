@@ -6,7 +6,7 @@ use cadre_runtime::store::QuestionnaireAnswer;
 use crate::args::OutputFormat;
 use crate::config::RunConfig;
 use crate::exit::{self, CliError};
-use crate::launch::{Launched, launch};
+use crate::launch::{Launched, launch, stamp};
 use crate::render::Renderer;
 
 /// How the run ended.
@@ -39,6 +39,7 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
         handle,
         mut events,
         host,
+        mode_source,
         ..
     } = launch(&config, false).await?;
     let mut driver = Driver::new(&config);
@@ -60,7 +61,8 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
     loop {
         tokio::select! {
             event = events.recv() => {
-                let Some(Envelope { event, .. }) = event else { break };
+                let Some(Envelope { mut event, .. }) = event else { break };
+                stamp(&mut event, mode_source);
                 renderer.event(&event);
                 if matches!(event, Event::SessionStopped { .. }) {
                     break;

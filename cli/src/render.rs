@@ -6,8 +6,9 @@
 
 use std::io::Write;
 
+use cadre_runtime::Mode;
 use cadre_runtime::permission::{Layer, Verdict};
-use cadre_runtime::protocol::{Event, ToolStatus, Usage};
+use cadre_runtime::protocol::{Event, ModeSource, ToolStatus, Usage};
 use cadre_runtime::store::QuestionnaireKind;
 use serde_json::{Value, json};
 
@@ -153,11 +154,19 @@ impl TextView {
                 workspace,
                 model,
                 sandbox,
+                mode_source,
                 ..
             } => {
                 let mut text = format!(
                     "cadre · session {session_id} · {mode} mode · posture {posture} · {model}\n  workspace {workspace}"
                 );
+                // A run that is not in Work says why, so a mode saved long
+                // ago by the shell's /mode does not surprise a later run.
+                if *mode != Mode::default()
+                    && let Some(origin) = mode_source.and_then(mode_origin)
+                {
+                    text.push_str(&format!("\n  {mode} mode {origin}"));
+                }
                 // Said once, at the start: without a kernel sandbox only the
                 // reader decides what commands may do.
                 if !sandbox.starts_with("landlock-") {
@@ -388,6 +397,22 @@ impl TextView {
             _ => None,
         }
     }
+}
+
+/// Where a mode came from, as the end of a sentence; nothing for the
+/// built-in default.
+fn mode_origin(source: ModeSource) -> Option<&'static str> {
+    Some(match source {
+        ModeSource::Flag => "from --mode",
+        ModeSource::Env => "from CADRE_MODE",
+        ModeSource::Config => "from `mode` in a config file",
+        ModeSource::Settings => {
+            "from default_mode in settings.toml, saved by the shell's /mode \
+             (--mode overrides it; `cadre config set default_mode work` resets it)"
+        }
+        ModeSource::Resumed => "kept from the resumed session (--mode switches it)",
+        ModeSource::Default => return None,
+    })
 }
 
 /// A progress line.

@@ -150,6 +150,15 @@ impl View {
             Notice::McpServers => "looking up the MCP servers…\n".into(),
             Notice::Snapshots => "listing this session's snapshots…\n".into(),
             Notice::Found(text) => format!("{}\n", text.trim_end()),
+            Notice::ModeSaved { mode, error: None } => {
+                format!("{mode} — saved as the startup mode for new sessions\n")
+            }
+            Notice::ModeSaved {
+                mode,
+                error: Some(why),
+            } => format!(
+                "{mode} is this session's mode, but it was not saved as the startup mode: {why}\n"
+            ),
         })
     }
 }
