@@ -236,7 +236,14 @@ pub struct SessionsArgs {
     pub action: SessionsAction,
 
     /// Where sessions are stored (default: $CADRE_HOME, else the platform data dir + cadre).
-    #[arg(long, env = "CADRE_HOME", global = true)]
+    // An id of its own: a global argument's value is also recorded under
+    // its id on the command above, where `data_dir` is the shell's flag.
+    #[arg(
+        long = "data-dir",
+        id = "sessions_data_dir",
+        env = "CADRE_HOME",
+        global = true
+    )]
     pub data_dir: Option<PathBuf>,
 }
 
