@@ -21,6 +21,7 @@ use cadre_runtime::tool::FileLimits;
 
 use crate::args::{ExecArgs, OutputFormat, SessionArgs};
 use crate::exit::CliError;
+use crate::followup::Followup;
 
 pub use cadre_actors::host::ModelChoice;
 
@@ -87,6 +88,9 @@ pub struct RunConfig {
     /// Model requests in flight at once per endpoint (`[limits]
     /// model_requests`); `None` for no limit.
     pub model_requests: Option<u32>,
+    /// The flags the commands this run prints need to find its store,
+    /// configuration and model.
+    pub followup: Followup,
 }
 
 /// A new session, or a stored one to carry on (ST3).
@@ -207,6 +211,8 @@ impl RunConfig {
         if args.max_iterations == 0 {
             return Err(CliError::usage("--max-iterations must be at least 1"));
         }
+        let current_dir = env.current_dir.clone();
+        let default_data_dir = env.platform_data_dir.as_ref().map(|d| d.join("cadre"));
         let workspace = match args.workspace.or(env.current_dir) {
             Some(dir) => dir,
             None => {
@@ -262,6 +268,9 @@ impl RunConfig {
             }
             (None, None) => ModelChoice::Demo,
         };
+        let followup = Followup::new(&data_dir, default_data_dir.as_deref())
+            .model(&model)
+            .workspace(&workspace, current_dir.as_deref());
         Ok(Self {
             prompt: None,
             resume,
@@ -306,6 +315,7 @@ impl RunConfig {
                 .unwrap_or(true)
                 .then(|| snapshot_cap(&settings.snapshots)),
             model_requests: settings.limits.model_requests,
+            followup,
         })
     }
 

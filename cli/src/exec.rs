@@ -56,7 +56,7 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
         }
     }
 
-    let mut renderer = Renderer::new(config.output);
+    let mut renderer = Renderer::new(config.output, config.followup.clone());
     let mut interrupts = 0u32;
     loop {
         tokio::select! {
@@ -108,6 +108,8 @@ struct Driver {
     awaiting_prompt: bool,
     session_id: String,
     stopping: bool,
+    /// The flags the commands it prints need.
+    followup: crate::followup::Followup,
 }
 
 impl Driver {
@@ -121,6 +123,7 @@ impl Driver {
             awaiting_prompt: config.prompt.is_some(),
             session_id: String::new(),
             stopping: false,
+            followup: config.followup.clone(),
         }
     }
 
@@ -188,17 +191,16 @@ impl Driver {
                     }];
                 }
                 Some((id, plan_path)) => {
-                    if self.plan_only {
-                        if self.text {
-                            println!("plan: {plan_path}\napproval: {id}");
-                        }
-                    } else {
-                        eprintln!(
-                            "cadre: the plan at {plan_path} waits for approval ({id}); answer with\n  \
-                                 cadre plan approve|revise|withdraw {}",
-                            self.session_id
-                        );
+                    if self.plan_only && self.text {
+                        println!("plan: {plan_path}\napproval: {id}");
                     }
+                    let session = &self.session_id;
+                    eprintln!(
+                        "cadre: the plan at {plan_path} waits for approval ({id})\n  \
+                         answer with: {}\n  then run it with: {}",
+                        crate::sessions_cmd::answer_commands(&self.followup, session),
+                        self.followup.exec(&["--resume", session]),
+                    );
                     return self.stop();
                 }
                 None => return self.stop(),

@@ -34,6 +34,7 @@ pub mod config;
 pub mod config_cmd;
 pub mod exec;
 pub mod exit;
+pub mod followup;
 pub mod launch;
 pub mod mcp_cmd;
 pub mod render;
@@ -82,28 +83,21 @@ pub fn main() -> ExitCode {
     };
     init_tracing(cli.verbose);
     let env = environment();
-    let config_dir = cli
-        .config_dir
-        .or_else(|| env.platform_config_dir.as_ref().map(|d| d.join("cadre")));
+    let default_config_dir = env.platform_config_dir.as_ref().map(|d| d.join("cadre"));
+    let config_dir = cli.config_dir.or_else(|| default_config_dir.clone());
+    // Printed commands name a configuration directory only when it is not
+    // the one a bare `cadre` finds.
+    let custom_config_dir = config_dir
+        .clone()
+        .filter(|d| Some(d) != default_config_dir.as_ref());
     finish(match cli.command {
-        None => run_shell(cli.session, env, config_dir),
-        Some(Command::Exec(args)) => run_exec(*args, env, config_dir),
+        None => run_shell(cli.session, env, config_dir, custom_config_dir),
+        Some(Command::Exec(args)) => run_exec(*args, env, config_dir, custom_config_dir),
         // Settings need no async runtime; not starting one keeps `config` fast.
-        Some(Command::Sessions(args)) => {
-            match args.data_dir.clone().or_else(|| default_data_dir(&env)) {
-                Some(dir) => sessions_cmd::sessions(args, dir),
-                None => Err(exit::CliError::usage(
-                    "no data directory: pass --data-dir or set CADRE_HOME",
-                )),
-            }
-        }
-        Some(Command::Plan(args)) => match args.data_dir.clone().or_else(|| default_data_dir(&env))
-        {
-            Some(dir) => sessions_cmd::plan(args, dir),
-            None => Err(exit::CliError::usage(
-                "no data directory: pass --data-dir or set CADRE_HOME",
-            )),
-        },
+        Some(Command::Sessions(args)) => offline_store(args.data_dir.clone(), &env)
+            .and_then(|(dir, followup)| sessions_cmd::sessions(args, dir, &followup)),
+        Some(Command::Plan(args)) => offline_store(args.data_dir.clone(), &env)
+            .and_then(|(dir, followup)| sessions_cmd::plan(args, dir, &followup)),
         Some(Command::Restore(args)) => restore_cmd::run(args, &env, config_dir.as_deref()),
         Some(Command::Mcp(args)) => block_on(mcp_cmd::run(
             args,
@@ -120,15 +114,37 @@ pub fn main() -> ExitCode {
     })
 }
 
+/// The store an offline command reads (`--data-dir`, else `CADRE_HOME`,
+/// else the platform's), and the flags its printed commands need.
+fn offline_store(
+    data_dir: Option<PathBuf>,
+    env: &Environment,
+) -> Result<(PathBuf, followup::Followup), exit::CliError> {
+    let default = default_data_dir(env);
+    match data_dir.or_else(|| default.clone()) {
+        Some(dir) => {
+            let followup = followup::Followup::new(&dir, default.as_deref());
+            Ok((dir, followup))
+        }
+        None => Err(exit::CliError::usage(
+            "no data directory: pass --data-dir or set CADRE_HOME",
+        )),
+    }
+}
+
 fn run_exec(
     args: args::ExecArgs,
     env: Environment,
     config_dir: Option<PathBuf>,
+    custom_config_dir: Option<PathBuf>,
 ) -> Result<u8, exit::CliError> {
     block_on(async {
         let files = load_config(&args.session, &env, config_dir.as_deref())?;
         let defaults = load_defaults(config_dir.as_deref())?;
         let mut config = RunConfig::from_args(args, env, files, defaults)?;
+        config.followup = config
+            .followup
+            .config_dir(custom_config_dir.as_deref(), None);
         config.sandbox.protected.extend(config_dir.clone());
         config.protect_config_dir(config_dir.as_deref());
         exec::run(config).await
@@ -139,11 +155,15 @@ fn run_shell(
     args: args::SessionArgs,
     env: Environment,
     config_dir: Option<PathBuf>,
+    custom_config_dir: Option<PathBuf>,
 ) -> Result<u8, exit::CliError> {
     block_on(async {
         let files = load_config(&args, &env, config_dir.as_deref())?;
         let defaults = load_defaults(config_dir.as_deref())?;
         let mut config = RunConfig::from_session(args, env, files, defaults)?;
+        config.followup = config
+            .followup
+            .config_dir(custom_config_dir.as_deref(), None);
         config.sandbox.protected.extend(config_dir.clone());
         config.protect_config_dir(config_dir.as_deref());
         let settings = config_dir.as_deref().map(Settings::in_dir);

@@ -13,6 +13,7 @@ use cadre_runtime::store::QuestionnaireKind;
 use serde_json::{Value, json};
 
 use crate::args::OutputFormat;
+use crate::followup::Followup;
 
 /// Renders events in one of the output formats.
 pub struct Renderer {
@@ -34,11 +35,11 @@ struct Summary {
 }
 
 impl Renderer {
-    /// A renderer for `format`.
-    pub fn new(format: OutputFormat) -> Self {
+    /// A renderer for `format`; commands it prints carry `followup`'s flags.
+    pub fn new(format: OutputFormat, followup: Followup) -> Self {
         Self {
             format,
-            view: TextView::default(),
+            view: TextView::default().with_followup(followup),
             summary: Summary::default(),
         }
     }
@@ -141,9 +142,17 @@ pub struct TextView {
     /// Whether assistant text was streamed since the last full message, so
     /// the full message is not shown twice.
     streamed: bool,
+    /// The flags the commands it prints need (the undo of a restore).
+    followup: Followup,
 }
 
 impl TextView {
+    /// A view whose printed commands carry `followup`'s flags.
+    pub fn with_followup(mut self, followup: Followup) -> Self {
+        self.followup = followup;
+        self
+    }
+
     /// The text for one event, if it shows.
     pub fn event(&mut self, event: &Event) -> Option<Piece> {
         match event {
@@ -291,7 +300,7 @@ impl TextView {
                 "  ⇢ agent {agent_id} {status}{}",
                 if *verified { "" } else { " (unverified)" }
             )),
-            Event::WorkspaceRestored { .. } => err(restored_text(event)),
+            Event::WorkspaceRestored { .. } => err(restored_text(event, &self.followup)),
             Event::ModeChanged { mode } => err(format!("mode: {mode}")),
             Event::OpRejected { message, .. } => err(format!("refused: {message}")),
             Event::SessionStatus {
@@ -468,8 +477,8 @@ pub(crate) fn brief_arguments(arguments: &Value) -> String {
 }
 
 /// A `workspace.restored` event as text: what changed, path by path, and
-/// how to undo it. Empty for any other event.
-pub fn restored_text(event: &Event) -> String {
+/// how to undo it (with `followup`'s flags). Empty for any other event.
+pub fn restored_text(event: &Event, followup: &Followup) -> String {
     let Event::WorkspaceRestored {
         snapshot,
         before,
@@ -505,7 +514,8 @@ pub fn restored_text(event: &Event) -> String {
     }
     if let Some(before) = before {
         let undo = before.get(..12).unwrap_or(before);
-        text.push_str(&format!("\n  undo with: cadre restore apply {undo}"));
+        let command = followup.restore(&["apply", undo]);
+        text.push_str(&format!("\n  undo with: {command}"));
     }
     text
 }

@@ -7,6 +7,7 @@ use cadre_runtime::store::{QuestionnaireAnswer, QuestionnaireKind, Store, store_
 
 use crate::args::{PlanArgs, PlanVerdict, SessionsAction, SessionsArgs};
 use crate::exit::{self, CliError};
+use crate::followup::Followup;
 
 /// Opens the store in `data_dir`; any failure is a configuration error.
 fn open(data_dir: &std::path::Path) -> Result<Store, CliError> {
@@ -39,7 +40,11 @@ pub(crate) fn when(seconds: f64) -> String {
 }
 
 /// `cadre sessions …`.
-pub fn sessions(args: SessionsArgs, data_dir: PathBuf) -> Result<u8, CliError> {
+pub fn sessions(
+    args: SessionsArgs,
+    data_dir: PathBuf,
+    followup: &Followup,
+) -> Result<u8, CliError> {
     let mut store = open(&data_dir)?;
     match args.action {
         SessionsAction::List { limit } => {
@@ -98,7 +103,7 @@ pub fn sessions(args: SessionsArgs, data_dir: PathBuf) -> Result<u8, CliError> {
                     q.plan_path,
                     q.sha256
                 );
-                println!("answer with: cadre plan approve|revise|withdraw {}", s.id);
+                println!("answer with: {}", answer_commands(followup, &s.id));
             }
         }
         SessionsAction::Fork { session } => {
@@ -106,10 +111,10 @@ pub fn sessions(args: SessionsArgs, data_dir: PathBuf) -> Result<u8, CliError> {
             let forked = store.fork(&session, &id).map_err(not_found)?;
             println!("{}", forked.id);
             eprintln!(
-                "forked {} into {}; continue it with: cadre exec --resume {} PROMPT",
+                "forked {} into {}; continue it with: {}",
                 forked.parent_id.unwrap_or_default(),
                 forked.id,
-                forked.id
+                followup.exec(&["--resume", &forked.id, "PROMPT"])
             );
         }
     }
@@ -118,7 +123,7 @@ pub fn sessions(args: SessionsArgs, data_dir: PathBuf) -> Result<u8, CliError> {
 
 /// `cadre plan approve|revise|withdraw|defer SESSION`: answers the session's
 /// waiting questionnaire, as the interactive answer would.
-pub fn plan(args: PlanArgs, data_dir: PathBuf) -> Result<u8, CliError> {
+pub fn plan(args: PlanArgs, data_dir: PathBuf, followup: &Followup) -> Result<u8, CliError> {
     let mut store = open(&data_dir)?;
     let session = store.resolve(&args.session, None).map_err(not_found)?;
     let Some(q) = store
@@ -161,12 +166,24 @@ pub fn plan(args: PlanArgs, data_dir: PathBuf) -> Result<u8, CliError> {
     }
     let next = match &answer {
         QuestionnaireAnswer::Approve | QuestionnaireAnswer::Revise { .. } => {
-            format!("; run it with: cadre exec --resume {}", session.id)
+            format!(
+                "; run it with: {}",
+                followup.exec(&["--resume", &session.id])
+            )
         }
         QuestionnaireAnswer::Defer | QuestionnaireAnswer::Withdraw => String::new(),
     };
     println!("{} {}{next}", q.id, answer_word(&answer));
     Ok(exit::SUCCESS)
+}
+
+/// How to answer a session's waiting plan: the approval in full, the other
+/// answers named.
+pub(crate) fn answer_commands(followup: &Followup, session_id: &str) -> String {
+    format!(
+        "{} (or revise --feedback TEXT, withdraw, defer)",
+        followup.offline(&["plan", "approve", session_id])
+    )
 }
 
 fn answer_word(answer: &QuestionnaireAnswer) -> &'static str {

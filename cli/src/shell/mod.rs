@@ -57,7 +57,7 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
     // line and puts it back after, so the shell's must be in place first.
     let mut interrupts = interrupts();
     let mut terminal = Terminal::start(config.data_dir.join("shell_history")).await;
-    let mut view = View::default();
+    let mut view = View::new(config.followup.clone());
     // The mode last asked for with `/mode`: persisted when the session
     // accepts it, forgotten when it refuses.
     let mut chosen: Option<Mode> = None;

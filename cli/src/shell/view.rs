@@ -27,6 +27,13 @@ pub struct View {
 }
 
 impl View {
+    /// A view whose printed commands carry `followup`'s flags.
+    pub fn new(followup: crate::followup::Followup) -> Self {
+        Self {
+            text: TextView::default().with_followup(followup),
+        }
+    }
+
     /// The text for an event, if it shows.
     pub fn event(&mut self, event: &Event) -> Option<Piece> {
         let text = match event {

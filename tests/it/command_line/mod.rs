@@ -5,6 +5,7 @@
 //! smaller courtesies (issue 11). Every test runs the binary.
 
 mod flags;
+mod followups;
 mod modes;
 
 use std::path::Path;
