@@ -269,17 +269,27 @@ pub(crate) fn load_defaults(config_dir: Option<&Path>) -> Result<UserDefaults, e
     })
 }
 
+/// Log output goes to stderr only when asked for (`-v`, `-vv` or
+/// `RUST_LOG`): cadre's own lines already say what a person needs (a
+/// retry, a failure), and logs would repeat them. Colours only on a
+/// terminal, and never under `NO_COLOR`.
 fn init_tracing(verbose: u8) {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
-    let default = match verbose {
-        0 => "warn",
-        1 => "info",
-        _ => "debug",
+    let asked = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let filter = match (asked, verbose) {
+        (Some(directives), _) => EnvFilter::new(directives),
+        (None, 0) => return,
+        (None, 1) => EnvFilter::new("info"),
+        (None, _) => EnvFilter::new("debug"),
     };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal() && !no_color)
         .with_target(false)
         .try_init();
 }

@@ -6,6 +6,7 @@
 
 mod flags;
 mod followups;
+mod logs;
 mod modes;
 
 use std::path::Path;
