@@ -138,6 +138,7 @@ fn run_exec(
     config_dir: Option<PathBuf>,
     custom_config_dir: Option<PathBuf>,
 ) -> Result<u8, exit::CliError> {
+    prepare_workspace(&args.session)?;
     block_on(async {
         let files = load_config(&args.session, &env, config_dir.as_deref())?;
         let defaults = load_defaults(config_dir.as_deref())?;
@@ -157,6 +158,7 @@ fn run_shell(
     config_dir: Option<PathBuf>,
     custom_config_dir: Option<PathBuf>,
 ) -> Result<u8, exit::CliError> {
+    prepare_workspace(&args)?;
     block_on(async {
         let files = load_config(&args, &env, config_dir.as_deref())?;
         let defaults = load_defaults(config_dir.as_deref())?;
@@ -169,6 +171,39 @@ fn run_shell(
         let settings = config_dir.as_deref().map(Settings::in_dir);
         shell::run(config, settings).await
     })
+}
+
+/// A `--workspace` that is a file is refused before anything reads it; one
+/// that does not exist yet is created for a new session, which says so (a
+/// resumed session keeps the workspace it has).
+fn prepare_workspace(args: &args::SessionArgs) -> Result<(), exit::CliError> {
+    let Some(dir) = &args.workspace else {
+        return Ok(());
+    };
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(exit::CliError::usage(format!(
+            "--workspace {} is not a directory",
+            dir.display()
+        ))),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            if args.resume.is_some() || args.continue_latest {
+                return Ok(());
+            }
+            std::fs::create_dir_all(dir).map_err(|e| {
+                exit::CliError::usage(format!(
+                    "--workspace {}: cannot create it: {e}",
+                    dir.display()
+                ))
+            })?;
+            eprintln!("cadre: created the workspace {}", dir.display());
+            Ok(())
+        }
+        Err(err) => Err(exit::CliError::usage(format!(
+            "--workspace {}: {err}",
+            dir.display()
+        ))),
+    }
 }
 
 /// Runs a session host on a fresh async runtime.

@@ -4,10 +4,12 @@
 //! a wrong base URL, the README walked from a clean directory, and the
 //! smaller courtesies (issue 11). Every test runs the binary.
 
+mod examples;
 mod flags;
 mod followups;
 mod logs;
 mod modes;
+mod walk;
 
 use std::path::Path;
 
