@@ -356,9 +356,14 @@ pub enum OutputFormat {
 /// `cadre exec`.
 #[derive(Debug, Args)]
 pub struct ExecArgs {
-    /// The prompt (optional with --resume or --continue, which run what the
-    /// session had queued).
+    /// The prompt; `-` reads it from stdin, as does no PROMPT when stdin is
+    /// not a terminal (optional with --resume or --continue, which run what
+    /// the session had queued).
     pub prompt: Option<String>,
+
+    /// Read the prompt from this file (`-`: stdin), with no limit on its size.
+    #[arg(long, value_name = "FILE", conflicts_with = "prompt")]
+    pub prompt_file: Option<PathBuf>,
 
     /// Approve a plan submitted for approval as soon as the turn ends, and
     /// run its implementation.

@@ -153,7 +153,8 @@ impl RunConfig {
             }
             None if !resuming => {
                 return Err(CliError::usage(
-                    "a PROMPT is required (or --resume ID / --continue to carry on a stored session)",
+                    "a PROMPT is required: as an argument, on stdin (`-` or a pipe), or with \
+                     --prompt-file FILE (or --resume ID / --continue to carry on a stored session)",
                 ));
             }
             _ => {}

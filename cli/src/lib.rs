@@ -133,11 +133,12 @@ fn offline_store(
 }
 
 fn run_exec(
-    args: args::ExecArgs,
+    mut args: args::ExecArgs,
     env: Environment,
     config_dir: Option<PathBuf>,
     custom_config_dir: Option<PathBuf>,
 ) -> Result<u8, exit::CliError> {
+    args.prompt = read_prompt(args.prompt.take(), args.prompt_file.as_deref())?;
     prepare_workspace(&args.session)?;
     block_on(async {
         let files = load_config(&args.session, &env, config_dir.as_deref())?;
@@ -171,6 +172,44 @@ fn run_shell(
         let settings = config_dir.as_deref().map(Settings::in_dir);
         shell::run(config, settings).await
     })
+}
+
+/// The prompt as typed, or read: `-` and `--prompt-file -` read stdin,
+/// `--prompt-file FILE` the file, and no prompt at all reads stdin when it
+/// is not a terminal (`echo … | cadre exec`). What is read may be any size;
+/// trailing line ends are dropped, and nothing but blanks is no prompt.
+fn read_prompt(
+    typed: Option<String>,
+    file: Option<&Path>,
+) -> Result<Option<String>, exit::CliError> {
+    use std::io::{IsTerminal, Read};
+    let stdin = || {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes).map_err(|e| {
+            exit::CliError::usage(format!("cannot read the prompt from stdin: {e}"))
+        })?;
+        String::from_utf8(bytes)
+            .map_err(|_| exit::CliError::usage("the prompt on stdin is not UTF-8 text"))
+    };
+    let read = match (typed, file) {
+        (Some(typed), _) if typed != "-" => return Ok(Some(typed)),
+        (Some(_), _) => stdin()?,
+        (None, Some(path)) if path == Path::new("-") => stdin()?,
+        (None, Some(path)) => std::fs::read(path)
+            .map_err(|e| exit::CliError::usage(format!("--prompt-file {}: {e}", path.display())))
+            .and_then(|bytes| {
+                String::from_utf8(bytes).map_err(|_| {
+                    exit::CliError::usage(format!(
+                        "--prompt-file {}: not UTF-8 text",
+                        path.display()
+                    ))
+                })
+            })?,
+        (None, None) if !std::io::stdin().is_terminal() => stdin()?,
+        (None, None) => return Ok(None),
+    };
+    let prompt = read.trim_end_matches(['\n', '\r']);
+    Ok((!prompt.trim().is_empty()).then(|| prompt.to_string()))
 }
 
 /// A `--workspace` that is a file is refused before anything reads it; one

@@ -9,6 +9,7 @@ mod flags;
 mod followups;
 mod logs;
 mod modes;
+mod prompts;
 mod walk;
 
 use std::path::Path;
