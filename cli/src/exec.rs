@@ -76,7 +76,7 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
                 if interrupts > 1 {
                     return Ok(exit::INTERRUPTED);
                 }
-                eprintln!("cadre: cancelling the turn (Ctrl-C again to quit at once)");
+                crate::errln!("cadre: cancelling the turn (Ctrl-C again to quit at once)");
                 let _ = handle.submit(Op::Cancel);
             }
         }
@@ -192,10 +192,10 @@ impl Driver {
                 }
                 Some((id, plan_path)) => {
                     if self.plan_only && self.text {
-                        println!("plan: {plan_path}\napproval: {id}");
+                        crate::outln!("plan: {plan_path}\napproval: {id}");
                     }
                     let session = &self.session_id;
-                    eprintln!(
+                    crate::errln!(
                         "cadre: the plan at {plan_path} waits for approval ({id})\n  \
                          answer with: {}\n  then run it with: {}",
                         crate::sessions_cmd::answer_commands(&self.followup, session),

@@ -24,9 +24,15 @@
 //! - [`workflow_view`]: a workflow run's progress and final table, with no I/O.
 //! - [`render`]: text, json and stream-json renderings of the event stream.
 //! - [`exit`]: exit codes.
+//! - [`out`]: every write to stdout and stderr; a closed reader is a quiet
+//!   exit.
+//! - [`followup`]: the commands cadre prints for a person to run next.
 //!
 //! **Invariant:** this is the only crate that reads the process environment
-//! or writes to stdout.
+//! or writes to stdout, and it writes only through [`out`].
+
+// `print!` and friends panic on a closed pipe: writes go through `out`.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod args;
 pub mod attach;
@@ -37,6 +43,7 @@ pub mod exit;
 pub mod followup;
 pub mod launch;
 pub mod mcp_cmd;
+pub mod out;
 pub mod render;
 pub mod restore_cmd;
 pub mod sessions_cmd;
@@ -235,7 +242,7 @@ fn prepare_workspace(args: &args::SessionArgs) -> Result<(), exit::CliError> {
                     dir.display()
                 ))
             })?;
-            eprintln!("cadre: created the workspace {}", dir.display());
+            crate::errln!("cadre: created the workspace {}", dir.display());
             Ok(())
         }
         Err(err) => Err(exit::CliError::usage(format!(
@@ -286,7 +293,7 @@ fn finish(result: Result<u8, exit::CliError>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("cadre: {}", err.message);
+            crate::errln!("cadre: {}", err.message);
             err.exit_code()
         }
     }

@@ -4,8 +4,6 @@
 //! so `cadre exec … > answer.txt` keeps only the answer. stream-json writes
 //! each event as one line on stdout; json writes one summary object at the end.
 
-use std::io::Write;
-
 use cadre_runtime::Mode;
 use cadre_runtime::permission::{Layer, Verdict};
 use cadre_runtime::protocol::{Event, ModeSource, ToolStatus, Usage};
@@ -50,9 +48,7 @@ impl Renderer {
         match self.format {
             OutputFormat::StreamJson => {
                 if let Ok(line) = serde_json::to_string(event) {
-                    let mut out = std::io::stdout().lock();
-                    let _ = writeln!(out, "{line}");
-                    let _ = out.flush();
+                    crate::outln!("{line}");
                 }
             }
             OutputFormat::Text => self.text(event),
@@ -69,7 +65,7 @@ impl Renderer {
                         "tool_calls": s.tool_calls,
                         "error": s.error,
                     });
-                    println!("{value}");
+                    crate::outln!("{value}");
                 }
             }
         }
@@ -105,14 +101,7 @@ impl Renderer {
         let Some(piece) = self.view.event(event) else {
             return;
         };
-        let _ = match piece.stream {
-            Stream::Out => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(piece.text.as_bytes())
-                    .and_then(|()| out.flush())
-            }
-            Stream::Err => std::io::stderr().lock().write_all(piece.text.as_bytes()),
-        };
+        crate::out::text(piece.stream == Stream::Out, &piece.text);
     }
 }
 

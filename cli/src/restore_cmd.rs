@@ -73,14 +73,14 @@ pub fn run(
         RestoreAction::List { .. } => {
             let listed = snapshots.list(session.as_deref()).map_err(snapshot_error)?;
             if listed.is_empty() {
-                eprintln!("no snapshots of {}", workspace.display());
+                crate::errln!("no snapshots of {}", workspace.display());
             }
             for s in listed {
                 let turn = match s.mark.turn {
                     Some(turn) => format!("turn {turn}"),
                     None => s.mark.label.clone(),
                 };
-                println!(
+                crate::outln!(
                     "{}  {}  {:<5}  {}  {}  {} changed since",
                     &s.id[..12],
                     s.mark.session,
@@ -96,7 +96,7 @@ pub fn run(
             let found = snapshots.find(&snapshot).map_err(snapshot_error)?;
             if dry_run {
                 let report = snapshots.restore(&found.id, None).map_err(snapshot_error)?;
-                println!("{}", restored_text(&report.into_event(true), &followup));
+                crate::outln!("{}", restored_text(&report.into_event(true), &followup));
                 return Ok(exit::SUCCESS);
             }
             let session_id = found.mark.session.clone();
@@ -134,7 +134,7 @@ pub fn run(
                 let _ = store.release_lease(&session_id, &owner);
             }
             let event = event.map_err(snapshot_error)?;
-            println!("{}", restored_text(&event, &followup));
+            crate::outln!("{}", restored_text(&event, &followup));
             Ok(exit::SUCCESS)
         }
     }

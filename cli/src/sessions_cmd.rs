@@ -52,10 +52,10 @@ pub fn sessions(
                 .list(limit)
                 .map_err(|e| CliError::internal(e.to_string()))?;
             if sessions.is_empty() {
-                eprintln!("no sessions in {}", data_dir.display());
+                crate::errln!("no sessions in {}", data_dir.display());
             }
             for s in sessions {
-                println!(
+                crate::outln!(
                     "{}  {}  {:<7}  {}  {}",
                     s.id,
                     when(s.updated_at),
@@ -67,33 +67,33 @@ pub fn sessions(
         }
         SessionsAction::Show { session } => {
             let s = store.resolve(&session, None).map_err(not_found)?;
-            println!("session    {}", s.id);
+            crate::outln!("session    {}", s.id);
             if let Some(parent) = &s.parent_id {
-                println!("forked from {parent}");
+                crate::outln!("forked from {parent}");
             }
-            println!("workspace  {}", s.workspace);
-            println!("mode       {}", s.mode);
-            println!("posture    {}", s.posture);
-            println!("created    {}", when(s.created_at));
-            println!("updated    {}", when(s.updated_at));
+            crate::outln!("workspace  {}", s.workspace);
+            crate::outln!("mode       {}", s.mode);
+            crate::outln!("posture    {}", s.posture);
+            crate::outln!("created    {}", when(s.created_at));
+            crate::outln!("updated    {}", when(s.updated_at));
             let conversation = store
                 .conversation(&s.id)
                 .map_err(|e| CliError::internal(e.to_string()))?;
-            println!("messages   {} in the conversation", conversation.len());
-            println!("\nadmitted:");
+            crate::outln!("messages   {} in the conversation", conversation.len());
+            crate::outln!("\nadmitted:");
             for (source, state, content) in store
                 .admitted(&s.id)
                 .map_err(|e| CliError::internal(e.to_string()))?
             {
                 let first = content.lines().next().unwrap_or_default();
                 let shown: String = first.chars().take(100).collect();
-                println!("  [{state:<7}] {source:<13} {shown}");
+                crate::outln!("  [{state:<7}] {source:<13} {shown}");
             }
             if let Some(q) = store
                 .pending_questionnaire(&s.id)
                 .map_err(|e| CliError::internal(e.to_string()))?
             {
-                println!(
+                crate::outln!(
                     "\nwaiting: {} ({}) · {} · sha256 {}",
                     q.id,
                     match q.kind {
@@ -103,14 +103,14 @@ pub fn sessions(
                     q.plan_path,
                     q.sha256
                 );
-                println!("answer with: {}", answer_commands(followup, &s.id));
+                crate::outln!("answer with: {}", answer_commands(followup, &s.id));
             }
         }
         SessionsAction::Fork { session } => {
             let id = uuid::Uuid::new_v4().to_string();
             let forked = store.fork(&session, &id).map_err(not_found)?;
-            println!("{}", forked.id);
-            eprintln!(
+            crate::outln!("{}", forked.id);
+            crate::errln!(
                 "forked {} into {}; continue it with: {}",
                 forked.parent_id.unwrap_or_default(),
                 forked.id,
@@ -173,7 +173,7 @@ pub fn plan(args: PlanArgs, data_dir: PathBuf, followup: &Followup) -> Result<u8
         }
         QuestionnaireAnswer::Defer | QuestionnaireAnswer::Withdraw => String::new(),
     };
-    println!("{} {}{next}", q.id, answer_word(&answer));
+    crate::outln!("{} {}{next}", q.id, answer_word(&answer));
     Ok(exit::SUCCESS)
 }
 

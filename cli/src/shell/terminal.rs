@@ -9,7 +9,6 @@
 //! which redraws the prompt and the half-typed line under what it prints; it
 //! can only print whole lines, so streamed text is held until its line ends.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc as std_mpsc;
 use std::thread::JoinHandle;
@@ -250,14 +249,7 @@ fn print_lines(mut printer: Option<Printer>, lines: &std_mpsc::Receiver<Piece>) 
             }
             printer = None;
         }
-        let _ = match piece.stream {
-            Stream::Out => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(piece.text.as_bytes())
-                    .and_then(|()| out.flush())
-            }
-            Stream::Err => std::io::stderr().lock().write_all(piece.text.as_bytes()),
-        };
+        crate::out::text(piece.stream == Stream::Out, &piece.text);
     }
 }
 

@@ -9,6 +9,7 @@ mod flags;
 mod followups;
 mod logs;
 mod modes;
+mod pipe;
 mod prompts;
 mod walk;
 
