@@ -49,11 +49,6 @@ impl Walk {
         self.root.path().join("tmp").join(rest)
     }
 
-    /// The default data directory of this walk's home.
-    pub fn data_dir(&self) -> PathBuf {
-        self.root.path().join("home/data/cadre")
-    }
-
     /// Runs `line` as the documentation shows it.
     pub async fn sh(&self, line: &str) -> Output {
         let line = line.replace("cargo run -- ", "cadre ").replace(
