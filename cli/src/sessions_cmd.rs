@@ -72,8 +72,23 @@ pub fn sessions(
                 crate::outln!("forked from {parent}");
             }
             crate::outln!("workspace  {}", s.workspace);
-            crate::outln!("mode       {}", s.mode);
-            crate::outln!("posture    {}", s.posture);
+            // What a resume uses: the stored mode and posture, unless its
+            // flags (or CADRE_MODE, CADRE_POSTURE) choose others.
+            crate::outln!(
+                "mode       {} (a resume keeps it; --mode changes it)",
+                s.mode
+            );
+            crate::outln!(
+                "posture    {} (a resume keeps it; --posture changes it)",
+                s.posture
+            );
+            let turns = store
+                .turns_done(&s.id)
+                .map_err(|e| CliError::internal(e.to_string()))?;
+            crate::outln!(
+                "turns      {turns} finished; the next is turn {}",
+                turns + 1
+            );
             crate::outln!("created    {}", when(s.created_at));
             crate::outln!("updated    {}", when(s.updated_at));
             let conversation = store

@@ -56,6 +56,8 @@ pub struct Opened {
     /// Its sub-agents (any still marked running were interrupted by the
     /// crash and are now marked so).
     pub children: Vec<AgentRecord>,
+    /// Turns it has finished: its turn ids go on from there.
+    pub turns: u64,
 }
 
 /// A questionnaire to open, owned.
@@ -603,6 +605,7 @@ fn open_session(
             pending: Vec::new(),
             questionnaire: None,
             children: Vec::new(),
+            turns: 0,
         });
     }
     if resumed && open.mode_given {
@@ -623,6 +626,7 @@ fn open_session(
             pending: Vec::new(),
             questionnaire: None,
             children: Vec::new(),
+            turns: 0,
         });
     }
     s.interrupt_agents(id)?;
@@ -633,6 +637,7 @@ fn open_session(
         pending: s.pending(id)?,
         questionnaire: s.pending_questionnaire(id)?.map(|q| q.id),
         children: s.agents(id)?,
+        turns: s.turns_done(id)?,
     })
 }
 

@@ -11,6 +11,7 @@ mod logs;
 mod modes;
 mod pipe;
 mod prompts;
+mod resume;
 mod walk;
 
 use std::path::Path;
