@@ -4,6 +4,7 @@
 //! a wrong base URL, the README walked from a clean directory, and the
 //! smaller courtesies (issue 11). Every test runs the binary.
 
+mod base_url;
 mod examples;
 mod flags;
 mod followups;
