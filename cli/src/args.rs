@@ -266,6 +266,16 @@ pub enum SessionsAction {
         /// An id, a unique id prefix, or `latest`.
         session: String,
     },
+    /// The permission audit: every decision not made by a person at a
+    /// prompt (the session's and its sub-agents'), oldest first.
+    Audit {
+        /// An id, a unique id prefix, or `latest`.
+        session: String,
+        /// One JSON record per line (tool, exact arguments, posture,
+        /// verdict, layer, rule and scope, risk, reason) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `cadre plan approve|revise|withdraw|defer SESSION`.

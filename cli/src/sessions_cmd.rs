@@ -132,8 +132,38 @@ pub fn sessions(
                 followup.exec(&["--resume", &forked.id, "PROMPT"])
             );
         }
+        SessionsAction::Audit { session, json } => {
+            let s = store.resolve(&session, None).map_err(not_found)?;
+            let records = store
+                .audit_with_agents(&s.id)
+                .map_err(|e| CliError::internal(e.to_string()))?;
+            if records.is_empty() {
+                crate::errln!("session {} has no audited decisions", s.id);
+            }
+            for record in records {
+                if json {
+                    crate::outln!("{record}");
+                } else {
+                    crate::outln!("{}", audit_line(&record));
+                }
+            }
+        }
     }
     Ok(exit::SUCCESS)
+}
+
+/// An audit record as one line: when, which agent, and its transcript line.
+fn audit_line(record: &str) -> String {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(record) else {
+        return record.to_string();
+    };
+    let text = |key: &str| value[key].as_str().unwrap_or_default().to_string();
+    format!(
+        "{}  {:<6} {}",
+        when(value["time"].as_f64().unwrap_or_default()),
+        text("agent_id"),
+        text("line")
+    )
 }
 
 /// `cadre plan approve|revise|withdraw|defer SESSION`: answers the session's

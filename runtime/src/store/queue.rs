@@ -234,6 +234,18 @@ impl Store {
         Ok(rows)
     }
 
+    /// The audit records (JSON) of a session and of every sub-agent under
+    /// it (rows `<session>/<path>`), in the order they were written.
+    pub fn audit_with_agents(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT record FROM audit WHERE session_id = ?1 OR substr(session_id, 1, length(?1) + 1) = ?1 || '/' ORDER BY id",
+        )?;
+        let rows = statement
+            .query_map([session_id], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
     /// The transcript events (JSON), oldest first.
     pub fn events(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
         let mut statement = self

@@ -12,6 +12,7 @@ mod logs;
 mod modes;
 mod pipe;
 mod prompts;
+mod readme;
 mod resume;
 mod walk;
 
