@@ -21,6 +21,11 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
 
+    /// A first message: `cadre "Fix the failing test"` opens the shell and
+    /// sends it.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
+
     /// The shell's session flags (`cadre` with no subcommand); refused
     /// before a subcommand, which would ignore them.
     #[command(flatten)]

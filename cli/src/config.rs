@@ -25,7 +25,8 @@ use crate::followup::Followup;
 
 pub use cadre_actors::host::ModelChoice;
 
-/// A validated run: `exec`'s, or the shell's (no prompt, text output).
+/// A validated run: `exec`'s, or the shell's (text output; its prompt,
+/// if any, is the first line, as if typed).
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     /// The prompt, if any.
@@ -91,6 +92,11 @@ pub struct RunConfig {
     /// The flags the commands this run prints need to find its store,
     /// configuration and model.
     pub followup: Followup,
+    /// Lines of a tool's output that text shows (more with `-v`).
+    pub tool_output_lines: usize,
+    /// Whether text shows a spinner while it waits for the model: stderr
+    /// is a terminal and carries no log lines.
+    pub spinner: bool,
 }
 
 /// A new session, or a stored one to carry on (ST3).
@@ -317,6 +323,8 @@ impl RunConfig {
                 .then(|| snapshot_cap(&settings.snapshots)),
             model_requests: settings.limits.model_requests,
             followup,
+            tool_output_lines: crate::render::TOOL_OUTPUT_LINES,
+            spinner: false,
         })
     }
 

@@ -7,7 +7,7 @@ use crate::args::OutputFormat;
 use crate::config::RunConfig;
 use crate::exit::{self, CliError};
 use crate::launch::{Launched, launch, stamp};
-use crate::render::Renderer;
+use crate::render::{Renderer, TextView};
 
 /// How the run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +56,10 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
         }
     }
 
-    let mut renderer = Renderer::new(config.output, config.followup.clone());
+    let view = TextView::default()
+        .with_followup(config.followup.clone())
+        .with_tool_output_lines(config.tool_output_lines);
+    let mut renderer = Renderer::new(config.output, view).with_spinner(config.spinner);
     let mut interrupts = 0u32;
     loop {
         tokio::select! {
@@ -76,6 +79,7 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
                 if interrupts > 1 {
                     return Ok(exit::INTERRUPTED);
                 }
+                renderer.pause();
                 crate::errln!("cadre: cancelling the turn (Ctrl-C again to quit at once)");
                 let _ = handle.submit(Op::Cancel);
             }

@@ -23,6 +23,8 @@
 //! - [`workflow_cmd`]: `cadre workflow validate|run|resume|list|show|cancel`.
 //! - [`workflow_view`]: a workflow run's progress and final table, with no I/O.
 //! - [`render`]: text, json and stream-json renderings of the event stream.
+//! - [`spinner`]: the spinner a terminal shows while a turn waits for the
+//!   model.
 //! - [`exit`]: exit codes.
 //! - [`out`]: every write to stdout and stderr; a closed reader is a quiet
 //!   exit.
@@ -48,6 +50,7 @@ pub mod render;
 pub mod restore_cmd;
 pub mod sessions_cmd;
 pub mod shell;
+pub mod spinner;
 pub mod workflow_cmd;
 pub mod workflow_view;
 
@@ -88,7 +91,7 @@ pub fn main() -> ExitCode {
             });
         }
     };
-    init_tracing(cli.verbose);
+    let logging = init_tracing(cli.verbose);
     let env = environment();
     let default_config_dir = env.platform_config_dir.as_ref().map(|d| d.join("cadre"));
     let config_dir = cli.config_dir.or_else(|| default_config_dir.clone());
@@ -97,9 +100,15 @@ pub fn main() -> ExitCode {
     let custom_config_dir = config_dir
         .clone()
         .filter(|d| Some(d) != default_config_dir.as_ref());
+    let globals = Globals {
+        config_dir: config_dir.clone(),
+        custom_config_dir,
+        verbose: cli.verbose,
+        logging,
+    };
     finish(match cli.command {
-        None => run_shell(cli.session, env, config_dir, custom_config_dir),
-        Some(Command::Exec(args)) => run_exec(*args, env, config_dir, custom_config_dir),
+        None => run_shell(cli.session, cli.prompt, env, globals),
+        Some(Command::Exec(args)) => run_exec(*args, env, globals),
         // Settings need no async runtime; not starting one keeps `config` fast.
         Some(Command::Sessions(args)) => offline_store(args.data_dir.clone(), &env)
             .and_then(|(dir, followup)| sessions_cmd::sessions(args, dir, &followup)),
@@ -139,44 +148,65 @@ fn offline_store(
     }
 }
 
+/// What a session run takes from the global flags.
+struct Globals {
+    /// cadre's configuration directory.
+    config_dir: Option<PathBuf>,
+    /// The same, when it is not the default one (printed commands name it).
+    custom_config_dir: Option<PathBuf>,
+    /// `-v`s: more of each tool's output in text.
+    verbose: u8,
+    /// Log lines go to stderr (they would cut through a spinner).
+    logging: bool,
+}
+
+impl Globals {
+    /// Applies them to a validated run.
+    fn apply(&self, config: &mut RunConfig) {
+        config.sandbox.protected.extend(self.config_dir.clone());
+        config.protect_config_dir(self.config_dir.as_deref());
+        config.followup = std::mem::take(&mut config.followup)
+            .config_dir(self.custom_config_dir.as_deref(), None);
+        if self.verbose > 0 {
+            config.tool_output_lines = render::VERBOSE_TOOL_OUTPUT_LINES;
+        }
+        config.spinner = !self.logging && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    }
+}
+
 fn run_exec(
     mut args: args::ExecArgs,
     env: Environment,
-    config_dir: Option<PathBuf>,
-    custom_config_dir: Option<PathBuf>,
+    globals: Globals,
 ) -> Result<u8, exit::CliError> {
     args.prompt = read_prompt(args.prompt.take(), args.prompt_file.as_deref())?;
     prepare_workspace(&args.session)?;
     block_on(async {
-        let files = load_config(&args.session, &env, config_dir.as_deref())?;
-        let defaults = load_defaults(config_dir.as_deref())?;
+        let config_dir = globals.config_dir.as_deref();
+        let files = load_config(&args.session, &env, config_dir)?;
+        let defaults = load_defaults(config_dir)?;
         let mut config = RunConfig::from_args(args, env, files, defaults)?;
-        config.followup = config
-            .followup
-            .config_dir(custom_config_dir.as_deref(), None);
-        config.sandbox.protected.extend(config_dir.clone());
-        config.protect_config_dir(config_dir.as_deref());
+        globals.apply(&mut config);
         exec::run(config).await
     })
 }
 
+/// The shell; `prompt`, when given, is its first message.
 fn run_shell(
     args: args::SessionArgs,
+    prompt: Option<String>,
     env: Environment,
-    config_dir: Option<PathBuf>,
-    custom_config_dir: Option<PathBuf>,
+    globals: Globals,
 ) -> Result<u8, exit::CliError> {
     prepare_workspace(&args)?;
     block_on(async {
-        let files = load_config(&args, &env, config_dir.as_deref())?;
-        let defaults = load_defaults(config_dir.as_deref())?;
+        let config_dir = globals.config_dir.as_deref();
+        let files = load_config(&args, &env, config_dir)?;
+        let defaults = load_defaults(config_dir)?;
         let mut config = RunConfig::from_session(args, env, files, defaults)?;
-        config.followup = config
-            .followup
-            .config_dir(custom_config_dir.as_deref(), None);
-        config.sandbox.protected.extend(config_dir.clone());
-        config.protect_config_dir(config_dir.as_deref());
-        let settings = config_dir.as_deref().map(Settings::in_dir);
+        globals.apply(&mut config);
+        config.prompt = prompt.filter(|p| !p.trim().is_empty());
+        let settings = config_dir.map(Settings::in_dir);
         shell::run(config, settings).await
     })
 }
@@ -339,6 +369,16 @@ pub(crate) fn load_defaults(config_dir: Option<&Path>) -> Result<UserDefaults, e
     };
     let settings = Settings::in_dir(dir);
     let error = config_cmd::cli_error;
+    // A key this cadre does not know may be a newer cadre's, so it does not
+    // stop the run; but a misspelt one must not pass in silence.
+    for key in settings.read().map_err(error)?.keys() {
+        if cadre_runtime::settings::KnownKey::lookup(key).is_err() {
+            crate::errln!(
+                "cadre: {}: unknown setting '{key}' is ignored (`cadre config --help` lists the known ones)",
+                settings.path().display()
+            );
+        }
+    }
     Ok(UserDefaults {
         mode: settings.default_mode().map_err(error)?,
         posture: settings.default_posture().map_err(error)?,
@@ -353,8 +393,8 @@ pub(crate) fn load_defaults(config_dir: Option<&Path>) -> Result<UserDefaults, e
 /// Log output goes to stderr only when asked for (`-v`, `-vv` or
 /// `RUST_LOG`): cadre's own lines already say what a person needs (a
 /// retry, a failure), and logs would repeat them. Colours only on a
-/// terminal, and never under `NO_COLOR`.
-fn init_tracing(verbose: u8) {
+/// terminal, and never under `NO_COLOR`. Returns whether logs are on.
+fn init_tracing(verbose: u8) -> bool {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let asked = std::env::var("RUST_LOG")
@@ -362,15 +402,16 @@ fn init_tracing(verbose: u8) {
         .filter(|v| !v.trim().is_empty());
     let filter = match (asked, verbose) {
         (Some(directives), _) => EnvFilter::new(directives),
-        (None, 0) => return,
+        (None, 0) => return false,
         (None, 1) => EnvFilter::new("info"),
         (None, _) => EnvFilter::new("debug"),
     };
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let _ = tracing_subscriber::fmt()
+    tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal() && !no_color)
         .with_target(false)
-        .try_init();
+        .try_init()
+        .is_ok()
 }

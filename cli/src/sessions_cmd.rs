@@ -218,7 +218,7 @@ pub fn plan(args: PlanArgs, data_dir: PathBuf, followup: &Followup) -> Result<u8
         }
         QuestionnaireAnswer::Defer | QuestionnaireAnswer::Withdraw => String::new(),
     };
-    crate::outln!("{} {}{next}", q.id, answer_word(&answer));
+    crate::outln!("{} {}{next}", q.id, crate::render::answer_text(&answer));
     Ok(exit::SUCCESS)
 }
 
@@ -229,15 +229,6 @@ pub(crate) fn answer_commands(followup: &Followup, session_id: &str) -> String {
         "{} (or revise --feedback TEXT, withdraw, defer)",
         followup.offline(&["plan", "approve", session_id])
     )
-}
-
-fn answer_word(answer: &QuestionnaireAnswer) -> &'static str {
-    match answer {
-        QuestionnaireAnswer::Approve => "approved",
-        QuestionnaireAnswer::Defer => "deferred",
-        QuestionnaireAnswer::Revise { .. } => "sent back for revision",
-        QuestionnaireAnswer::Withdraw => "withdrawn",
-    }
 }
 
 #[cfg(test)]

@@ -111,10 +111,10 @@ fn validate_cmd(
     };
     let workflow = checked(&source, &options)?;
     crate::outln!(
-        "{}: workflow {} is valid ({} steps)",
+        "{}: workflow {} is valid ({})",
         source.name,
         workflow.name,
-        workflow.steps.len()
+        crate::render::count(workflow.steps.len() as u64, "step")
     );
     Ok(exit::SUCCESS)
 }
@@ -378,9 +378,9 @@ fn dry_run(workflow: &Workflow, config: &RunConfig, max_parallel: Option<u32>) -
         other => format!("{other:?}"),
     };
     let mut out = format!(
-        "workflow {} · {} steps · up to {parallel} at once · posture {} (ceiling {})\n",
+        "workflow {} · {} · up to {parallel} at once · posture {} (ceiling {})\n",
         workflow.name,
-        workflow.steps.len(),
+        crate::render::count(workflow.steps.len() as u64, "step"),
         config.posture,
         workflow
             .posture

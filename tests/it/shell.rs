@@ -156,7 +156,7 @@ fn the_shell_plans_asks_inline_refuses_a_mode_change_mid_turn_and_cancels_on_ctr
     expect(&mut shell, "[a] approve  [d] defer  [r] revise");
     expect(&mut shell, "turn 1 completed");
     shell.send_line("d").expect("send");
-    expect(&mut shell, "answered: Defer");
+    expect(&mut shell, " deferred");
     shell.send_line("/plan view").expect("send");
     // The tool call line shortens the content before the marker.
     expect(&mut shell, "the shell test looks for PLAN-7f3a.");

@@ -57,7 +57,11 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
     // line and puts it back after, so the shell's must be in place first.
     let mut interrupts = interrupts();
     let mut terminal = Terminal::start(config.data_dir.join("shell_history")).await;
-    let mut view = View::new(config.followup.clone());
+    let mut view = View::new(
+        crate::render::TextView::default()
+            .with_followup(config.followup.clone())
+            .with_tool_output_lines(config.tool_output_lines),
+    );
     // The mode last asked for with `/mode`: persisted when the session
     // accepts it, forgotten when it refuses.
     let mut chosen: Option<Mode> = None;
@@ -71,6 +75,10 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
         workspace: config.workspace.display().to_string(),
         data_dir: config.data_dir.clone(),
     });
+
+    // `cadre "PROMPT"`: the first line, as if typed at the prompt once the
+    // session has said hello.
+    let mut first = config.prompt.clone();
 
     loop {
         tokio::select! {
@@ -90,6 +98,12 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
                 }
                 for op in shell.event(&event) {
                     let _ = handle.submit(op);
+                }
+                if matches!(event, Event::SessionStarted { .. })
+                    && let Some(line) = first.take()
+                {
+                    terminal.echo(&line);
+                    react(&mut shell, &handle, None, &view, &mut terminal, &lookups, Input::Line(line));
                 }
                 if matches!(event, Event::SessionStopped { .. }) {
                     break;

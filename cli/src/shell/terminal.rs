@@ -113,6 +113,14 @@ impl Terminal {
         }
     }
 
+    /// Shows `line` as if it had been typed at the prompt.
+    pub fn echo(&mut self, line: &str) {
+        self.show(Piece {
+            stream: Stream::Err,
+            text: format!("{PROMPT}{line}\n"),
+        });
+    }
+
     fn send(&mut self, piece: Piece) {
         if let Some(lines) = &self.lines {
             let _ = lines.send(piece);

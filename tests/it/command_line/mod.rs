@@ -5,6 +5,7 @@
 //! smaller courtesies (issue 11). Every test runs the binary.
 
 mod base_url;
+mod courtesies;
 mod examples;
 mod flags;
 mod followups;
@@ -85,6 +86,11 @@ impl Dirs {
             data: TempDir::new().expect("data"),
             config: TempDir::new().expect("config"),
         }
+    }
+
+    /// The three, for the shell's tests.
+    pub fn tuple(self) -> (TempDir, TempDir, TempDir) {
+        (self.ws, self.data, self.config)
     }
 
     /// `--workspace`, `--data-dir` and `--config-dir` for these.
