@@ -51,6 +51,8 @@ pub enum Command {
     Mcp(McpArgs),
     /// Validate, run, resume, list, show and cancel workflows.
     Workflow(WorkflowArgs),
+    /// Show, pause, resume, clear a stored session's goal, or change its budget.
+    Goal(crate::goal_cmd::GoalArgs),
 }
 
 /// `cadre restore`.
@@ -392,6 +394,10 @@ pub struct ExecArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub output_format: OutputFormat,
+
+    /// A goal to drive to a verified end.
+    #[command(flatten)]
+    pub goal: crate::goal_cmd::GoalFlags,
 
     /// The session: model, mode, permissions, directories.
     #[command(flatten)]

@@ -22,6 +22,7 @@
 //!   snapshots and the store.
 //! - [`workflow_cmd`]: `cadre workflow validate|run|resume|list|show|cancel`.
 //! - [`workflow_view`]: a workflow run's progress and final table, with no I/O.
+//! - [`goal_cmd`]: `cadre exec --goal` flags, goal exit codes, `cadre goal show|pause|resume|clear|budget`.
 //! - [`render`]: text, json and stream-json renderings of the event stream.
 //! - [`spinner`]: the spinner a terminal shows while a turn waits for the
 //!   model.
@@ -43,6 +44,7 @@ pub mod config_cmd;
 pub mod exec;
 pub mod exit;
 pub mod followup;
+pub mod goal_cmd;
 pub mod launch;
 pub mod mcp_cmd;
 pub mod out;
@@ -121,6 +123,8 @@ pub fn main() -> ExitCode {
             config_dir.clone(),
         )),
         Some(Command::Workflow(args)) => workflow_cmd::run(args, env, config_dir),
+        Some(Command::Goal(args)) => offline_store(args.data_dir.clone(), &env)
+            .and_then(|(dir, followup)| goal_cmd::run(args, dir, &followup)),
         Some(Command::Config(args)) => match config_dir {
             Some(dir) => config_cmd::run(args, &Settings::in_dir(&dir)),
             None => Err(exit::CliError::usage(

@@ -356,6 +356,24 @@ impl TextView {
                 count(*turns, "turn")
             )),
             Event::SessionStopped { .. } | Event::SessionIdle { .. } => None,
+            Event::GoalUpdated {
+                status,
+                reason,
+                usage,
+                budgets,
+                ..
+            } => err(cadre_runtime::goal::progress_line(
+                *status, *reason, usage, budgets,
+            )),
+            Event::GoalVerification { verdict, gaps, .. } => {
+                let mut text = format!("  ⊨ verifier: {verdict}");
+                for gap in gaps {
+                    text.push_str(&format!("\n    gap: {}", first_line(gap)));
+                }
+                err(text)
+            }
+            Event::GoalContinuation { n } => err(format!("── goal continuation {n} ──")),
+            Event::GoalCleared {} => err("goal cleared".to_string()),
             Event::PlanEntered { plan_path, backup } => match backup {
                 Some(backup) => err(format!(
                     "plan mode: the plan goes to {plan_path} (the earlier one is in {backup})"
@@ -530,6 +548,18 @@ fn category_name(category: cadre_runtime::protocol::FailureCategory) -> &'static
         FailureCategory::Cancelled => "cancelled",
         FailureCategory::PausedByDenials => "paused_by_denials",
     }
+}
+
+/// The first non-blank line, cut at 160 characters, with `…` when there is
+/// more.
+fn first_line(text: &str) -> String {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let more = text.lines().filter(|l| !l.trim().is_empty()).count() > 1;
+    let mut shown: String = line.chars().take(160).collect();
+    if more || line.chars().count() > 160 {
+        shown.push_str(" …");
+    }
+    shown
 }
 
 /// The first `max` non-blank lines of a tool's output, each cut at 160

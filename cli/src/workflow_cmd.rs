@@ -23,7 +23,6 @@ use cadre_workflows::model::{ForEach, Workflow};
 use cadre_workflows::scheduler::Report;
 use cadre_workflows::validate::{Options, validate};
 use serde_json::json;
-use tokio::sync::mpsc;
 
 use crate::args::{
     OutputFormat, WorkflowAction, WorkflowArgs, WorkflowResumeArgs, WorkflowRunArgs,
@@ -232,7 +231,7 @@ fn store_error(err: StoreError) -> CliError {
 /// Starts the run and follows it to its end; the exit code says how it
 /// ended.
 async fn drive(host: Host, config: &RunConfig, launch: Launch) -> Result<u8, CliError> {
-    let (tx, mut events) = mpsc::unbounded_channel();
+    let (tx, mut events) = cadre_actors::events::channel();
     let caller = host
         .workflow_caller(&session_options(config, false), EventSink::new(tx))
         .map_err(host_error)?;

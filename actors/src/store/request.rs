@@ -97,6 +97,8 @@ fn defer<T: Send + 'static>(reply: Reply<T>, result: Result<T, StoreError>) -> D
 /// A request to the store actor.
 #[derive(Debug)]
 pub enum StoreRequest {
+    /// A goal request (`store/goal.rs`).
+    Goal(super::goal::GoalRequest),
     /// Opens a session: creates or reads it, takes its lease, applies the
     /// host's mode and posture when given, marks interrupted sub-agents,
     /// and reads back what it needs.
@@ -318,6 +320,7 @@ impl StoreRequest {
             }};
         }
         match self {
+            StoreRequest::Goal(request) => request.refuse(error),
             StoreRequest::Open(_, reply) => no!(reply),
             StoreRequest::Admit { reply, .. } => no!(reply),
             StoreRequest::StartTurn { reply, .. }
@@ -351,7 +354,8 @@ impl StoreRequest {
             StoreRequest::Admit { intent, .. } => *intent == Some(ModeIntent::PlanEntry),
             StoreRequest::SetMode { enter_plan, .. } => enter_plan.is_some(),
             StoreRequest::Answer { .. } => true,
-            StoreRequest::Open(..)
+            StoreRequest::Goal(_)
+            | StoreRequest::Open(..)
             | StoreRequest::StartTurn { .. }
             | StoreRequest::FinishTurn { .. }
             | StoreRequest::Pending { .. }
@@ -377,6 +381,7 @@ impl StoreRequest {
     /// or replaced by the commit's failure.
     pub(super) fn run(self, s: &mut Store, owner: &LeaseOwner) -> Deferred {
         match self {
+            StoreRequest::Goal(request) => request.run(s),
             StoreRequest::Open(open, reply) => {
                 defer(reply, s.isolated(|s| open_session(s, &open, owner)))
             }

@@ -97,6 +97,26 @@ async fn every_example_does_what_its_comment_says_with_the_command_shown() {
     )
     .await;
 
+    // Three continuations, then the verifier passes: exit 0. README shows
+    // the same command (its walk skips it: see there).
+    check(file("examples/scripts/goal-notes.toml"), 0, |_, out| {
+        assert!(
+            out[0].stderr.contains("goal complete(verifier_met)"),
+            "{}",
+            out[0].stderr
+        );
+        let readme =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+                .expect("README");
+        let shown = commented("examples/scripts/goal-notes.toml", 0);
+        assert!(
+            commands(readme.lines(), 0).contains(&shown[0]),
+            "README no longer shows {:?}",
+            shown[0].line
+        );
+    })
+    .await;
+
     // Blocked behind the failed lockfile check: exit 1, as the comment says.
     check(file("examples/workflows/review.toml"), 1, |_, out| {
         let all = format!("{}{}", out[0].stdout, out[0].stderr);

@@ -71,6 +71,8 @@ impl Walk {
             .env("HOME", &home)
             .env("XDG_DATA_HOME", home.join("data"))
             .env("XDG_CONFIG_HOME", home.join("config"))
+            // `mktemp -d` in a command makes its directory here too.
+            .env("TMPDIR", self.root.path().join("tmp"))
             .stdin(std::process::Stdio::null())
             .output()
             .await
