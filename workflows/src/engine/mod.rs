@@ -155,7 +155,7 @@ pub async fn start(caller: Caller, launch: Launch) -> Result<RunHandle, StartErr
             resumed.agents,
         ),
         None => {
-            let id = uuid::Uuid::new_v4().to_string();
+            let id = uuid::Uuid::now_v7().to_string();
             let draft = RunDraft {
                 id: id.clone(),
                 caller_id: caller.session_id.clone(),
