@@ -318,7 +318,6 @@ fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
-
 impl Store {
     /// Starts a transaction, or a savepoint inside the caller's.
     pub(crate) fn begin(&mut self) -> rusqlite::Result<Tx<'_>> {
