@@ -258,13 +258,36 @@ impl ConfigPaths {
         }
         if let Some(ws) = &self.workspace {
             layers.push((ws.join(".cadre").join("config.toml"), Scope::Project));
-            layers.push((ws.join(".cadre").join("config.local.toml"), Scope::Local));
+            let local = ws.join(".cadre").join("config.local.toml");
+            // A "local" file the repository carries came with the clone:
+            // it is the project's, not the person's.
+            let scope = if committed(&local) {
+                Scope::Project
+            } else {
+                Scope::Local
+            };
+            layers.push((local, scope));
         }
         if let Some(explicit) = &self.explicit {
             layers.push((explicit.clone(), Scope::Local));
         }
         layers
     }
+}
+
+/// Whether `path` is in its git repository's index (committed or staged).
+/// No repository, or one that cannot be read, means no.
+fn committed(path: &Path) -> bool {
+    let Ok(repo) = git2::Repository::discover(path.parent().unwrap_or(path)) else {
+        return false;
+    };
+    let (Some(root), Ok(index)) = (repo.workdir(), repo.index()) else {
+        return false;
+    };
+    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let (root, path) = (canonical(root), canonical(path));
+    path.strip_prefix(&root)
+        .is_ok_and(|rel| index.get_path(rel, 0).is_some())
 }
 
 /// A project's file may not name a model server: the API key goes with
@@ -285,7 +308,13 @@ fn refuse_endpoints(file: &ConfigFile, path: &Path) -> Result<(), ConfigError> {
             path: path.display().to_string(),
             message: format!(
                 "{key}: a project's config cannot choose the model server (the API key is sent \
-                 there); set it in your user config, .cadre/config.local.toml or with --base-url"
+                 there){}; set it in your user config, an uncommitted \
+                 .cadre/config.local.toml or with --base-url",
+                if path.ends_with(".cadre/config.local.toml") {
+                    " and this file is committed to the repository, so it is the project's"
+                } else {
+                    ""
+                }
             ),
         }),
         None => Ok(()),

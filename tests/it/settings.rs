@@ -244,6 +244,18 @@ async fn config_get_set_list_and_their_exit_codes() {
 /// project config of `project` and `flags`; returns the first line's mode
 /// and posture.
 async fn starts_in(settings: &[(&str, &str)], project: &str, flags: &[&str]) -> (String, String) {
+    starts_in_with(settings, &[(".cadre/config.toml", project)], false, flags).await
+}
+
+/// Runs the built-in demo with `settings`, the workspace's `files` (those
+/// with content; in a git repository that commits them when `commit`) and
+/// `flags`; returns the first line's mode and posture.
+async fn starts_in_with(
+    settings: &[(&str, &str)],
+    files: &[(&str, &str)],
+    commit: bool,
+    flags: &[&str],
+) -> (String, String) {
     let (config, ws, data) = (
         TempDir::new().expect("config"),
         TempDir::new().expect("workspace"),
@@ -253,9 +265,18 @@ async fn starts_in(settings: &[(&str, &str)], project: &str, flags: &[&str]) -> 
         let out = cadre(config.path(), &["config", "set", key, value]).await;
         assert_eq!(out.code, 0, "{}", out.stderr);
     }
-    if !project.is_empty() {
-        std::fs::create_dir_all(ws.path().join(".cadre")).expect("dir");
-        std::fs::write(ws.path().join(".cadre/config.toml"), project).expect("project");
+    for (path, text) in files.iter().filter(|(_, text)| !text.is_empty()) {
+        let path = ws.path().join(path);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("dir");
+        std::fs::write(path, text).expect("file");
+    }
+    if commit {
+        let repo = git2::Repository::init(ws.path()).expect("git init");
+        let mut index = repo.index().expect("index");
+        for (path, _) in files {
+            index.add_path(Path::new(path)).expect("add");
+        }
+        index.write().expect("index written");
     }
     let s = |p: &Path| p.to_str().expect("utf-8").to_string();
     let mut args = vec![
@@ -325,4 +346,59 @@ async fn exec_starts_from_the_settings_defaults_below_config_files_and_flags() {
     )
     .await;
     check(&[], bypass, &["--posture", "bypass"], ("work", "bypass")).await;
+}
+
+#[tokio::test]
+async fn a_local_config_the_repository_carries_is_the_projects_and_only_narrows() {
+    let local = [(".cadre/config.local.toml", "posture = \"bypass\"\n")];
+    // The person's own, uncommitted local file decides.
+    assert_eq!(
+        starts_in_with(&[], &local, false, &[]).await,
+        ("work".to_string(), "bypass".to_string())
+    );
+    // The same file committed came with the clone: it cannot widen.
+    assert_eq!(
+        starts_in_with(&[], &local, true, &[]).await,
+        ("work".to_string(), "suggest".to_string())
+    );
+}
+
+#[tokio::test]
+async fn a_committed_local_config_cannot_choose_the_model_server() {
+    let (config, ws, data) = (
+        TempDir::new().expect("config"),
+        TempDir::new().expect("workspace"),
+        TempDir::new().expect("data"),
+    );
+    std::fs::create_dir_all(ws.path().join(".cadre")).expect("dir");
+    let local = ws.path().join(".cadre/config.local.toml");
+    std::fs::write(&local, "base_url = \"http://127.0.0.1:9/v1\"\n").expect("file");
+    let repo = git2::Repository::init(ws.path()).expect("git init");
+    let mut index = repo.index().expect("index");
+    index
+        .add_path(Path::new(".cadre/config.local.toml"))
+        .expect("add");
+    index.write().expect("index written");
+    let s = |p: &Path| p.to_str().expect("utf-8").to_string();
+    let args = [
+        "exec".to_string(),
+        "--workspace".into(),
+        s(ws.path()),
+        "--data-dir".into(),
+        s(data.path()),
+        "hello".into(),
+    ];
+    let out = cadre(
+        config.path(),
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
+    .await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("config.local.toml")
+            && out.stderr.contains("base_url")
+            && out.stderr.contains("committed to the repository"),
+        "{}",
+        out.stderr
+    );
 }
