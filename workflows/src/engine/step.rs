@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use cadre_actors::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
 use cadre_actors::session::SessionMsg;
-use cadre_runtime::agent::AgentPath;
+use cadre_runtime::agent::{AgentPath, LiveAuthority};
 use cadre_runtime::protocol::{Envelope, Event, FailureCategory, Op, ToolStatus};
 use cadre_runtime::sandbox::SandboxConfig;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
@@ -25,7 +25,25 @@ use tokio::time::Instant;
 use super::check::{DEFAULT_CHECK_TIMEOUT, run_check};
 use super::ids::{outer_agent_id, outer_approval_id};
 use super::supervisor::{StepReport, SupervisorMsg};
+use crate::cluster::link::Remote;
+use crate::cluster::wire::Order;
+use crate::cluster::{Cluster, RemoteAgent};
 use crate::scheduler::InstanceId;
+
+/// Where an attempt's agent runs.
+pub enum Placement {
+    /// Here, through the kernel.
+    Local,
+    /// On a node: the order it is sent.
+    Remote {
+        /// The coordinator's cluster.
+        cluster: Cluster,
+        /// The node.
+        node: String,
+        /// What the node is asked to run.
+        order: Box<Order>,
+    },
+}
 
 /// What a step attempt starts with.
 pub struct StepArgs {
@@ -49,6 +67,8 @@ pub struct StepArgs {
     pub sandbox: std::sync::Arc<SandboxConfig>,
     /// The check's private temp dir.
     pub tmp: PathBuf,
+    /// Where the agent runs.
+    pub place: Placement,
 }
 
 /// Messages to a step actor.
@@ -58,6 +78,9 @@ pub enum StepMsg {
     Agent(Box<Envelope>),
     /// The agent's event stream ended.
     AgentGone,
+    /// The agent on a node ended before it answered (a crash there), or
+    /// its node was lost: the attempt fails with the reason.
+    Lost(String),
     /// The wall-clock timeout fired.
     Timeout,
     /// Time to look for progress.
@@ -77,12 +100,89 @@ impl ractor::Message for StepMsg {}
 /// The step actor.
 pub struct StepActor;
 
+/// The attempt's agent, here or on a node.
+enum Agent {
+    Local(ActorRef<SessionMsg>),
+    Remote(RemoteAgent),
+}
+
+impl Agent {
+    fn op(&self, op: Op) {
+        match self {
+            Agent::Local(actor) => {
+                let _ = actor.cast(SessionMsg::Op(op));
+            }
+            Agent::Remote(remote) => remote.op(op),
+        }
+    }
+}
+
+/// Starts the agent here, its events coming to `myself`.
+async fn start_local(myself: &ActorRef<StepMsg>, args: &StepArgs) -> Result<Agent, String> {
+    let SpawnedAgent {
+        actor, mut events, ..
+    } = spawn_agent(
+        args.spec.clone(),
+        args.services.clone(),
+        Some(myself.get_cell()),
+    )
+    .await
+    .map_err(|e| format!("the step's agent could not start: {e}"))?;
+    let me = myself.clone();
+    tokio::spawn(async move {
+        while let Some(envelope) = events.recv().await {
+            if me.cast(StepMsg::Agent(Box::new(envelope))).is_err() {
+                return;
+            }
+        }
+        let _ = me.cast(StepMsg::AgentGone);
+    });
+    actor
+        .cast(SessionMsg::Op(Op::user(args.prompt.clone())))
+        .map_err(|e| format!("the step's agent stopped at once: {e}"))?;
+    Ok(Agent::Local(actor))
+}
+
+/// Starts the agent on `node` (it sends itself the prompt), its news
+/// coming to `myself`.
+async fn start_remote(
+    myself: &ActorRef<StepMsg>,
+    cluster: &Cluster,
+    node: &str,
+    order: Order,
+    live: std::sync::Arc<LiveAuthority>,
+) -> Result<Agent, String> {
+    let (remote, mut news) = cluster
+        .start(node, order, live)
+        .await
+        .map_err(|e| format!("node {node} did not start the step's agent: {e}"))?;
+    let me = myself.clone();
+    let node = node.to_string();
+    tokio::spawn(async move {
+        while let Some(item) = news.recv().await {
+            let message = match item {
+                Remote::Event(envelope) => StepMsg::Agent(envelope),
+                Remote::Checked(passed, detail) => StepMsg::Checked(passed, detail),
+                Remote::Ended(reason) if reason == "stopped" => StepMsg::AgentGone,
+                Remote::Ended(reason) => StepMsg::Lost(format!("on node {node}: {reason}")),
+                Remote::Lost(reason) => StepMsg::Lost(reason),
+            };
+            if me.cast(message).is_err() {
+                return;
+            }
+        }
+    });
+    Ok(Agent::Remote(remote))
+}
+
 /// Its state.
 pub struct StepState {
     myself: ActorRef<StepMsg>,
     args: StepArgs,
-    agent: ActorRef<SessionMsg>,
+    agent: Agent,
     path: AgentPath,
+    /// Its check was sent and has not come back.
+    checking: bool,
     answer: String,
     /// Every tool call of the attempt, `name subject`, with its outcome
     /// once it has one.
@@ -102,30 +202,24 @@ impl Actor for StepActor {
     async fn pre_start(
         &self,
         myself: ActorRef<Self::Msg>,
-        args: StepArgs,
+        mut args: StepArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let path = args.spec.path.clone();
-        let SpawnedAgent {
-            actor, mut events, ..
-        } = spawn_agent(
-            args.spec.clone(),
-            args.services.clone(),
-            Some(myself.get_cell()),
-        )
-        .await
-        .map_err(|e| format!("the step's agent could not start: {e}"))?;
-        let me = myself.clone();
-        tokio::spawn(async move {
-            while let Some(envelope) = events.recv().await {
-                if me.cast(StepMsg::Agent(Box::new(envelope))).is_err() {
-                    return;
-                }
+        let agent = match std::mem::replace(&mut args.place, Placement::Local) {
+            Placement::Local => start_local(&myself, &args).await?,
+            Placement::Remote {
+                cluster,
+                node,
+                order,
+            } => {
+                let live = args
+                    .spec
+                    .parent
+                    .clone()
+                    .ok_or("a step's agent has its caller's live authority")?;
+                start_remote(&myself, &cluster, &node, *order, live).await?
             }
-            let _ = me.cast(StepMsg::AgentGone);
-        });
-        actor
-            .cast(SessionMsg::Op(Op::user(args.prompt.clone())))
-            .map_err(|e| format!("the step's agent stopped at once: {e}"))?;
+        };
         if let Some(timeout) = args.timeout {
             myself.send_after(timeout, || StepMsg::Timeout);
         }
@@ -135,8 +229,9 @@ impl Actor for StepActor {
         Ok(StepState {
             myself: myself.clone(),
             args,
-            agent: actor,
+            agent,
             path,
+            checking: false,
             answer: String::new(),
             calls: Vec::new(),
             tokens: 0,
@@ -156,14 +251,24 @@ impl Actor for StepActor {
             StepMsg::AgentGone => {
                 state.report_failure("the step's agent stopped before it answered".into());
             }
+            StepMsg::Lost(reason) => {
+                if state.checking {
+                    let _ = myself.cast(StepMsg::Checked(
+                        false,
+                        format!("the check did not finish: {reason}"),
+                    ));
+                } else {
+                    state.report_failure(reason);
+                }
+            }
             StepMsg::Timeout => {
                 if !state.reported {
                     let limit = state.args.timeout.unwrap_or_default();
                     state.stop_agent();
                     state.report_failure(format!(
-                        "timed out after {}; its partial transcript is kept under agent {}",
+                        "timed out after {}; {}",
                         human(limit),
-                        state.args.spec.row_id()
+                        state.transcript_note()
                     ));
                 }
             }
@@ -174,13 +279,19 @@ impl Actor for StepActor {
                 {
                     state.stop_agent();
                     state.report_failure(format!(
-                        "no model or tool progress for {}; its partial transcript is kept under agent {}",
+                        "no model or tool progress for {}; {}",
                         human(idle),
-                        state.args.spec.row_id()
+                        state.transcript_note()
                     ));
                 }
             }
             StepMsg::Check(command) => {
+                state.checking = true;
+                if let Agent::Remote(remote) = &state.agent {
+                    let timeout = state.args.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT);
+                    remote.check(command, timeout);
+                    return Ok(());
+                }
                 let workspace = state.args.spec.workspace.root().to_path_buf();
                 let sandbox = state.args.sandbox.clone();
                 let tmp = state.args.tmp.clone();
@@ -193,6 +304,9 @@ impl Actor for StepActor {
                 });
             }
             StepMsg::Checked(passed, detail) => {
+                if !std::mem::replace(&mut state.checking, false) {
+                    return Ok(());
+                }
                 let _ = state.args.supervisor.cast(SupervisorMsg::Step(
                     state.args.id,
                     StepReport::Checked { passed, detail },
@@ -204,9 +318,19 @@ impl Actor for StepActor {
                 state.stop_agent();
                 myself.stop(None);
             }
-            StepMsg::Approve(op) => {
-                let _ = state.agent.cast(SessionMsg::Op(op));
-            }
+            StepMsg::Approve(op) => state.agent.op(op),
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // The node stops the agent and frees its slot.
+        if let Agent::Remote(remote) = &state.agent {
+            remote.forget();
         }
         Ok(())
     }
@@ -244,8 +368,23 @@ impl StepState {
     }
 
     fn stop_agent(&self) {
-        let _ = self.agent.cast(SessionMsg::Op(Op::Cancel));
-        let _ = self.agent.cast(SessionMsg::Op(Op::Shutdown));
+        self.agent.op(Op::Cancel);
+        self.agent.op(Op::Shutdown);
+    }
+
+    /// Where what the agent did stays.
+    fn transcript_note(&self) -> String {
+        match &self.agent {
+            Agent::Local(_) => format!(
+                "its partial transcript is kept under agent {}",
+                self.args.spec.row_id()
+            ),
+            Agent::Remote(remote) => format!(
+                "it ran on node {} as agent {}",
+                remote.node,
+                self.args.spec.row_id()
+            ),
+        }
     }
 
     fn agent_event(&mut self, event: Event) {
@@ -287,7 +426,7 @@ impl StepState {
                     let calls = self.calls.iter().map(|(_, c)| c.clone()).collect();
                     self.supervisor(StepReport::Answered { output, calls });
                 }
-                let _ = self.agent.cast(SessionMsg::Op(Op::Shutdown));
+                self.agent.op(Op::Shutdown);
             }
             Event::TurnFailed {
                 message,
@@ -306,7 +445,7 @@ impl StepState {
                     )));
                 }
                 self.report_failure(message.clone());
-                let _ = self.agent.cast(SessionMsg::Op(Op::Shutdown));
+                self.agent.op(Op::Shutdown);
             }
             _ => {}
         }
