@@ -22,6 +22,7 @@
 //!   snapshots and the store.
 //! - [`workflow_cmd`]: `cadre workflow validate|run|resume|list|show|cancel`.
 //! - [`workflow_view`]: a workflow run's progress and final table, with no I/O.
+//! - [`cluster_cmd`]: `cadre node`, and the nodes of `workflow run --nodes`.
 //! - [`render`]: text, json and stream-json renderings of the event stream.
 //! - [`exit`]: exit codes.
 //!
@@ -30,6 +31,7 @@
 
 pub mod args;
 pub mod attach;
+pub mod cluster_cmd;
 pub mod config;
 pub mod config_cmd;
 pub mod exec;
@@ -111,6 +113,7 @@ pub fn main() -> ExitCode {
             config_dir.clone(),
         )),
         Some(Command::Workflow(args)) => workflow_cmd::run(args, env, config_dir),
+        Some(Command::Node(args)) => block_on(cluster_cmd::node(*args, env, config_dir)),
         Some(Command::Config(args)) => match config_dir {
             Some(dir) => config_cmd::run(args, &Settings::in_dir(&dir)),
             None => Err(exit::CliError::usage(

@@ -21,6 +21,7 @@ use std::time::Duration;
 use cadre_actors::delegation::Caller;
 use cadre_actors::kernel::{AgentSpec, SpawnedAgent, spawn_agent};
 use cadre_actors::session::SessionMsg;
+use cadre_actors::store::{RunDraft, StoreRequest};
 use cadre_runtime::agent::LiveAuthority;
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::protocol::{Envelope, Op};
@@ -134,6 +135,8 @@ pub struct NodeState {
     notices: tokio::sync::mpsc::UnboundedSender<Notice>,
     running: HashMap<Key, Running>,
     outboxes: HashMap<String, Outbox>,
+    /// Runs with a row in the node's store (its agents' rows hang under it).
+    runs: std::collections::HashSet<String>,
 }
 
 impl Actor for NodeService {
@@ -154,6 +157,7 @@ impl Actor for NodeService {
             notices: args.notices,
             running: HashMap::new(),
             outboxes: HashMap::new(),
+            runs: std::collections::HashSet::new(),
         })
     }
 
@@ -287,6 +291,7 @@ impl NodeState {
             .map_err(|e| e.to_string())?;
         let workspace = Workspace::new(&admitted.workspace)
             .map_err(|e| format!("workspace {}: {e}", admitted.workspace.display()))?;
+        self.open_run(&order, &admitted.workspace).await?;
         let parent = LiveAuthority::root(admitted.live.0, admitted.live.1);
         let dir = self
             .config
@@ -358,6 +363,33 @@ impl NodeState {
             coordinator: order.coordinator,
             agent: agent_id,
         });
+        Ok(())
+    }
+
+    /// Gives the order's run a row in the node's store, once.
+    async fn open_run(&mut self, order: &Order, workspace: &std::path::Path) -> Result<(), String> {
+        if self.runs.contains(&order.run_id) {
+            return Ok(());
+        }
+        let Some(store) = self.template.services.store.clone() else {
+            return Ok(());
+        };
+        let draft = RunDraft {
+            id: order.run_id.clone(),
+            caller_id: None,
+            name: format!("remote steps of run {}", order.run_id),
+            file: None,
+            source: String::new(),
+            settings: "{}".into(),
+            workspace: workspace.to_path_buf(),
+            mode: order.authority.mode,
+            posture: order.authority.posture,
+        };
+        store
+            .ask(|reply| StoreRequest::CreateRun(Box::new(draft), reply))
+            .await
+            .map_err(|e| format!("the node's store refused the run: {e}"))?;
+        self.runs.insert(order.run_id.clone());
         Ok(())
     }
 

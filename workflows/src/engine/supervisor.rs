@@ -550,9 +550,13 @@ impl SupervisorState {
                 if let Some(place) = &place {
                     self.release_place(place);
                 }
+                let why = match err {
+                    ractor::SpawnErr::StartupFailed(inner) => inner.to_string(),
+                    other => other.to_string(),
+                };
                 let effects = self.scheduler.step(Input::AttemptFailed {
                     id,
-                    reason: format!("the step could not start: {err}"),
+                    reason: format!("the step could not start: {why}"),
                 });
                 Box::pin(self.perform(myself, effects)).await;
             }
