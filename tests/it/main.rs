@@ -7,6 +7,7 @@
 mod agents;
 mod cancel;
 mod cli;
+mod cluster;
 mod crash;
 mod durability;
 mod kernel;

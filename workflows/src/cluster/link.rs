@@ -23,6 +23,18 @@ use super::places::Places;
 use super::server::PeerEvent;
 use super::wire::{Addressed, Batch, NODES_GROUP, NodeInfo, NodeMsg, Order, Outbound, PROTOCOL, Pull};
 
+/// Why a node did not start an agent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartFailure {
+    /// The node answered no (full, the order refused): the attempt fails.
+    #[error("{0}")]
+    Refused(String),
+    /// The node could not be reached (gone, not answering): it is lost,
+    /// and the attempt can go elsewhere without counting.
+    #[error("{0}")]
+    Unreachable(String),
+}
+
 /// What a step hears about its agent on a node.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Remote {
@@ -82,8 +94,10 @@ pub enum LinkMsg {
         /// Where its news goes.
         news: mpsc::UnboundedSender<Remote>,
         /// Whether the node took it.
-        reply: RpcReplyPort<Result<(), String>>,
+        reply: RpcReplyPort<Result<(), StartFailure>>,
     },
+    /// A node could not be reached: it is lost.
+    Unreachable(String, String),
     /// A cast for an attempt's agent (an op, a check).
     Send(u64, NodeMsg),
     /// The attempt is over: stop its agent on the node, drop its news.
@@ -204,11 +218,20 @@ impl Actor for LinkActor {
                 reply,
             } => {
                 let Some(remote) = state.nodes.get(&node).map(|n| n.remote.clone()) else {
-                    let _ = reply.send(Err(format!("node {node} is not connected")));
+                    let _ = reply.send(Err(StartFailure::Unreachable(format!(
+                        "node {node} is not connected"
+                    ))));
                     return Ok(());
                 };
                 let attempt = order.attempt;
-                state.attempts.insert(attempt, Attempt { node, live, news });
+                state.attempts.insert(
+                    attempt,
+                    Attempt {
+                        node: node.clone(),
+                        live,
+                        news,
+                    },
+                );
                 let me = myself.clone();
                 let timeout = state.args.timeout;
                 tokio::spawn(async move {
@@ -216,18 +239,28 @@ impl Actor for LinkActor {
                         .call(|r| NodeMsg::Start(order, r), Some(timeout))
                         .await
                     {
-                        Ok(CallResult::Success(answer)) => answer,
-                        Ok(CallResult::Timeout) => Err("the node did not answer in time".into()),
-                        Ok(CallResult::SenderError) | Err(_) => {
-                            Err("the node dropped the request".into())
-                        }
+                        Ok(CallResult::Success(answer)) => answer.map_err(StartFailure::Refused),
+                        Ok(CallResult::Timeout) => Err(StartFailure::Unreachable(format!(
+                            "node {node} did not answer in time"
+                        ))),
+                        Ok(CallResult::SenderError) | Err(_) => Err(StartFailure::Unreachable(
+                            format!("node {node} dropped the request"),
+                        )),
                     };
-                    if answer.is_err() {
-                        let _ = me.cast(LinkMsg::Forget(attempt));
+                    match &answer {
+                        Ok(()) => {}
+                        Err(StartFailure::Refused(_)) => {
+                            let _ = me.cast(LinkMsg::Forget(attempt));
+                        }
+                        Err(StartFailure::Unreachable(why)) => {
+                            let _ = me.cast(LinkMsg::Forget(attempt));
+                            let _ = me.cast(LinkMsg::Unreachable(node, why.clone()));
+                        }
                     }
                     let _ = reply.send(answer);
                 });
             }
+            LinkMsg::Unreachable(node, why) => state.lose(&node, &why),
             LinkMsg::Send(attempt, message) => {
                 if let Some(node) = state
                     .attempts

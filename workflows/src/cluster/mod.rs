@@ -41,7 +41,7 @@ use cadre_runtime::protocol::Op;
 use ractor::{Actor, ActorRef};
 use tokio::sync::{mpsc, watch};
 
-use link::{Joined, LinkActor, LinkArgs, LinkMsg, LinkNotice, Remote};
+use link::{Joined, LinkActor, LinkArgs, LinkMsg, LinkNotice, Remote, StartFailure};
 use node::{NodeArgs, NodeConfig, NodeService, Notice};
 use places::{Place, Places};
 use server::ServerConfig;
@@ -213,13 +213,14 @@ impl Cluster {
     }
 
     /// Starts `order` on `node` (the coordinator and attempt are filled
-    /// in): the agent's handle and its news, or why the node refused.
+    /// in): the agent's handle and its news, or why not. A node that
+    /// cannot be reached is out of placement at once.
     pub async fn start(
         &self,
         node: &str,
         mut order: Order,
         live: Arc<LiveAuthority>,
-    ) -> Result<(RemoteAgent, mpsc::UnboundedReceiver<Remote>), String> {
+    ) -> Result<(RemoteAgent, mpsc::UnboundedReceiver<Remote>), StartFailure> {
         order.coordinator = self.inner.name.clone();
         order.attempt = self.inner.next.fetch_add(1, Ordering::Relaxed) + 1;
         let attempt = order.attempt;
@@ -234,9 +235,14 @@ impl Cluster {
                 news,
                 reply: tx.into(),
             })
-            .map_err(|e| format!("the cluster link stopped: {e}"))?;
-        rx.await
-            .map_err(|_| "the cluster link stopped".to_string())??;
+            .map_err(|e| StartFailure::Refused(format!("the cluster link stopped: {e}")))?;
+        let started = rx
+            .await
+            .map_err(|_| StartFailure::Refused("the cluster link stopped".into()))?;
+        if let Err(StartFailure::Unreachable(_)) = &started {
+            self.places().lose(node);
+        }
+        started?;
         Ok((
             RemoteAgent {
                 node: node.to_string(),

@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use super::check::{DEFAULT_CHECK_TIMEOUT, run_check};
 use super::ids::{outer_agent_id, outer_approval_id};
 use super::supervisor::{StepReport, SupervisorMsg};
-use crate::cluster::link::Remote;
+use crate::cluster::link::{Remote, StartFailure};
 use crate::cluster::wire::Order;
 use crate::cluster::{Cluster, RemoteAgent};
 use crate::scheduler::InstanceId;
@@ -143,6 +143,12 @@ async fn start_local(myself: &ActorRef<StepMsg>, args: &StepArgs) -> Result<Agen
     Ok(Agent::Local(actor))
 }
 
+/// Why an attempt never started: its node could not be reached. The
+/// attempt goes elsewhere without counting against the step's retries.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Unplaced(pub String);
+
 /// Starts the agent on `node` (it sends itself the prompt), its news
 /// coming to `myself`.
 async fn start_remote(
@@ -151,11 +157,18 @@ async fn start_remote(
     node: &str,
     order: Order,
     live: std::sync::Arc<LiveAuthority>,
-) -> Result<Agent, String> {
+) -> Result<Agent, ActorProcessingErr> {
     let (remote, mut news) = cluster
         .start(node, order, live)
         .await
-        .map_err(|e| format!("node {node} did not start the step's agent: {e}"))?;
+        .map_err(|e| -> ActorProcessingErr {
+            match e {
+                StartFailure::Unreachable(why) => Box::new(Unplaced(why)),
+                StartFailure::Refused(why) => {
+                    format!("node {node} did not start the step's agent: {why}").into()
+                }
+            }
+        })?;
     let me = myself.clone();
     let node = node.to_string();
     tokio::spawn(async move {

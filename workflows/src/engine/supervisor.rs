@@ -24,7 +24,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
 use super::ids::{inner_approval_id, parse_outer, step_prefix};
-use super::step::{Placement, StepActor, StepArgs, StepMsg};
+use super::step::{Placement, StepActor, StepArgs, StepMsg, Unplaced};
 use crate::cluster::Cluster;
 use crate::cluster::places::Place;
 use crate::cluster::wire::Order;
@@ -493,6 +493,12 @@ impl SupervisorState {
     ) {
         self.next_agent += 1;
         let path = AgentPath::root().child(self.next_agent);
+        // Kept to place the attempt again if its node turns out to be gone.
+        let again = Waiting {
+            id,
+            prompt: prompt.clone(),
+            scope: scope.clone(),
+        };
         let spec = match self.spec_for(id, &path, scope) {
             Ok(spec) => spec,
             Err(reason) => {
@@ -551,7 +557,17 @@ impl SupervisorState {
                     self.release_place(place);
                 }
                 let why = match err {
-                    ractor::SpawnErr::StartupFailed(inner) => inner.to_string(),
+                    ractor::SpawnErr::StartupFailed(inner) => {
+                        if inner.downcast_ref::<Unplaced>().is_some() {
+                            // Its node is gone before it started: elsewhere,
+                            // not counted as an attempt.
+                            tracing::info!(run_id = %self.run_id, %inner, "a step goes elsewhere");
+                            self.nodes.remove(&id);
+                            self.waiting.push_front(again);
+                            return Box::pin(self.place_waiting(myself)).await;
+                        }
+                        inner.to_string()
+                    }
                     other => other.to_string(),
                 };
                 let effects = self.scheduler.step(Input::AttemptFailed {
