@@ -100,6 +100,10 @@ pub struct ClusterArgs {
     /// A file holding the cluster secret (default: $CADRE_CLUSTER_SECRET).
     #[arg(long = "secret-file", id = "cluster_secret_file", value_name = "FILE")]
     pub secret_file: Option<PathBuf>,
+    /// Milliseconds a node may leave a heartbeat unanswered before it is
+    /// lost and its running steps fail.
+    #[arg(long, default_value_t = 5000, value_name = "MS")]
+    pub node_timeout: u64,
 }
 
 /// `cadre restore`.

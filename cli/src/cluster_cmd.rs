@@ -268,7 +268,8 @@ pub async fn coordinator(
         nodes,
         local_slots: args.local_slots.or(settings.local_slots).unwrap_or(0),
         join_timeout: JOIN_TIMEOUT,
-        timeout: HEARTBEAT_TIMEOUT,
+        // Never below two heartbeats: a node answers at least once per one.
+        timeout: Duration::from_millis(args.node_timeout).max(HEARTBEAT * 2),
     };
     let Coordinator {
         cluster,

@@ -250,13 +250,11 @@ async fn a_fan_out_of_60_steps_spreads_over_the_nodes() {
     assert!(out.stderr.contains("node a joined") && out.stderr.contains("node b joined"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killing_a_node_mid_run_fails_its_steps_and_retries_them_elsewhere() {
-    let mock = MockServer::start().await;
+/// Answers items; every item's first request waits at the gate, and each
+/// one that arrives is announced.
+fn gated_items(mock: &MockServer) -> (tokio::sync::watch::Sender<bool>, mpsc::UnboundedReceiver<String>) {
     let (open, gate) = tokio::sync::watch::channel(false);
-    let (arrived, mut arrivals) = mpsc::unbounded_channel();
-    // Every first request waits at the gate, so both nodes are busy when
-    // node a dies; each one that arrives is announced.
+    let (arrived, arrivals) = mpsc::unbounded_channel();
     let first_seen = Arc::new(Mutex::new(std::collections::BTreeSet::new()));
     mock.respond_with(move |request| {
         let prompt = prompt_of(request);
@@ -270,29 +268,38 @@ async fn killing_a_node_mid_run_fails_its_steps_and_retries_them_elsewhere() {
             reply
         })
     });
+    (open, arrivals)
+}
+
+/// Runs six items over nodes a and b (two slots each, one retry), does
+/// `fail` to node a once all four slots are running a model request, and
+/// checks that a's steps failed with `reason` and were finalized on b,
+/// every item once.
+async fn lose_node_a(fail: impl AsyncFnOnce(&mut Node), reason: &str, flags: &[&str]) {
+    let mock = MockServer::start().await;
+    let (open, mut arrivals) = gated_items(&mock);
     let dirs = dirs();
     let mut a = Node::start("a", dirs.0.path(), 2, &mock, SECRET).await;
     let b = Node::start("b", dirs.0.path(), 2, &mock, SECRET).await;
-    let run = coordinator(&fan_out(6, 4, 1), &dirs, &mock, &[&a, &b], SECRET, &["--posture", "bypass"]);
-    // All four slots (two on each node) are running a model request.
+    let mut all = vec!["--posture", "bypass"];
+    all.extend(flags);
+    let run = coordinator(&fan_out(6, 4, 1), &dirs, &mock, &[&a, &b], SECRET, &all);
     for _ in 0..4 {
         tokio::time::timeout(PATIENCE, arrivals.recv())
             .await
             .expect("four requests in time")
             .expect("a request");
     }
-    a.child.start_kill().expect("SIGKILL node a");
-    let _ = a.child.wait().await;
+    fail(&mut a).await;
     open.send_replace(true);
     let out = finish(run).await;
     assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
     let events = workflow_events(&out);
     let lost: Vec<&Value> = states(&events, "pending")
         .into_iter()
-        .filter(|e| e["reason"].as_str().is_some_and(|r| r.contains("node a was lost")))
+        .filter(|e| e["reason"].as_str().is_some_and(|r| r.contains(reason)))
         .collect();
-    assert!(!lost.is_empty(), "a's steps were retried: {events:#?}");
-    // Each item finalized once, the retried ones on b.
+    assert_eq!(lost.len(), 2, "a's two steps were retried: {events:#?}");
     let mut finalized = BTreeMap::new();
     for e in states(&events, "finalized") {
         *finalized.entry(e["index"].as_u64().expect("index")).or_insert(0) += 1;
@@ -300,14 +307,32 @@ async fn killing_a_node_mid_run_fails_its_steps_and_retries_them_elsewhere() {
     assert_eq!(finalized.len(), 6, "{finalized:?}");
     assert!(finalized.values().all(|n| *n == 1), "never twice: {finalized:?}");
     for e in &lost {
-        let index = &e["index"];
         let last = states(&events, "finalized")
             .into_iter()
-            .find(|f| &f["index"] == index)
+            .find(|f| f["index"] == e["index"])
             .expect("finalized");
         assert_eq!(last["node"], "b", "{last}");
     }
     assert!(out.stderr.contains("node a lost"), "{}", out.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_a_node_mid_run_fails_its_steps_and_retries_them_elsewhere() {
+    let kill = async |a: &mut Node| {
+        a.child.start_kill().expect("SIGKILL node a");
+        let _ = a.child.wait().await;
+    };
+    lose_node_a(kill, "node a was lost: its connection closed", &[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_stops_answering_is_lost_after_the_heartbeat_timeout() {
+    let stop = async |a: &mut Node| {
+        let pid = a.child.id().expect("pid");
+        let pid = rustix::process::Pid::from_raw(pid as i32).expect("pid");
+        rustix::process::kill_process(pid, rustix::process::Signal::STOP).expect("SIGSTOP");
+    };
+    lose_node_a(stop, "node a was lost: no heartbeat within 2000 ms", &["--node-timeout", "2000"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
