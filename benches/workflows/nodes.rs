@@ -24,7 +24,14 @@ async fn node(name: &str, workspace: &Path, slots: u32, url: &str) -> (Child, St
     let mut child = Command::new(env!("CARGO_BIN_EXE_cadre"))
         .args(["node", "--listen", &addr, "--name", name, "--serve"])
         .arg(workspace)
-        .args(["--slots", &slots.to_string(), "--base-url", url, "--model", "m"])
+        .args([
+            "--slots",
+            &slots.to_string(),
+            "--base-url",
+            url,
+            "--model",
+            "m",
+        ])
         .env("CADRE_CLUSTER_SECRET", SECRET)
         .env_remove("RUST_LOG")
         .stdout(Stdio::piped())

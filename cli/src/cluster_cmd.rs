@@ -190,8 +190,9 @@ pub async fn node(
         );
         let _ = out.flush();
     }
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| CliError::internal(format!("cannot watch for SIGTERM: {e}")))?;
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| CliError::internal(format!("cannot watch for SIGTERM: {e}")))?;
     loop {
         tokio::select! {
             Some(notice) = handle.notices.recv() => eprintln!("cadre node {name}: {}", node_notice(&notice)),

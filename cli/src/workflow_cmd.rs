@@ -17,8 +17,8 @@ use cadre_actors::host::Host;
 use cadre_actors::store::StoreRequest;
 use cadre_runtime::protocol::Event;
 use cadre_runtime::store::{LeaseOwner, Store, StoreError, store_path};
-use cadre_workflows::diagnostic::Source;
 use cadre_workflows::cluster::Cluster;
+use cadre_workflows::diagnostic::Source;
 use cadre_workflows::engine::{Launch, Resumed, RunSettings, StartError, start_on};
 use cadre_workflows::model::{ForEach, Workflow};
 use cadre_workflows::scheduler::Report;
@@ -254,10 +254,12 @@ async fn drive(
     let caller = host
         .workflow_caller(&session_options(config, false), EventSink::new(tx))
         .map_err(host_error)?;
-    let handle = start_on(caller, launch, cluster).await.map_err(|e| match e {
-        StartError::Store(store) => store_error(store),
-        other => CliError::internal(other.to_string()),
-    })?;
+    let handle = start_on(caller, launch, cluster)
+        .await
+        .map_err(|e| match e {
+            StartError::Store(store) => store_error(store),
+            other => CliError::internal(other.to_string()),
+        })?;
     let mut out = Output::new(config.output);
     let mut done = handle.done;
     let mut interrupted = false;

@@ -50,7 +50,13 @@ struct Node {
 impl Node {
     /// Starts a node serving `workspace` with `slots`, on the mock model,
     /// and waits until it listens.
-    async fn start(name: &str, workspace: &Path, slots: u32, mock: &MockServer, secret: &str) -> Node {
+    async fn start(
+        name: &str,
+        workspace: &Path,
+        slots: u32,
+        mock: &MockServer,
+        secret: &str,
+    ) -> Node {
         let addr = format!("127.0.0.1:{}", free_port());
         let mut child = Command::new(env!("CARGO_BIN_EXE_cadre"))
             .args([
@@ -238,21 +244,39 @@ async fn a_fan_out_of_60_steps_spreads_over_the_nodes() {
     let dirs = dirs();
     let a = Node::start("a", dirs.0.path(), 4, &mock, SECRET).await;
     let b = Node::start("b", dirs.0.path(), 4, &mock, SECRET).await;
-    let run = coordinator(&fan_out(60, 8, 0), &dirs, &mock, &[&a, &b], SECRET, &["--posture", "bypass"]);
+    let run = coordinator(
+        &fan_out(60, 8, 0),
+        &dirs,
+        &mock,
+        &[&a, &b],
+        SECRET,
+        &["--posture", "bypass"],
+    );
     let out = finish(run).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let events = workflow_events(&out);
     let counts = per_node(&events, "finalized");
     eprintln!("steps per node: {counts:?}");
     assert_eq!(counts.values().sum::<usize>(), 60, "{counts:?}");
-    assert!(!counts.contains_key("here"), "every step ran on a node: {counts:?}");
-    assert!(counts["a"] >= 10 && counts["b"] >= 10, "spread over both: {counts:?}");
+    assert!(
+        !counts.contains_key("here"),
+        "every step ran on a node: {counts:?}"
+    );
+    assert!(
+        counts["a"] >= 10 && counts["b"] >= 10,
+        "spread over both: {counts:?}"
+    );
     assert!(out.stderr.contains("node a joined") && out.stderr.contains("node b joined"));
 }
 
 /// Answers items; every item's first request waits at the gate, and each
 /// one that arrives is announced.
-fn gated_items(mock: &MockServer) -> (tokio::sync::watch::Sender<bool>, mpsc::UnboundedReceiver<String>) {
+fn gated_items(
+    mock: &MockServer,
+) -> (
+    tokio::sync::watch::Sender<bool>,
+    mpsc::UnboundedReceiver<String>,
+) {
     let (open, gate) = tokio::sync::watch::channel(false);
     let (arrived, arrivals) = mpsc::unbounded_channel();
     let first_seen = Arc::new(Mutex::new(std::collections::BTreeSet::new()));
@@ -302,10 +326,15 @@ async fn lose_node_a(fail: impl AsyncFnOnce(&mut Node), reason: &str, flags: &[&
     assert_eq!(lost.len(), 2, "a's two steps were retried: {events:#?}");
     let mut finalized = BTreeMap::new();
     for e in states(&events, "finalized") {
-        *finalized.entry(e["index"].as_u64().expect("index")).or_insert(0) += 1;
+        *finalized
+            .entry(e["index"].as_u64().expect("index"))
+            .or_insert(0) += 1;
     }
     assert_eq!(finalized.len(), 6, "{finalized:?}");
-    assert!(finalized.values().all(|n| *n == 1), "never twice: {finalized:?}");
+    assert!(
+        finalized.values().all(|n| *n == 1),
+        "never twice: {finalized:?}"
+    );
     for e in &lost {
         let last = states(&events, "finalized")
             .into_iter()
@@ -332,7 +361,12 @@ async fn a_node_that_stops_answering_is_lost_after_the_heartbeat_timeout() {
         let pid = rustix::process::Pid::from_raw(pid as i32).expect("pid");
         rustix::process::kill_process(pid, rustix::process::Signal::STOP).expect("SIGSTOP");
     };
-    lose_node_a(stop, "node a was lost: no heartbeat within 2000 ms", &["--node-timeout", "2000"]).await;
+    lose_node_a(
+        stop,
+        "node a was lost: no heartbeat within 2000 ms",
+        &["--node-timeout", "2000"],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -341,7 +375,14 @@ async fn a_node_with_a_wrong_secret_is_refused() {
     answer_items(&mock);
     let dirs = dirs();
     let mut stranger = Node::start("stranger", dirs.0.path(), 2, &mock, "another-secret").await;
-    let run = coordinator(&fan_out(2, 2, 0), &dirs, &mock, &[&stranger], SECRET, &["--posture", "bypass"]);
+    let run = coordinator(
+        &fan_out(2, 2, 0),
+        &dirs,
+        &mock,
+        &[&stranger],
+        SECRET,
+        &["--posture", "bypass"],
+    );
     let out = finish(run).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     stranger.wait_for("refused a peer").await;
@@ -350,14 +391,22 @@ async fn a_node_with_a_wrong_secret_is_refused() {
         "{:#?}",
         stranger.said()
     );
-    assert!(out.stderr.contains("does not share the cluster secret"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("does not share the cluster secret"),
+        "{}",
+        out.stderr
+    );
     let events = workflow_events(&out);
-    assert_eq!(per_node(&events, "finalized"), BTreeMap::from([("here".to_string(), 2)]));
+    assert_eq!(
+        per_node(&events, "finalized"),
+        BTreeMap::from([("here".to_string(), 2)])
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_refuses_to_start_without_a_secret() {
-    let out = crate::support::cli::cadre(&["node", "--serve", "/tmp", "--listen", "127.0.0.1:0"]).await;
+    let out =
+        crate::support::cli::cadre(&["node", "--serve", "/tmp", "--listen", "127.0.0.1:0"]).await;
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("no cluster secret"), "{}", out.stderr);
 }
@@ -379,12 +428,25 @@ async fn a_never_callers_remote_steps_cannot_write() {
     });
     let dirs = dirs();
     let a = Node::start("a", dirs.0.path(), 2, &mock, SECRET).await;
-    let run = coordinator(&fan_out(1, 1, 0), &dirs, &mock, &[&a], SECRET, &["--posture", "never"]);
+    let run = coordinator(
+        &fan_out(1, 1, 0),
+        &dirs,
+        &mock,
+        &[&a],
+        SECRET,
+        &["--posture", "never"],
+    );
     let out = finish(run).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let events = workflow_events(&out);
-    assert_eq!(per_node(&events, "finalized"), BTreeMap::from([("a".to_string(), 1)]));
-    assert!(!dirs.0.path().join("out.txt").exists(), "the remote step wrote");
+    assert_eq!(
+        per_node(&events, "finalized"),
+        BTreeMap::from([("a".to_string(), 1)])
+    );
+    assert!(
+        !dirs.0.path().join("out.txt").exists(),
+        "the remote step wrote"
+    );
     let denied: Vec<&Value> = events
         .iter()
         .filter(|e| e["type"] == "permission.decision" && e["tool"] == "write_file")
@@ -432,7 +494,9 @@ async fn approvals_from_a_remote_step_reach_the_caller() {
         .workflow_caller(&options, EventSink::new(tx))
         .expect("caller");
     let source = Source::file("wf.toml", fan_out(1, 1, 0));
-    let workflow = validate(&source, &Options::default()).expect("valid").workflow;
+    let workflow = validate(&source, &Options::default())
+        .expect("valid")
+        .workflow;
     let handle = start_on(
         caller,
         Launch {
@@ -459,7 +523,10 @@ async fn approvals_from_a_remote_step_reach_the_caller() {
     .await
     .expect("a prompt in time");
     assert!(id.starts_with("step:each[0]:"), "{id}");
-    assert!(!h.path("approved.txt").exists(), "nothing written before the answer");
+    assert!(
+        !h.path("approved.txt").exists(),
+        "nothing written before the answer"
+    );
     handle.approve(&id, ApprovalDecision::AllowOnce);
     let report = tokio::time::timeout(PATIENCE, handle.done)
         .await

@@ -14,14 +14,16 @@ use std::time::Duration;
 
 use cadre_runtime::agent::LiveAuthority;
 use cadre_runtime::protocol::Envelope;
-use ractor::rpc::CallResult;
 use ractor::pg::GroupChangeMessage;
+use ractor::rpc::CallResult;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::sync::{mpsc, watch};
 
 use super::places::Places;
 use super::server::PeerEvent;
-use super::wire::{Addressed, Batch, NODES_GROUP, NodeInfo, NodeMsg, Order, Outbound, PROTOCOL, Pull};
+use super::wire::{
+    Addressed, Batch, NODES_GROUP, NodeInfo, NodeMsg, Order, Outbound, PROTOCOL, Pull,
+};
 
 /// Why a node did not start an agent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -303,14 +305,19 @@ impl Actor for LinkActor {
 
 impl LinkState {
     fn places(&self) -> std::sync::MutexGuard<'_, Places> {
-        self.args.places.lock().unwrap_or_else(PoisonError::into_inner)
+        self.args
+            .places
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Asks every remote node service not yet known who it is.
     fn greet(&mut self, myself: &ActorRef<LinkMsg>, cells: Vec<ActorCell>) {
         for cell in cells {
             let id = cell.get_id();
-            if id.is_local() || self.by_id.contains_key(&id.node()) || !self.asking.insert(id.node())
+            if id.is_local()
+                || self.by_id.contains_key(&id.node())
+                || !self.asking.insert(id.node())
             {
                 continue;
             }
@@ -359,10 +366,9 @@ impl LinkState {
         tokio::spawn(async move {
             let result = match remote.call(|r| NodeMsg::Pull(pull, r), Some(timeout)).await {
                 Ok(CallResult::Success(batch)) => Ok(batch),
-                Ok(CallResult::Timeout) => Err(format!(
-                    "no heartbeat within {} ms",
-                    timeout.as_millis()
-                )),
+                Ok(CallResult::Timeout) => {
+                    Err(format!("no heartbeat within {} ms", timeout.as_millis()))
+                }
                 Ok(CallResult::SenderError) | Err(_) => Err("its connection closed".to_string()),
             };
             let _ = me.cast(LinkMsg::Pulled(name, result));

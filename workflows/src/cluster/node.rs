@@ -287,8 +287,8 @@ impl NodeState {
         if self.running.contains_key(&key) {
             return Err(format!("attempt {} already runs here", order.attempt));
         }
-        let admitted = admit(&order, &self.config.ceiling, &self.config.served)
-            .map_err(|e| e.to_string())?;
+        let admitted =
+            admit(&order, &self.config.ceiling, &self.config.served).map_err(|e| e.to_string())?;
         let workspace = Workspace::new(&admitted.workspace)
             .map_err(|e| format!("workspace {}: {e}", admitted.workspace.display()))?;
         self.open_run(&order, &admitted.workspace).await?;
@@ -407,7 +407,8 @@ impl NodeState {
         let me = myself.clone();
         tokio::spawn(async move {
             let timeout = Duration::from_millis(order.timeout_ms);
-            let (passed, detail) = run_check(&order.command, &workspace, &tmp, &sandbox, timeout).await;
+            let (passed, detail) =
+                run_check(&order.command, &workspace, &tmp, &sandbox, timeout).await;
             let _ = me.cast(NodeMsg::Local(Local::Checked(key, passed, detail)));
         });
     }
@@ -434,7 +435,9 @@ impl NodeState {
         for (attempt, mode, posture) in &pull.live {
             if let Some(running) = self.running.get(&(pull.coordinator.clone(), *attempt)) {
                 running.parent.set_mode(mode.narrower(ceiling.mode));
-                running.parent.set_posture(posture.narrower(ceiling.posture));
+                running
+                    .parent
+                    .set_posture(posture.narrower(ceiling.posture));
             }
         }
         let free = self.free();

@@ -41,7 +41,9 @@ struct NodePlace {
 
 impl NodePlace {
     fn serves(&self, workspace: &Path) -> bool {
-        self.workspaces.iter().any(|root| workspace.starts_with(root))
+        self.workspaces
+            .iter()
+            .any(|root| workspace.starts_with(root))
     }
 }
 

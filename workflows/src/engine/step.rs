@@ -158,17 +158,18 @@ async fn start_remote(
     order: Order,
     live: std::sync::Arc<LiveAuthority>,
 ) -> Result<Agent, ActorProcessingErr> {
-    let (remote, mut news) = cluster
-        .start(node, order, live)
-        .await
-        .map_err(|e| -> ActorProcessingErr {
-            match e {
-                StartFailure::Unreachable(why) => Box::new(Unplaced(why)),
-                StartFailure::Refused(why) => {
-                    format!("node {node} did not start the step's agent: {why}").into()
+    let (remote, mut news) =
+        cluster
+            .start(node, order, live)
+            .await
+            .map_err(|e| -> ActorProcessingErr {
+                match e {
+                    StartFailure::Unreachable(why) => Box::new(Unplaced(why)),
+                    StartFailure::Refused(why) => {
+                        format!("node {node} did not start the step's agent: {why}").into()
+                    }
                 }
-            }
-        })?;
+            })?;
     let me = myself.clone();
     let node = node.to_string();
     tokio::spawn(async move {

@@ -464,7 +464,8 @@ impl SupervisorState {
         }
         match self.take_place() {
             Some(place) if self.waiting.is_empty() => {
-                self.dispatch_at(myself, id, prompt, scope, Some(place)).await;
+                self.dispatch_at(myself, id, prompt, scope, Some(place))
+                    .await;
             }
             taken => {
                 if let Some(place) = taken {

@@ -19,7 +19,9 @@ fn caller(mode: Mode, posture: Posture, deny: &[&str]) -> Authority {
 }
 
 fn step_of(caller: &Authority) -> Authority {
-    caller.narrow("step", &RoleConfig::default()).expect("narrow")
+    caller
+        .narrow("step", &RoleConfig::default())
+        .expect("narrow")
 }
 
 fn order(caller: &Authority, step: &Authority, live: (Mode, Posture), workspace: &str) -> Order {
@@ -58,7 +60,11 @@ fn rules_of(authority: &Authority) -> Vec<String> {
 
 /// What a node makes of an order: the posture, mode, workspace and rules
 /// it would run it with, or why it refuses.
-fn check(order: &Order, ceiling: &Ceiling, expected: Result<(Mode, Posture, &str, &[&str]), Refusal>) {
+fn check(
+    order: &Order,
+    ceiling: &Ceiling,
+    expected: Result<(Mode, Posture, &str, &[&str]), Refusal>,
+) {
     let got = admit(order, ceiling, &served()).map(|a| {
         (
             a.authority.mode,
@@ -81,7 +87,12 @@ fn check(order: &Order, ceiling: &Ceiling, expected: Result<(Mode, Posture, &str
 #[test]
 fn a_step_within_its_caller_runs_as_sent_in_the_mapped_workspace() {
     let c = caller(Mode::Work, Posture::Bypass, &[]);
-    let o = order(&c, &step_of(&c), (Mode::Work, Posture::Bypass), "/coord/ws/proj");
+    let o = order(
+        &c,
+        &step_of(&c),
+        (Mode::Work, Posture::Bypass),
+        "/coord/ws/proj",
+    );
     check(
         &o,
         &Ceiling::none(),
@@ -92,7 +103,12 @@ fn a_step_within_its_caller_runs_as_sent_in_the_mapped_workspace() {
 #[test]
 fn the_nodes_ceiling_narrows_mode_posture_and_adds_its_deny_rules_never_its_allow_rules() {
     let c = caller(Mode::Operate, Posture::Bypass, &[]);
-    let o = order(&c, &step_of(&c), (Mode::Operate, Posture::Bypass), "/coord/ws");
+    let o = order(
+        &c,
+        &step_of(&c),
+        (Mode::Operate, Posture::Bypass),
+        "/coord/ws",
+    );
     let ceiling = Ceiling {
         mode: Mode::Work,
         posture: Posture::Never,
@@ -105,7 +121,12 @@ fn the_nodes_ceiling_narrows_mode_posture_and_adds_its_deny_rules_never_its_allo
     check(
         &o,
         &ceiling,
-        Ok((Mode::Work, Posture::Never, "/node/ws", &["deny bash(git push:*)"])),
+        Ok((
+            Mode::Work,
+            Posture::Never,
+            "/node/ws",
+            &["deny bash(git push:*)"],
+        )),
     );
     let admitted = admit(&o, &ceiling, &served()).expect("admitted");
     assert_eq!(admitted.live, (Mode::Work, Posture::Never));
@@ -130,14 +151,24 @@ fn a_step_that_dropped_its_callers_deny_rule_is_refused() {
 #[test]
 fn a_live_authority_wider_than_the_callers_is_refused() {
     let c = caller(Mode::Plan, Posture::Suggest, &[]);
-    let o = order(&c, &step_of(&c), (Mode::Operate, Posture::Bypass), "/coord/ws");
+    let o = order(
+        &c,
+        &step_of(&c),
+        (Mode::Operate, Posture::Bypass),
+        "/coord/ws",
+    );
     check(&o, &Ceiling::none(), Err(Refusal::WiderLive));
 }
 
 #[test]
 fn a_workspace_the_node_does_not_serve_is_refused() {
     let c = caller(Mode::Work, Posture::Bypass, &[]);
-    let o = order(&c, &step_of(&c), (Mode::Work, Posture::Bypass), "/elsewhere");
+    let o = order(
+        &c,
+        &step_of(&c),
+        (Mode::Work, Posture::Bypass),
+        "/elsewhere",
+    );
     check(
         &o,
         &Ceiling::none(),
@@ -147,7 +178,11 @@ fn a_workspace_the_node_does_not_serve_is_refused() {
 
 #[test]
 fn an_absolute_rule_on_the_coordinators_tree_also_holds_on_the_nodes() {
-    let c = caller(Mode::Work, Posture::Bypass, &["write_file(/coord/ws/secret/**)"]);
+    let c = caller(
+        Mode::Work,
+        Posture::Bypass,
+        &["write_file(/coord/ws/secret/**)"],
+    );
     let o = order(&c, &step_of(&c), (Mode::Work, Posture::Bypass), "/coord/ws");
     check(
         &o,

@@ -17,8 +17,7 @@ fn check(local: u32, nodes: &[(&str, u32, &str)], takes: usize, expected: &[Opti
             })
         })
         .collect();
-    let expected: Vec<Option<String>> =
-        expected.iter().map(|e| e.map(str::to_string)).collect();
+    let expected: Vec<Option<String>> = expected.iter().map(|e| e.map(str::to_string)).collect();
     assert_eq!(got, expected);
 }
 
@@ -40,12 +39,7 @@ fn steps_go_where_most_slots_are_free_and_wait_when_every_node_is_full() {
 
 #[test]
 fn the_coordinator_takes_its_own_slots_first_on_a_tie() {
-    check(
-        1,
-        &[("a", 1, "/ws")],
-        3,
-        &[Some("local"), Some("a"), None],
-    );
+    check(1, &[("a", 1, "/ws")], 3, &[Some("local"), Some("a"), None]);
 }
 
 #[test]
