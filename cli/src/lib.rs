@@ -254,9 +254,11 @@ pub(crate) fn load_defaults(config_dir: Option<&Path>) -> Result<UserDefaults, e
 
 fn init_tracing(verbose: u8) {
     use tracing_subscriber::EnvFilter;
+    // ractor_cluster warns of every closed peer connection; cadre says
+    // what a closed or refused peer means itself.
     let default = match verbose {
-        0 => "warn",
-        1 => "info",
+        0 => "warn,ractor_cluster=error",
+        1 => "info,ractor_cluster=warn",
         _ => "debug",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));

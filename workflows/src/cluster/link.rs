@@ -375,11 +375,13 @@ impl LinkState {
         });
     }
 
-    /// Hands a batch's new items to their attempts.
+    /// Hands a batch's new items to their attempts. An attempt whose step
+    /// is gone (it crashed) is forgotten: the node stops its agent.
     fn deliver(&mut self, name: &str, batch: Batch) {
         let Some(node) = self.nodes.get_mut(name) else {
             return;
         };
+        let mut orphans = Vec::new();
         for item in batch.items {
             if item.seq <= node.acked {
                 continue;
@@ -392,10 +394,21 @@ impl LinkState {
                     Outbound::Checked { passed, detail } => Remote::Checked(passed, detail),
                     Outbound::Ended(reason) => Remote::Ended(reason),
                 };
-                let _ = attempt.news.send(news);
+                if attempt.news.send(news).is_err() && !ended {
+                    orphans.push(item.attempt);
+                }
             }
             if ended {
                 self.attempts.remove(&item.attempt);
+            }
+        }
+        for attempt in orphans {
+            if self.attempts.remove(&attempt).is_some() {
+                let _ = node.remote.cast(NodeMsg::Stop(Addressed {
+                    coordinator: self.args.coordinator.clone(),
+                    attempt,
+                    body: (),
+                }));
             }
         }
     }
