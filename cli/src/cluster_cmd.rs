@@ -319,5 +319,10 @@ fn link_notice(notice: &LinkNotice) -> String {
         LinkNotice::Refused(addr) => {
             format!("the peer at {addr} refused us: it does not share the cluster secret")
         }
+        LinkNotice::NameTaken(name) => {
+            format!(
+                "a second node calls itself {name}; the first keeps the name, the second is not used"
+            )
+        }
     }
 }

@@ -74,6 +74,8 @@ pub enum LinkNotice {
     },
     /// A peer at this address did not authenticate.
     Refused(String),
+    /// A node claimed the name of a node in use; it is not used.
+    NameTaken(String),
 }
 
 /// Messages to the link.
@@ -337,6 +339,13 @@ impl LinkState {
 
     fn join(&mut self, myself: &ActorRef<LinkMsg>, remote: ActorRef<NodeMsg>, info: NodeInfo) {
         let name = info.name.clone();
+        if self.nodes.contains_key(&name) {
+            // The node in use keeps its name, its attempts and its pulls: a
+            // newcomer cannot take them over by claiming it.
+            self.args.joined.send_modify(|j| j.refused += 1);
+            let _ = self.args.notices.send(LinkNotice::NameTaken(name));
+            return;
+        }
         self.by_id.insert(remote.get_id().node(), name.clone());
         self.nodes.insert(name.clone(), Node { remote, acked: 0 });
         self.places()
@@ -387,16 +396,19 @@ impl LinkState {
                 continue;
             }
             node.acked = item.seq;
+            // Only the attempts this node was given: a node cannot speak
+            // for another's.
+            let Some(attempt) = self.attempts.get(&item.attempt).filter(|a| a.node == name) else {
+                continue;
+            };
             let ended = matches!(item.what, Outbound::Ended(_));
-            if let Some(attempt) = self.attempts.get(&item.attempt) {
-                let news = match item.what {
-                    Outbound::Event(envelope) => Remote::Event(Box::new(envelope)),
-                    Outbound::Checked { passed, detail } => Remote::Checked(passed, detail),
-                    Outbound::Ended(reason) => Remote::Ended(reason),
-                };
-                if attempt.news.send(news).is_err() && !ended {
-                    orphans.push(item.attempt);
-                }
+            let news = match item.what {
+                Outbound::Event(envelope) => Remote::Event(Box::new(envelope)),
+                Outbound::Checked { passed, detail } => Remote::Checked(passed, detail),
+                Outbound::Ended(reason) => Remote::Ended(reason),
+            };
+            if attempt.news.send(news).is_err() && !ended {
+                orphans.push(item.attempt);
             }
             if ended {
                 self.attempts.remove(&item.attempt);
@@ -438,3 +450,6 @@ impl LinkState {
         });
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -17,7 +17,7 @@ use std::time::Duration;
 use cadre_actors::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
 use cadre_actors::session::SessionMsg;
 use cadre_runtime::agent::{AgentPath, LiveAuthority};
-use cadre_runtime::protocol::{Envelope, Event, FailureCategory, Op, ToolStatus};
+use cadre_runtime::protocol::{Envelope, Event, FailureCategory, Op, ToolStatus, Usage};
 use cadre_runtime::sandbox::SandboxConfig;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::time::Instant;
@@ -431,10 +431,9 @@ impl StepState {
                 }
             }
             Event::TurnCompleted { usage, .. } => {
-                self.tokens += usage.prompt_tokens + usage.completion_tokens;
-                self.supervisor(StepReport::Tokens(
-                    usage.prompt_tokens + usage.completion_tokens,
-                ));
+                let spent = spent(usage);
+                self.tokens = self.tokens.saturating_add(spent);
+                self.supervisor(StepReport::Tokens(spent));
                 if !std::mem::replace(&mut self.reported, true) {
                     let output = std::mem::take(&mut self.answer);
                     let calls = self.calls.iter().map(|(_, c)| c.clone()).collect();
@@ -449,9 +448,7 @@ impl StepState {
                 retryable,
                 ..
             } => {
-                self.supervisor(StepReport::Tokens(
-                    usage.prompt_tokens + usage.completion_tokens,
-                ));
+                self.supervisor(StepReport::Tokens(spent(usage)));
                 if *category == FailureCategory::Infrastructure && !retryable && terminal(message) {
                     self.supervisor(StepReport::Halt(format!(
                         "the model endpoint refused {}: {message}",
@@ -487,7 +484,9 @@ impl StepState {
     }
 
     /// The events the caller must see, with the step's ids: prompts,
-    /// decisions, sub-agents.
+    /// decisions, sub-agents. An event naming an agent or a prompt outside
+    /// the step is dropped: it cannot come from the step's own agent, and
+    /// a node must not be able to raise it.
     fn outward(&self, event: Event) -> Option<Event> {
         let prefix = &self.args.prefix;
         let agent = |inner: &str| outer_agent_id(prefix, &self.path, inner);
@@ -501,15 +500,15 @@ impl StepState {
                 arguments,
                 reason,
             } => Event::ApprovalRequested {
-                id: approval(&id),
-                agent_id: agent(&agent_id),
+                id: approval(&id)?,
+                agent_id: agent(&agent_id)?,
                 call_id,
                 tool,
                 arguments,
                 reason,
             },
             Event::ApprovalResolved { id, outcome } => Event::ApprovalResolved {
-                id: approval(&id),
+                id: approval(&id)?,
                 outcome,
             },
             Event::PermissionDecision {
@@ -519,7 +518,7 @@ impl StepState {
                 decision,
                 line,
             } => Event::PermissionDecision {
-                agent_id: agent(&agent_id),
+                agent_id: agent(&agent_id)?,
                 call_id,
                 tool,
                 decision,
@@ -532,7 +531,7 @@ impl StepState {
                 posture,
                 depth,
             } => Event::AgentSpawned {
-                agent_id: agent(&agent_id),
+                agent_id: agent(&agent_id)?,
                 role,
                 model,
                 posture,
@@ -544,7 +543,7 @@ impl StepState {
                 summary,
                 verified,
             } => Event::AgentCompleted {
-                agent_id: agent(&agent_id),
+                agent_id: agent(&agent_id)?,
                 status,
                 summary,
                 verified,
@@ -578,4 +577,10 @@ fn human(d: Duration) -> String {
     } else {
         format!("{}ms", d.as_millis())
     }
+}
+
+/// The tokens a turn spent; counts a node reports are taken as they come,
+/// so they saturate rather than overflow.
+fn spent(usage: &Usage) -> u64 {
+    usage.prompt_tokens.saturating_add(usage.completion_tokens)
 }

@@ -314,7 +314,8 @@ impl SupervisorState {
             StepReport::Failed { reason } => Input::AttemptFailed { id, reason },
             StepReport::Checked { passed, detail } => Input::Checked { id, passed, detail },
             StepReport::Tokens(n) => {
-                *self.tokens.entry(id).or_default() += n;
+                let spent = self.tokens.entry(id).or_default();
+                *spent = spent.saturating_add(n);
                 self.dirty.insert(id);
                 Input::Tokens(n)
             }
@@ -737,7 +738,8 @@ impl SupervisorState {
                 output: inst.output.clone(),
                 reason: inst.reason.clone(),
                 attempts: i64::from(inst.attempts),
-                tokens: self.tokens.get(&id).copied().unwrap_or(0) as i64,
+                tokens: i64::try_from(self.tokens.get(&id).copied().unwrap_or(0))
+                    .unwrap_or(i64::MAX),
             },
         ))
     }
