@@ -57,6 +57,11 @@ impl Node {
         mock: &MockServer,
         secret: &str,
     ) -> Node {
+        Node::serving(name, s(workspace), slots, mock, secret).await
+    }
+
+    /// Starts a node with `--serve serve` (a path, or `COORD=LOCAL`).
+    async fn serving(name: &str, serve: &str, slots: u32, mock: &MockServer, secret: &str) -> Node {
         let addr = format!("127.0.0.1:{}", free_port());
         let mut child = Command::new(env!("CARGO_BIN_EXE_cadre"))
             .args([
@@ -66,7 +71,7 @@ impl Node {
                 "--name",
                 name,
                 "--serve",
-                s(workspace),
+                serve,
                 "--slots",
                 &slots.to_string(),
                 "--base-url",
@@ -546,4 +551,125 @@ async fn approvals_from_a_remote_step_reach_the_caller() {
         }
     }
     assert!(resolved, "approval.resolved for {id}");
+}
+
+/// `n` items whose agent reads `seen.txt` before it answers (the check
+/// wants a call behind the answer), each checked with `check`.
+fn checked_fan_out(items: usize, check: &str, retries: u32) -> String {
+    let list: Vec<String> = (0..items).map(|i| format!("\"i{i}\"")).collect();
+    format!(
+        "[workflow]\nname = \"checked\"\n\n[[steps]]\nname = \"each\"\nretries = {retries}\nfor_each = [{}]\nprompt = \"item {{{{item}}}}\"\ncheck = \"{check}\"\n",
+        list.join(", ")
+    )
+}
+
+fn read_then_answer(mock: &MockServer) {
+    mock.respond_with(|request| {
+        let item = prompt_of(request).strip_prefix("item ")?.to_string();
+        Some(if answered(request) == 0 {
+            Reply::sse(&tool_call_chunks(
+                "r1",
+                "read_file",
+                &json!({"path": "seen.txt"}),
+            ))
+        } else {
+            Reply::sse(&text_chunks(&format!("done {item}")))
+        })
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_steps_check_runs_on_its_node_and_verifies_it_once() {
+    let mock = MockServer::start().await;
+    read_then_answer(&mock);
+    let dirs = dirs();
+    std::fs::write(dirs.0.path().join("seen.txt"), "x").expect("seen.txt");
+    let a = Node::start("a", dirs.0.path(), 2, &mock, SECRET).await;
+    let run = coordinator(
+        &checked_fan_out(3, "test -f seen.txt", 0),
+        &dirs,
+        &mock,
+        &[&a],
+        SECRET,
+        &["--posture", "bypass"],
+    );
+    let out = finish(run).await;
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let events = workflow_events(&out);
+    assert_eq!(
+        per_node(&events, "verified"),
+        BTreeMap::from([("a".to_string(), 3)]),
+        "{events:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_lost_while_its_check_runs_fails_the_check_and_the_step_is_verified_elsewhere() {
+    let mock = MockServer::start().await;
+    read_then_answer(&mock);
+    let dirs = dirs();
+    // Each node has its own copy of the workspace; only a's check hangs.
+    let copies = (TempDir::new().expect("a's"), TempDir::new().expect("b's"));
+    for copy in [&copies.0, &copies.1] {
+        std::fs::write(copy.path().join("seen.txt"), "x").expect("seen.txt");
+    }
+    std::fs::write(copies.0.path().join("hang"), "").expect("hang");
+    let serve = |copy: &TempDir| format!("{}={}", s(dirs.0.path()), s(copy.path()));
+    let mut a = Node::serving("a", &serve(&copies.0), 1, &mock, SECRET).await;
+    let b = Node::serving("b", &serve(&copies.1), 1, &mock, SECRET).await;
+    let mut run = coordinator(
+        &checked_fan_out(1, "if [ -f hang ]; then sleep 5; fi; test -f seen.txt", 1),
+        &dirs,
+        &mock,
+        &[&a, &b],
+        SECRET,
+        &["--posture", "bypass"],
+    );
+    let mut stdout = BufReader::new(run.stdout.take().expect("stdout")).lines();
+    let mut lines = Vec::new();
+    tokio::time::timeout(PATIENCE, async {
+        while let Some(line) = stdout.next_line().await.expect("stdout") {
+            let event: Value = serde_json::from_str(&line).unwrap_or_default();
+            lines.push(line);
+            if event["type"] == "step.state" && event["state"] == "finalized" {
+                assert_eq!(event["node"], "a", "the first attempt runs on a");
+                return;
+            }
+        }
+        panic!("the run ended before a step was finalized: {lines:#?}");
+    })
+    .await
+    .expect("finalized on a in time");
+    a.child.start_kill().expect("SIGKILL node a");
+    let _ = a.child.wait().await;
+    let rest = tokio::time::timeout(PATIENCE, async {
+        let mut rest = Vec::new();
+        while let Some(line) = stdout.next_line().await.expect("stdout") {
+            rest.push(line);
+        }
+        rest
+    })
+    .await
+    .expect("the run ended in time");
+    lines.extend(rest);
+    let mut out = finish(run).await;
+    out.stdout = lines.join("\n") + "\n";
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let events = workflow_events(&out);
+    let retried: Vec<&Value> = states(&events, "pending")
+        .into_iter()
+        .filter(|e| {
+            e["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("node a was lost"))
+        })
+        .collect();
+    assert_eq!(retried.len(), 1, "{events:#?}");
+    let reason = retried[0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("check failed"), "{reason}");
+    assert_eq!(
+        per_node(&events, "verified"),
+        BTreeMap::from([("b".to_string(), 1)]),
+        "verified once, on b: {events:#?}"
+    );
 }

@@ -401,17 +401,15 @@ impl LinkState {
             let Some(attempt) = self.attempts.get(&item.attempt).filter(|a| a.node == name) else {
                 continue;
             };
-            let ended = matches!(item.what, Outbound::Ended(_));
+            // An ended agent's attempt is kept until its step forgets it:
+            // its check may still run on the node.
             let news = match item.what {
                 Outbound::Event(envelope) => Remote::Event(Box::new(envelope)),
                 Outbound::Checked { passed, detail } => Remote::Checked(passed, detail),
                 Outbound::Ended(reason) => Remote::Ended(reason),
             };
-            if attempt.news.send(news).is_err() && !ended {
+            if attempt.news.send(news).is_err() {
                 orphans.push(item.attempt);
-            }
-            if ended {
-                self.attempts.remove(&item.attempt);
             }
         }
         for attempt in orphans {

@@ -134,6 +134,9 @@ pub struct NodeState {
     template: Caller,
     notices: tokio::sync::mpsc::UnboundedSender<Notice>,
     running: HashMap<Key, Running>,
+    /// Attempts whose agent ended (it answered) and whose step may still
+    /// ask for its check: their workspace and temp dir, until `Stop`.
+    ended: HashMap<Key, (PathBuf, PathBuf)>,
     outboxes: HashMap<String, Outbox>,
     /// Runs with a row in the node's store (its agents' rows hang under it).
     runs: std::collections::HashSet<String>,
@@ -156,6 +159,7 @@ impl Actor for NodeService {
             template: args.template,
             notices: args.notices,
             running: HashMap::new(),
+            ended: HashMap::new(),
             outboxes: HashMap::new(),
             runs: std::collections::HashSet::new(),
         })
@@ -202,7 +206,9 @@ impl Actor for NodeService {
                 attempt,
                 ..
             }) => {
-                if let Some(running) = state.running.remove(&(coordinator, attempt)) {
+                let key = (coordinator, attempt);
+                state.ended.remove(&key);
+                if let Some(running) = state.running.remove(&key) {
                     stop(&running.agent);
                 }
             }
@@ -211,7 +217,10 @@ impl Actor for NodeService {
                     state.push(&coordinator, attempt, Outbound::Event(*envelope));
                 }
                 Local::Gone(key) => {
-                    if state.running.remove(&key).is_some() {
+                    if let Some(running) = state.running.remove(&key) {
+                        state
+                            .ended
+                            .insert(key.clone(), (running.workspace, running.tmp));
                         let (coordinator, attempt) = key;
                         state.push(&coordinator, attempt, Outbound::Ended("stopped".into()));
                     }
@@ -394,7 +403,11 @@ impl NodeState {
     }
 
     fn check(&self, myself: &ActorRef<NodeMsg>, key: Key, order: CheckOrder) {
-        let Some(running) = self.running.get(&key) else {
+        let found = match self.running.get(&key) {
+            Some(running) => Some((running.workspace.clone(), running.tmp.clone())),
+            None => self.ended.get(&key).cloned(),
+        };
+        let Some((workspace, tmp)) = found else {
             let _ = myself.cast(NodeMsg::Local(Local::Checked(
                 key,
                 false,
@@ -402,7 +415,6 @@ impl NodeState {
             )));
             return;
         };
-        let (workspace, tmp) = (running.workspace.clone(), running.tmp.clone());
         let sandbox = self.template.spec.sandbox.clone();
         let me = myself.clone();
         tokio::spawn(async move {
@@ -481,6 +493,7 @@ impl NodeState {
         }
         for coordinator in gone {
             self.outboxes.remove(&coordinator);
+            self.ended.retain(|(c, _), _| *c != coordinator);
             let keys: Vec<Key> = self
                 .running
                 .keys()

@@ -27,7 +27,7 @@ use super::ids::{outer_agent_id, outer_approval_id};
 use super::supervisor::{StepReport, SupervisorMsg};
 use crate::cluster::link::{Remote, StartFailure};
 use crate::cluster::wire::Order;
-use crate::cluster::{Cluster, RemoteAgent};
+use crate::cluster::{Cluster, HEARTBEAT_TIMEOUT, RemoteAgent};
 use crate::scheduler::InstanceId;
 
 /// Where an attempt's agent runs.
@@ -197,6 +197,9 @@ pub struct StepState {
     path: AgentPath,
     /// Its check was sent and has not come back.
     checking: bool,
+    /// Why its node went away after it answered: a check asked later
+    /// fails at once.
+    lost: Option<String>,
     answer: String,
     /// Every tool call of the attempt, `name subject`, with its outcome
     /// once it has one.
@@ -246,6 +249,7 @@ impl Actor for StepActor {
             agent,
             path,
             checking: false,
+            lost: None,
             answer: String::new(),
             calls: Vec::new(),
             tokens: 0,
@@ -271,6 +275,8 @@ impl Actor for StepActor {
                         false,
                         format!("the check did not finish: {reason}"),
                     ));
+                } else if state.reported {
+                    state.lost = Some(reason);
                 } else {
                     state.report_failure(reason);
                 }
@@ -303,7 +309,25 @@ impl Actor for StepActor {
                 state.checking = true;
                 if let Agent::Remote(remote) = &state.agent {
                     let timeout = state.args.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT);
+                    if let Some(reason) = &state.lost {
+                        let why = format!("the check did not run: {reason}");
+                        let _ = myself.cast(StepMsg::Checked(false, why));
+                        return Ok(());
+                    }
                     remote.check(command, timeout);
+                    // The node's answer is awaited no longer than the check
+                    // may run there, and a heartbeat timeout more.
+                    let node = remote.node.clone();
+                    let wait = timeout + HEARTBEAT_TIMEOUT;
+                    myself.send_after(wait, move || {
+                        StepMsg::Checked(
+                            false,
+                            format!(
+                                "node {node} did not send the check's result within {}",
+                                human(wait)
+                            ),
+                        )
+                    });
                     return Ok(());
                 }
                 let workspace = state.args.spec.workspace.root().to_path_buf();
