@@ -60,8 +60,25 @@ impl Node {
         Node::serving(name, s(workspace), slots, mock, secret).await
     }
 
-    /// Starts a node with `--serve serve` (a path, or `COORD=LOCAL`).
+    /// Starts a node with `--serve serve` (a path, or `COORD=LOCAL`). The
+    /// port is free when chosen; should another process take it before the
+    /// node listens, the node exits and is started again on another.
     async fn serving(name: &str, serve: &str, slots: u32, mock: &MockServer, secret: &str) -> Node {
+        for _ in 0..3 {
+            if let Some(node) = Node::try_start(name, serve, slots, mock, secret).await {
+                return node;
+            }
+        }
+        panic!("node {name} could not listen on three free ports");
+    }
+
+    async fn try_start(
+        name: &str,
+        serve: &str,
+        slots: u32,
+        mock: &MockServer,
+        secret: &str,
+    ) -> Option<Node> {
         let addr = format!("127.0.0.1:{}", free_port());
         let mut child = Command::new(env!("CARGO_BIN_EXE_cadre"))
             .args([
@@ -102,16 +119,15 @@ impl Node {
         let first = tokio::time::timeout(PATIENCE, stdout.next_line())
             .await
             .expect("the node started in time")
-            .expect("stdout")
-            .expect("a line");
+            .expect("stdout")?;
         assert!(first.contains("listening on"), "{first}");
-        Node {
+        Some(Node {
             name: name.to_string(),
             addr,
             child,
             stderr,
             seen: Vec::new(),
-        }
+        })
     }
 
     /// Waits for a stderr line containing `needle`.
@@ -672,4 +688,42 @@ async fn a_node_lost_while_its_check_runs_fails_the_check_and_the_step_is_verifi
         BTreeMap::from([("b".to_string(), 1)]),
         "verified once, on b: {events:#?}"
     );
+}
+
+/// A node whose model endpoint refuses it (or that says so) fails its
+/// own attempts; it does not halt the coordinator's run, as the run's own
+/// endpoint refusing would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nodes_refusing_model_fails_its_attempts_and_does_not_halt_the_run() {
+    let mock = MockServer::start().await;
+    answer_items(&mock);
+    let refusing = MockServer::start().await;
+    refusing.respond_with(|_| Some(Reply::error(401, "invalid api key")));
+    let dirs = dirs();
+    let a = Node::start("a", dirs.0.path(), 1, &refusing, SECRET).await;
+    let run = coordinator(
+        &fan_out(2, 2, 1),
+        &dirs,
+        &mock,
+        &[&a],
+        SECRET,
+        &["--posture", "bypass"],
+    );
+    let out = finish(run).await;
+    let events = workflow_events(&out);
+    assert_eq!(
+        states(&events, "cancelled").len(),
+        0,
+        "not halted: {events:#?}"
+    );
+    let retried: Vec<&Value> = states(&events, "pending")
+        .into_iter()
+        .filter(|e| {
+            e["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("the model endpoint of node a refused"))
+        })
+        .collect();
+    assert_eq!(retried.len(), 2, "each item retried once: {events:#?}");
+    assert_eq!(out.code, 1, "both items failed on a: {}", out.stderr);
 }

@@ -473,11 +473,23 @@ impl StepState {
                 ..
             } => {
                 self.supervisor(StepReport::Tokens(spent(usage)));
-                if *category == FailureCategory::Infrastructure && !retryable && terminal(message) {
-                    self.supervisor(StepReport::Halt(format!(
+                let refused =
+                    *category == FailureCategory::Infrastructure && !retryable && terminal(message);
+                match &self.agent {
+                    // The run's own endpoint refused: nothing more is sent.
+                    Agent::Local(_) if refused => self.supervisor(StepReport::Halt(format!(
                         "the model endpoint refused {}: {message}",
                         self.args.prefix
-                    )));
+                    ))),
+                    // A node's endpoint (or a node saying so) is that node's
+                    // matter: the attempt fails and is retried, the run goes on.
+                    Agent::Remote(remote) if refused => {
+                        self.report_failure(format!(
+                            "the model endpoint of node {} refused: {message}",
+                            remote.node
+                        ));
+                    }
+                    _ => {}
                 }
                 self.report_failure(message.clone());
                 self.agent.op(Op::Shutdown);
