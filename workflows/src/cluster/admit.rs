@@ -23,9 +23,17 @@ pub struct Mapping {
 }
 
 impl Mapping {
-    /// Where `path` (under [`Mapping::coordinator`]) is on the node.
+    /// Where `path` (under [`Mapping::coordinator`]) is on the node; `None`
+    /// for a path that is not under it, or that climbs out of it again
+    /// (`..`).
     pub fn map(&self, path: &Path) -> Option<PathBuf> {
         let rest = path.strip_prefix(&self.coordinator).ok()?;
+        if !rest
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+        {
+            return None;
+        }
         Some(if rest.as_os_str().is_empty() {
             self.local.clone()
         } else {
@@ -85,10 +93,17 @@ pub enum Refusal {
     /// The live mode or posture is wider than the caller's authority.
     #[error("the caller's live mode or posture is wider than its authority")]
     WiderLive,
+    /// The run id is not a plain name (it names the agent's scratch
+    /// directory on the node).
+    #[error("the run id {0:?} is not a plain name")]
+    RunId(String),
 }
 
 /// Checks `order` and narrows it by `ceiling`.
 pub fn admit(order: &Order, ceiling: &Ceiling, served: &[Mapping]) -> Result<Admitted, Refusal> {
+    if !plain_name(&order.run_id) {
+        return Err(Refusal::RunId(order.run_id.clone()));
+    }
     let workspace = served
         .iter()
         .find_map(|m| m.map(&order.workspace))
@@ -118,6 +133,16 @@ pub fn admit(order: &Order, ceiling: &Ceiling, served: &[Mapping]) -> Result<Adm
         ),
         workspace,
     })
+}
+
+/// A name that is one path component and nothing else: letters, digits,
+/// `-`, `_`, at most 128 of them.
+fn plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// Adds, for each rule naming the coordinator's workspace root, the same

@@ -163,17 +163,15 @@ fn a_live_authority_wider_than_the_callers_is_refused() {
 #[test]
 fn a_workspace_the_node_does_not_serve_is_refused() {
     let c = caller(Mode::Work, Posture::Bypass, &[]);
-    let o = order(
-        &c,
-        &step_of(&c),
-        (Mode::Work, Posture::Bypass),
-        "/elsewhere",
-    );
-    check(
-        &o,
-        &Ceiling::none(),
-        Err(Refusal::Workspace(PathBuf::from("/elsewhere"))),
-    );
+    // Elsewhere, and under a served root but climbing out of it again.
+    for workspace in ["/elsewhere", "/coord/ws/../../etc", "/coord/ws/sub/../../x"] {
+        let o = order(&c, &step_of(&c), (Mode::Work, Posture::Bypass), workspace);
+        check(
+            &o,
+            &Ceiling::none(),
+            Err(Refusal::Workspace(PathBuf::from(workspace))),
+        );
+    }
 }
 
 #[test]
@@ -197,4 +195,29 @@ fn an_absolute_rule_on_the_coordinators_tree_also_holds_on_the_nodes() {
             ],
         )),
     );
+}
+
+/// The run id names the agent's scratch directory on the node: an order
+/// whose run id is anything but a plain name is refused.
+#[test]
+fn a_run_id_that_is_not_a_plain_name_is_refused() {
+    let check = |run_id: &str, admitted: bool| {
+        let caller = caller(Mode::Work, Posture::Suggest, &[]);
+        let step = step_of(&caller);
+        let mut order = order(&caller, &step, (Mode::Work, Posture::Suggest), "/coord/ws");
+        order.run_id = run_id.into();
+        let got = admit(&order, &Ceiling::none(), &served());
+        match admitted {
+            true => assert!(got.is_ok(), "{run_id}: {got:?}"),
+            false => assert_eq!(got.err(), Some(Refusal::RunId(run_id.into())), "{run_id}"),
+        }
+    };
+    check("0b9c3f52-5d1e-4c57-9a0e-2f1d5c7b8a90", true);
+    check("run_1", true);
+    check("../../etc", false);
+    check("..", false);
+    check("/abs", false);
+    check("a/b", false);
+    check("", false);
+    check(&"x".repeat(129), false);
 }
