@@ -4,9 +4,13 @@
 //! Each agent: one model request answered with a `read_file` call, the
 //! call, a second request answered with text (whole responses, no
 //! streaming). cadre runs each agent as its own session (one agent actor,
-//! its turn actor, the file store on) through a `Host`; the bare loop sends
-//! the same two requests and reads the same file. A local server answers
-//! every request after a fixed latency.
+//! its turn actor, the file store on) through a `Host` offering the one
+//! tool the agent uses; the bare loop sends the same two requests (cadre's
+//! system prompt and `read_file` schema; the bytes per request are printed
+//! for both) and reads the same file. A local server, in a process of its
+//! own so that only the client's CPU and memory are counted, answers every
+//! request after a fixed latency. `TOOLS=all` offers cadre's every built-in tool
+//! instead (in both loops).
 //!
 //! Shapes (the targets of the per-agent cost work):
 //! - N=200 agents, 64 at once, 50 ms per model call: wall / ideal ≤ 1.10,
@@ -28,6 +32,7 @@ use async_openai::config::OpenAIConfig;
 use async_openai::types::chat::{
     ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls,
     ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
+    ChatCompletionRequestSystemMessage, ChatCompletionRequestSystemMessageContent,
     ChatCompletionRequestToolMessage, ChatCompletionRequestToolMessageContent,
     ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent, ChatCompletionTool,
     ChatCompletionTools, CreateChatCompletionRequest, FunctionCall, FunctionObject,
@@ -36,6 +41,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::routing::post;
 use cadre::actors::host::{Host, ModelChoice, SessionOptions};
+use cadre::runtime::mode::Mode;
 use cadre::runtime::permission::Posture;
 use cadre::runtime::protocol::{Envelope, Event, Op};
 use serde_json::{Value, json};
@@ -76,6 +82,8 @@ impl Shape {
 struct Measured {
     wall: Duration,
     cpu: Duration,
+    /// Request body bytes per model call.
+    request_bytes: u64,
     /// Resident-set growth per live agent, when the most were live.
     per_agent: f64,
     calls: u64,
@@ -84,10 +92,11 @@ struct Measured {
 impl Measured {
     fn print(&self, side: &str, shape: &Shape) {
         println!(
-            "  {side:<12} wall/ideal {:>5.2}   CPU per model call {:>6.0} µs   KiB per live agent {:>6.1}",
+            "  {side:<12} wall/ideal {:>5.2}   CPU per model call {:>6.0} µs   KiB per live agent {:>6.1}   request {:>5} B",
             self.wall.as_secs_f64() / shape.ideal().as_secs_f64(),
             self.cpu.as_secs_f64() * 1e6 / self.calls.max(1) as f64,
             self.per_agent / 1024.0,
+            self.request_bytes,
         );
     }
 }
@@ -98,6 +107,97 @@ impl Measured {
 struct Mock {
     latency: Duration,
     calls: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Mock {
+    /// Request bytes per call so far.
+    fn request_bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed) / self.calls.load(Ordering::Relaxed).max(1)
+    }
+
+    fn reset(&self) {
+        self.calls.store(0, Ordering::Relaxed);
+        self.bytes.store(0, Ordering::Relaxed);
+    }
+}
+
+/// The mock server's process, driven over its stdin: `reset` zeroes its
+/// counts, `bytes` answers with the request bytes per call; end of input
+/// stops it.
+struct MockProcess {
+    url: String,
+    child: std::process::Child,
+    commands: std::process::ChildStdin,
+    answers: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl MockProcess {
+    fn start(latency: Duration) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(std::env::current_exe().expect("exe"))
+            .env("MOCK_LATENCY_MS", latency.as_millis().to_string())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the mock server");
+        let commands = child.stdin.take().expect("stdin");
+        let mut answers = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut url = String::new();
+        answers.read_line(&mut url).expect("the mock's url");
+        Self {
+            url: url.trim().to_string(),
+            child,
+            commands,
+            answers,
+        }
+    }
+
+    fn ask(&mut self, command: &str) -> String {
+        use std::io::{BufRead, Write};
+        writeln!(self.commands, "{command}").expect("ask the mock");
+        let mut answer = String::new();
+        self.answers
+            .read_line(&mut answer)
+            .expect("the mock answers");
+        answer.trim().to_string()
+    }
+
+    fn reset(&mut self) {
+        self.ask("reset");
+    }
+
+    fn request_bytes(&mut self) -> u64 {
+        self.ask("bytes").parse().expect("a number")
+    }
+}
+
+impl Drop for MockProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The mock server's side: serves until its input ends.
+fn serve_mock(latency: Duration) {
+    use std::io::BufRead;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (url, mock) = runtime.block_on(start_mock(latency));
+    println!("{url}");
+    for line in std::io::stdin().lock().lines() {
+        match line.as_deref() {
+            Ok("reset") => {
+                mock.reset();
+                println!("ok");
+            }
+            Ok("bytes") => println!("{}", mock.request_bytes()),
+            _ => break,
+        }
+    }
 }
 
 async fn answer(
@@ -105,6 +205,7 @@ async fn answer(
     body: axum::body::Bytes,
 ) -> axum::response::Response {
     mock.calls.fetch_add(1, Ordering::Relaxed);
+    mock.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
     tokio::time::sleep(mock.latency).await;
     let request: Value = serde_json::from_slice(&body).unwrap_or_default();
     let last_is_tool = request["messages"]
@@ -134,6 +235,7 @@ async fn start_mock(latency: Duration) -> (String, Arc<Mock>) {
     let mock = Arc::new(Mock {
         latency,
         calls: AtomicU64::new(0),
+        bytes: AtomicU64::new(0),
     });
     let app = Router::new()
         .route("/v1/chat/completions", post(answer))
@@ -193,18 +295,33 @@ fn sample_rss(base: f64, done: Arc<tokio::sync::Notify>) -> tokio::task::JoinHan
     })
 }
 
+/// Whether the agents are offered `tool`: only `read_file`, the one they
+/// use, unless `TOOLS=all`.
+fn offered(tool: &str) -> bool {
+    std::env::var("TOOLS").as_deref() == Ok("all") || tool == "read_file"
+}
+
 /// The bare loop: the same two requests and the same file read per agent.
 async fn bare(shape: Shape, url: &str, workspace: &std::path::Path) -> Measured {
     let client =
         async_openai::Client::with_config(OpenAIConfig::new().with_api_base(url).with_api_key(""));
-    let tools = vec![ChatCompletionTools::Function(ChatCompletionTool {
-        function: FunctionObject {
-            name: "read_file".into(),
-            description: Some("Read a file.".into()),
-            parameters: Some(json!({"type": "object", "properties": {"path": {"type": "string"}}})),
-            strict: None,
-        },
-    })];
+    // cadre's own system prompt and tool schemas, so both loops send the
+    // same requests.
+    let tools: Vec<ChatCompletionTools> = cadre::runtime::tool::builtin_definitions()
+        .iter()
+        .filter(|def| offered(&def.name))
+        .map(|def| {
+            ChatCompletionTools::Function(ChatCompletionTool {
+                function: FunctionObject {
+                    name: def.name.clone(),
+                    description: Some(def.description.clone()),
+                    parameters: Some(def.input_schema.clone()),
+                    strict: None,
+                },
+            })
+        })
+        .collect();
+    let system = cadre::runtime::prompt::system_prompt(Mode::Work, workspace);
     let limit = Arc::new(Semaphore::new(shape.parallel));
     let base = resident_bytes();
     let (cpu, start) = (cpu_time(), Instant::now());
@@ -213,18 +330,23 @@ async fn bare(shape: Shape, url: &str, workspace: &std::path::Path) -> Measured 
     let mut tasks = Vec::with_capacity(shape.agents);
     for _ in 0..shape.agents {
         let (client, tools, limit) = (client.clone(), tools.clone(), limit.clone());
+        let system = system.clone();
         let file = workspace.join("notes.txt");
         tasks.push(tokio::spawn(async move {
             let _slot = limit.acquire_owned().await.expect("slot");
             LIVE.fetch_add(1, Ordering::Relaxed);
-            let mut messages = vec![ChatCompletionRequestMessage::User(
-                ChatCompletionRequestUserMessage {
+            let mut messages = vec![
+                ChatCompletionRequestMessage::System(ChatCompletionRequestSystemMessage {
+                    content: ChatCompletionRequestSystemMessageContent::Text(system),
+                    name: None,
+                }),
+                ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
                     content: ChatCompletionRequestUserMessageContent::Text(
                         "What do the notes say?".into(),
                     ),
                     name: None,
-                },
-            )];
+                }),
+            ];
             loop {
                 let request = CreateChatCompletionRequest {
                     model: "m".into(),
@@ -274,6 +396,7 @@ async fn bare(shape: Shape, url: &str, workspace: &std::path::Path) -> Measured 
             rss.await.expect("rss")
         },
         calls: 2 * shape.agents as u64,
+        request_bytes: 0,
     }
 }
 
@@ -288,6 +411,9 @@ async fn cadre_side(shape: Shape, url: &str, workspace: &std::path::Path) -> Mea
             stream: false,
         })
         .max_subagents(1);
+    if std::env::var("TOOLS").as_deref() != Ok("all") {
+        builder = builder.builtins(&["read_file"]);
+    }
     // `STORE=memory` keeps the store in memory, to see what the file costs.
     if std::env::var("STORE").as_deref() == Ok("memory") {
         builder = builder.memory_store();
@@ -338,6 +464,7 @@ async fn cadre_side(shape: Shape, url: &str, workspace: &std::path::Path) -> Mea
             rss.await.expect("rss")
         },
         calls: 2 * shape.agents as u64,
+        request_bytes: 0,
     };
     if let Ok(host) = Arc::try_unwrap(host) {
         host.close().await;
@@ -373,6 +500,12 @@ fn run_apart() {
 }
 
 fn main() {
+    if let Some(ms) = std::env::var("MOCK_LATENCY_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+    {
+        return serve_mock(Duration::from_millis(ms));
+    }
     if std::env::var("SIDE").is_err() && std::env::var("PHASES").is_err() {
         return run_apart();
     }
@@ -395,7 +528,8 @@ fn main() {
         let workspace = tempfile::TempDir::new().expect("workspace");
         std::fs::write(workspace.path().join("notes.txt"), "hello\n").expect("seed");
         if let Some(n) = std::env::var("PHASES").ok().and_then(|n| n.parse().ok()) {
-            let (url, _mock) = start_mock(Duration::ZERO).await;
+            let mock = MockProcess::start(Duration::ZERO);
+            let url = mock.url.clone();
             phases(n, &url, workspace.path()).await;
             let one = Shape {
                 name: "sequential",
@@ -412,7 +546,8 @@ fn main() {
             return;
         }
         for shape in shapes {
-            let (url, mock) = start_mock(shape.latency).await;
+            let mut mock = MockProcess::start(shape.latency);
+            let url = mock.url.clone();
             println!(
                 "{} (ideal {:.2} s):",
                 shape.name,
@@ -431,16 +566,17 @@ fn main() {
                 cadre_side(warm, &url, workspace.path()).await;
             }
             if side != "cadre" {
-                bare(shape, &url, workspace.path())
-                    .await
-                    .print("bare loop", &shape);
+                mock.reset();
+                let mut bare = bare(shape, &url, workspace.path()).await;
+                bare.request_bytes = mock.request_bytes();
+                bare.print("bare loop", &shape);
             }
             if side != "bare" {
-                cadre_side(shape, &url, workspace.path())
-                    .await
-                    .print("cadre", &shape);
+                mock.reset();
+                let mut cadre = cadre_side(shape, &url, workspace.path()).await;
+                cadre.request_bytes = mock.request_bytes();
+                cadre.print("cadre", &shape);
             }
-            let _ = &mock;
         }
     });
 }

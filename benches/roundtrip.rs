@@ -371,6 +371,7 @@ fn tool_context(
         agents: None,
         plans: None,
         workflows: None,
+        goals: None,
         rules: None,
         snapshots: None,
     }

@@ -24,13 +24,11 @@ use cadre_runtime::paths::DataDir;
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::permission::rules::RuleSet;
 use cadre_runtime::permission::{Posture, ProtectedPaths};
-use cadre_runtime::protocol::Envelope;
 use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::store::{Store, StoreError, store_path};
 use cadre_runtime::tool::{FileLimits, Tool, ToolRegistry, ToolRunner, Workspace};
 use tokio::sync::Semaphore;
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 
 use cadre_runtime::agent::{AgentPath, Authority, DEFAULT_MAX_DEPTH, LiveAuthority};
@@ -130,6 +128,7 @@ pub struct HostBuilder {
     response_limits: ResponseLimits,
     roles: BTreeMap<String, RoleConfig>,
     tools: Vec<Arc<dyn Tool>>,
+    builtins: Option<Vec<String>>,
     tool_timeout: Duration,
     file_limits: FileLimits,
     max_subagents: u32,
@@ -152,6 +151,7 @@ impl HostBuilder {
             response_limits: ResponseLimits::default(),
             roles: BTreeMap::new(),
             tools: Vec::new(),
+            builtins: None,
             tool_timeout: Duration::from_secs(120),
             file_limits: FileLimits::default(),
             max_subagents: 8,
@@ -240,6 +240,16 @@ impl HostBuilder {
         self
     }
 
+    /// Only these built-in tools (by name), in their usual order; the
+    /// default is every one. A harness whose agents need two tools sends
+    /// two schemas per request, not a dozen. Leaving out `exit_plan_mode`
+    /// leaves Plan mode with no way out but the user's; leaving out `agent`
+    /// or `workflow`, no delegation. An unknown name is refused by `build`.
+    pub fn builtins<S: AsRef<str>>(mut self, names: &[S]) -> Self {
+        self.builtins = Some(names.iter().map(|n| n.as_ref().to_string()).collect());
+        self
+    }
+
     /// How much the file and search tools read and return.
     pub fn file_limits(mut self, limits: FileLimits) -> Self {
         self.file_limits = limits;
@@ -268,8 +278,23 @@ impl HostBuilder {
     pub async fn build(self) -> Result<Host, HostError> {
         let endpoints = Endpoints::new(self.model_requests);
         let model = self.client(&endpoints)?;
-        let mut registry = ToolRegistry::with_builtins_bounded(self.file_limits);
-        for tool in self.tools {
+        let mut registry = ToolRegistry::new();
+        let builtins = cadre_runtime::tool::builtin_tools_with(self.file_limits);
+        if let Some(names) = &self.builtins
+            && let Some(unknown) = names
+                .iter()
+                .find(|n| !builtins.iter().any(|t| t.definition().name == n.as_str()))
+        {
+            return Err(HostError::Config(format!(
+                "there is no built-in tool {unknown:?}"
+            )));
+        }
+        let wanted = |tool: &Arc<dyn Tool>| {
+            self.builtins
+                .as_ref()
+                .is_none_or(|names| names.iter().any(|n| *n == tool.definition().name))
+        };
+        for tool in builtins.into_iter().filter(wanted).chain(self.tools) {
             registry
                 .register(tool)
                 .map_err(|e| HostError::Config(e.to_string()))?;
@@ -418,7 +443,7 @@ pub struct Started {
     pub handle: SessionHandle,
     /// Its events, `session.started` first, each with the id of the
     /// submission that caused it when there is one.
-    pub events: UnboundedReceiver<Envelope>,
+    pub events: crate::events::Events,
 }
 
 /// What sessions share; see the module documentation.

@@ -16,13 +16,11 @@ use cadre_runtime::agent::{AgentPath, Authority, LiveAuthority};
 use cadre_runtime::model::ModelClient;
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::guardian::GuardianConfig;
-use cadre_runtime::protocol::Envelope;
 use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::store::StoreError;
 use cadre_runtime::tool::{ToolRunner, Workspace};
 use ractor::{Actor, ActorCell, ActorRef};
-use tokio::sync::mpsc;
 
 use crate::events::EventSink;
 use crate::session::{SessionActor, SessionArgs, SessionMsg, Subagents};
@@ -115,7 +113,7 @@ pub struct SpawnedAgent {
     /// Ends when the actor has stopped.
     pub join: tokio::task::JoinHandle<()>,
     /// Its events, `session.started` first.
-    pub events: mpsc::UnboundedReceiver<Envelope>,
+    pub events: crate::events::Events,
 }
 
 /// Why an agent did not start.
@@ -151,7 +149,7 @@ pub async fn spawn_agent(
     services: AgentServices,
     supervisor: Option<ActorCell>,
 ) -> Result<SpawnedAgent, StartError> {
-    let (events, receiver) = mpsc::unbounded_channel();
+    let (events, receiver) = crate::events::channel();
     let args = SessionArgs {
         spec,
         services,

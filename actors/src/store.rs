@@ -22,8 +22,10 @@
 //! the session fails the turn as infrastructure instead of reporting as
 //! done what was not stored.
 
+mod goal;
 mod request;
 
+pub use goal::GoalRequest;
 pub use request::{Opened, QuestionnaireDraft, RunDraft, SessionOpen, StoreRequest};
 
 use std::collections::BTreeMap;
@@ -62,6 +64,8 @@ struct Batch {
     messages: Vec<(i64, Arc<Message>)>,
     events: Vec<String>,
     audit: Vec<(String, String, String)>,
+    /// Give up the session's lease once these are written.
+    release: bool,
 }
 
 /// Appends not yet written, shared by every handle: appending takes the
@@ -198,11 +202,16 @@ impl StoreState {
         if self.in_flight || !due || self.failed.is_some() {
             return;
         }
-        self.in_flight = true;
         self.flush_due = false;
         let mut work = std::mem::take(&mut self.next);
         // Appends made before the requests are written before them.
         work.appends = take_appends(&self.appends);
+        // A flush whose appends went out with an earlier request's job
+        // has nothing left to commit.
+        if work.is_empty() {
+            return;
+        }
+        self.in_flight = true;
         let (store, owner, reply) = (self.store.clone(), self.owner.clone(), myself.clone());
         tokio::task::spawn_blocking(move || {
             let failed = run(&store, work, &owner);
@@ -245,7 +254,7 @@ fn run(store: &Mutex<Store>, work: Work, owner: &LeaseOwner) -> Option<StoreErro
         let ran = store.together(|s| {
             let group = unrun.take().unwrap_or_default();
             let batches = std::mem::take(&mut unwritten);
-            if let Err(err) = s.isolated(|s| write(s, batches)) {
+            if let Err(err) = s.isolated(|s| write(s, batches, owner)) {
                 return Err((err, group));
             }
             if renewing && let Err(err) = s.renew_leases(owner) {
@@ -309,9 +318,13 @@ fn lost_write(err: StoreError) -> StoreError {
     }
 }
 
-/// Writes buffered appends, one savepoint per session; the first failure
-/// stops the writing and is returned.
-fn write(store: &mut Store, batches: BTreeMap<Arc<str>, Batch>) -> Result<(), StoreError> {
+/// Writes buffered appends, one savepoint per session, and gives up the
+/// leases asked for; the first failure stops the writing and is returned.
+fn write(
+    store: &mut Store,
+    batches: BTreeMap<Arc<str>, Batch>,
+    owner: &LeaseOwner,
+) -> Result<(), StoreError> {
     for (session_id, batch) in batches {
         store
             .append(&session_id, &batch.messages, &batch.events, &batch.audit)
@@ -319,6 +332,12 @@ fn write(store: &mut Store, batches: BTreeMap<Arc<str>, Batch>) -> Result<(), St
                 what: format!("the transcript of session {session_id}"),
                 message: err.to_string(),
             })?;
+        if batch.release {
+            // A lease left behind is only a stale lease: taken over, not lost.
+            if let Err(err) = store.release_lease(&session_id, owner) {
+                tracing::warn!(%err, %session_id, "the session's lease could not be released");
+            }
+        }
     }
     Ok(())
 }
@@ -384,13 +403,28 @@ impl StoreHandle {
         events: Vec<String>,
         audit: Vec<(String, String, String)>,
     ) {
-        let first = {
-            let mut appends = self.appends.lock().unwrap_or_else(PoisonError::into_inner);
-            let first = appends.is_empty();
-            let batch = appends.entry(session_id.clone()).or_default();
+        self.buffer(session_id, |batch| {
             batch.messages.extend(messages);
             batch.events.extend(events);
             batch.audit.extend(audit);
+        });
+    }
+
+    /// Gives up this process's lease on a session once its buffered
+    /// appends are written, with them (no commit of its own). Until then
+    /// the lease stays this process's, and a later request of this store
+    /// finds it released.
+    pub fn release_lease(&self, session_id: &Arc<str>) {
+        self.buffer(session_id, |batch| batch.release = true);
+    }
+
+    /// Adds to a session's buffered appends; the first addition after a
+    /// flush asks for the next one.
+    fn buffer(&self, session_id: &Arc<str>, add: impl FnOnce(&mut Batch)) {
+        let first = {
+            let mut appends = self.appends.lock().unwrap_or_else(PoisonError::into_inner);
+            let first = appends.is_empty();
+            add(appends.entry(session_id.clone()).or_default());
             first
         };
         if first {

@@ -106,6 +106,8 @@ pub struct TurnState {
     inflight: Option<AbortHandle>,
     /// The turn's closing event, handed to the session with its end.
     ending: Option<Box<Event>>,
+    /// When the turn started: the goal's budget guard reads the time.
+    started: std::time::Instant,
 }
 
 impl Actor for TurnActor {
@@ -130,6 +132,7 @@ impl Actor for TurnActor {
             span,
             inflight: None,
             ending: None,
+            started: std::time::Instant::now(),
         })
     }
 
@@ -166,6 +169,7 @@ impl Actor for TurnActor {
                 TurnInput::Halt { category, message }
             }
         };
+        state.machine.set_elapsed(state.started.elapsed());
         let effects = state.machine.step(input);
         state.perform(&myself, effects)
     }

@@ -48,6 +48,8 @@ pub enum Command {
     Workflow(WorkflowArgs),
     /// Run step agents for coordinators on other machines (docs/cluster.md).
     Node(Box<NodeArgs>),
+    /// Show, pause, resume, clear a stored session's goal, or change its budget.
+    Goal(crate::goal_cmd::GoalArgs),
 }
 
 /// `cadre node`.
@@ -429,6 +431,10 @@ pub struct ExecArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub output_format: OutputFormat,
+
+    /// A goal to drive to a verified end.
+    #[command(flatten)]
+    pub goal: crate::goal_cmd::GoalFlags,
 
     /// The session: model, mode, permissions, directories.
     #[command(flatten)]

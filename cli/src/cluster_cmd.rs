@@ -161,7 +161,7 @@ pub async fn node(
     if let Some(first) = served.first() {
         options.workspace = first.local.clone();
     }
-    let (sink, _) = tokio::sync::mpsc::unbounded_channel();
+    let (sink, _) = cadre_actors::events::channel();
     let template = host
         .workflow_caller(&options, EventSink::new(sink))
         .map_err(host_error)?;

@@ -28,6 +28,8 @@ pub use cadre_actors::host::ModelChoice;
 pub struct RunConfig {
     /// The prompt, if any.
     pub prompt: Option<String>,
+    /// A goal to set before the prompt (`exec --goal`).
+    pub goal: Option<cadre_runtime::goal::GoalAction>,
     /// A new session, or which stored one to resume.
     pub resume: Resume,
     /// Approve a submitted plan automatically.
@@ -140,11 +142,12 @@ impl RunConfig {
         defaults: UserDefaults,
     ) -> Result<Self, CliError> {
         let resuming = args.session.resume.is_some() || args.session.continue_latest;
+        let goal = args.goal.action()?;
         match &args.prompt {
             Some(p) if p.trim().is_empty() => {
                 return Err(CliError::usage("the prompt is empty"));
             }
-            None if !resuming => {
+            None if !resuming && goal.is_none() => {
                 return Err(CliError::usage(
                     "a PROMPT is required (or --resume ID / --continue to carry on a stored session)",
                 ));
@@ -153,6 +156,7 @@ impl RunConfig {
         }
         let mut config = Self::from_session(args.session, env, files, defaults)?;
         config.prompt = args.prompt;
+        config.goal = goal;
         config.approve_plan = args.approve_plan;
         config.plan_only = args.plan_only;
         config.output = args.output_format;
@@ -180,7 +184,7 @@ impl RunConfig {
             Some(p) => p
                 .parse()
                 .map_err(|e| CliError::usage(format!("--posture: {e}")))?,
-            None => settings.posture.or(defaults.posture).unwrap_or_default(),
+            None => files.posture(settings.posture.or(defaults.posture).unwrap_or_default()),
         };
         let mut rules = files.rules.clone();
         let session = PermissionRules {
@@ -264,6 +268,7 @@ impl RunConfig {
         };
         Ok(Self {
             prompt: None,
+            goal: None,
             resume,
             approve_plan: false,
             plan_only: false,

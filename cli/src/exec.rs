@@ -1,5 +1,6 @@
 //! `cadre exec`: one prompt, one session, no terminal UI.
 
+use cadre_runtime::goal::GoalStatus;
 use cadre_runtime::protocol::{Activity, Envelope, Event, FailureCategory, Op};
 use cadre_runtime::store::QuestionnaireAnswer;
 
@@ -14,9 +15,16 @@ use crate::render::Renderer;
 enum Ending {
     Success,
     AgentFailed,
-    Infrastructure { retryable: bool },
+    Infrastructure {
+        retryable: bool,
+    },
     Cancelled,
     PausedByDenials,
+    /// exec's own request was refused (a goal the session cannot take).
+    Refused,
+    /// The session's goal settled in this status (`exec --goal`, or a
+    /// resumed session with a goal).
+    Goal(GoalStatus),
 }
 
 impl Ending {
@@ -28,6 +36,19 @@ impl Ending {
             Ending::Infrastructure { retryable: false } => ("error", exit::AGENT_FAILED),
             Ending::Cancelled => ("cancelled", exit::INTERRUPTED),
             Ending::PausedByDenials => ("paused_by_denials", exit::AGENT_FAILED),
+            Ending::Refused => ("failed", exit::USAGE),
+            Ending::Goal(status) => {
+                let code = crate::goal_cmd::exit_code(status);
+                let word = match status {
+                    GoalStatus::Complete => "success",
+                    GoalStatus::Blocked => "failed",
+                    GoalStatus::UsageLimited => "error",
+                    GoalStatus::Active | GoalStatus::Paused | GoalStatus::BudgetLimited => {
+                        "unfinished"
+                    }
+                };
+                (word, code)
+            }
         }
     }
 }
@@ -42,12 +63,21 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
         ..
     } = launch(&config, false).await?;
     let mut driver = Driver::new(&config);
+    if let Some(goal) = &config.goal {
+        handle
+            .submit(Op::Goal {
+                action: Box::new(goal.clone()),
+            })
+            .map_err(|e| CliError::internal(format!("the session stopped early: {e}")))?;
+    }
     match &config.prompt {
         Some(prompt) => {
             handle
                 .submit(Op::user(prompt.clone()))
                 .map_err(|e| CliError::internal(format!("the session stopped early: {e}")))?;
         }
+        // exec's goal starts the work.
+        None if config.goal.is_some() => {}
         // Resuming with no prompt: whatever was queued runs (the session
         // starts it on its own); a session with nothing to do is idle now.
         None => {
@@ -106,6 +136,11 @@ struct Driver {
     awaiting_prompt: bool,
     session_id: String,
     stopping: bool,
+    /// exec's goal was sent but not yet taken: an idle before it is not the end.
+    awaiting_goal: bool,
+    /// The session's goal as last reported; the run ends by its status, and
+    /// a failed turn is the goal's to settle, not the end of the run.
+    goal: Option<GoalStatus>,
 }
 
 impl Driver {
@@ -119,6 +154,8 @@ impl Driver {
             awaiting_prompt: config.prompt.is_some(),
             session_id: String::new(),
             stopping: false,
+            awaiting_goal: config.goal.is_some(),
+            goal: None,
         }
     }
 
@@ -138,6 +175,21 @@ impl Driver {
         match event {
             Event::SessionStarted { session_id, .. } => self.session_id.clone_from(session_id),
             Event::TurnCompleted { .. } => self.ending = Some(Ending::Success),
+            Event::GoalUpdated { status, .. } => {
+                self.awaiting_goal = false;
+                self.goal = Some(*status);
+            }
+            Event::GoalCleared {} => self.goal = None,
+            // exec's goal was refused: nothing will run.
+            Event::OpRejected { op, .. } if op == "goal" && self.awaiting_goal => {
+                self.awaiting_goal = false;
+                self.ending = Some(Ending::Refused);
+                return self.stop();
+            }
+            // With a goal, a failed turn is settled by the goal (paused,
+            // usage-limited), and the run ends when the session is idle.
+            Event::TurnFailed { category, .. }
+                if self.goal.is_some() && *category != FailureCategory::Cancelled => {}
             Event::TurnFailed {
                 category,
                 retryable,
@@ -178,7 +230,7 @@ impl Driver {
             | Event::SessionStatus {
                 activity: Activity::Idle,
                 ..
-            } if !self.awaiting_prompt => match self.pending.clone() {
+            } if !self.awaiting_prompt && !self.awaiting_goal => match self.pending.clone() {
                 Some((id, _)) if self.approve_plan => {
                     return vec![Op::Answer {
                         id,
@@ -199,7 +251,14 @@ impl Driver {
                     }
                     return self.stop();
                 }
-                None => return self.stop(),
+                None => {
+                    if let Some(status) = self.goal
+                        && self.ending != Some(Ending::Cancelled)
+                    {
+                        self.ending = Some(Ending::Goal(status));
+                    }
+                    return self.stop();
+                }
             },
             _ => {}
         }

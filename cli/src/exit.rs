@@ -9,6 +9,9 @@ pub const SUCCESS: u8 = 0;
 pub const AGENT_FAILED: u8 = 1;
 /// Bad usage, configuration, script or input.
 pub const USAGE: u8 = 2;
+/// A goal stopped unfinished and can be resumed: paused, or a budget is
+/// spent (`cadre exec --goal`).
+pub const UNFINISHED: u8 = 3;
 /// A retryable infrastructure failure persisted past the retries (EX_TEMPFAIL).
 pub const TEMPFAIL: u8 = 75;
 /// The user interrupted the run (128 + SIGINT).

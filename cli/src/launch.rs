@@ -7,8 +7,6 @@ use std::sync::Arc;
 
 use cadre_actors::SessionHandle;
 use cadre_actors::host::{Host, HostError, Resume as HostResume, SessionOptions, Started};
-use cadre_runtime::protocol::Envelope;
-use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::config::{Resume, RunConfig};
 use crate::exit::CliError;
@@ -18,7 +16,7 @@ pub struct Launched {
     /// Submits `Op`s; [`SessionHandle::stopped`] waits for the actor.
     pub handle: SessionHandle,
     /// The session's events, `session.started` first.
-    pub events: UnboundedReceiver<Envelope>,
+    pub events: cadre_actors::events::Events,
     /// The host: closed after the session stopped, so every buffered
     /// append is written.
     pub host: Host,

@@ -23,6 +23,7 @@
 //! - [`workflow_cmd`]: `cadre workflow validate|run|resume|list|show|cancel`.
 //! - [`workflow_view`]: a workflow run's progress and final table, with no I/O.
 //! - [`cluster_cmd`]: `cadre node`, and the nodes of `workflow run --nodes`.
+//! - [`goal_cmd`]: `cadre exec --goal` flags, goal exit codes, `cadre goal show|pause|resume|clear|budget`.
 //! - [`render`]: text, json and stream-json renderings of the event stream.
 //! - [`exit`]: exit codes.
 //!
@@ -36,6 +37,7 @@ pub mod config;
 pub mod config_cmd;
 pub mod exec;
 pub mod exit;
+pub mod goal_cmd;
 pub mod launch;
 pub mod mcp_cmd;
 pub mod render;
@@ -114,6 +116,13 @@ pub fn main() -> ExitCode {
         )),
         Some(Command::Workflow(args)) => workflow_cmd::run(args, env, config_dir),
         Some(Command::Node(args)) => block_on(cluster_cmd::node(*args, env, config_dir)),
+        Some(Command::Goal(args)) => match args.data_dir.clone().or_else(|| default_data_dir(&env))
+        {
+            Some(dir) => goal_cmd::run(args, dir),
+            None => Err(exit::CliError::usage(
+                "no data directory: pass --data-dir or set CADRE_HOME",
+            )),
+        },
         Some(Command::Config(args)) => match config_dir {
             Some(dir) => config_cmd::run(args, &Settings::in_dir(&dir)),
             None => Err(exit::CliError::usage(

@@ -295,6 +295,24 @@ impl TextView {
                 "{activity:?} · {mode} · {posture} · {queue_length} queued · {turns} turns"
             )),
             Event::SessionStopped { .. } | Event::SessionIdle { .. } => None,
+            Event::GoalUpdated {
+                status,
+                reason,
+                usage,
+                budgets,
+                ..
+            } => err(cadre_runtime::goal::progress_line(
+                *status, *reason, usage, budgets,
+            )),
+            Event::GoalVerification { verdict, gaps, .. } => {
+                let mut text = format!("  ⊨ verifier: {verdict}");
+                for gap in gaps {
+                    text.push_str(&format!("\n    gap: {}", first_line(gap)));
+                }
+                err(text)
+            }
+            Event::GoalContinuation { n } => err(format!("── goal continuation {n} ──")),
+            Event::GoalCleared {} => err("goal cleared".to_string()),
             Event::PlanEntered { plan_path, backup } => match backup {
                 Some(backup) => err(format!(
                     "plan mode: the plan goes to {plan_path} (the earlier one is in {backup})"

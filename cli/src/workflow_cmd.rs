@@ -24,7 +24,6 @@ use cadre_workflows::model::{ForEach, Workflow};
 use cadre_workflows::scheduler::Report;
 use cadre_workflows::validate::{Options, validate};
 use serde_json::json;
-use tokio::sync::mpsc;
 
 use crate::args::{
     OutputFormat, WorkflowAction, WorkflowArgs, WorkflowResumeArgs, WorkflowRunArgs,
@@ -250,7 +249,7 @@ async fn drive(
     launch: Launch,
     cluster: Option<Cluster>,
 ) -> Result<u8, CliError> {
-    let (tx, mut events) = mpsc::unbounded_channel();
+    let (tx, mut events) = cadre_actors::events::channel();
     let caller = host
         .workflow_caller(&session_options(config, false), EventSink::new(tx))
         .map_err(host_error)?;

@@ -283,6 +283,31 @@ impl ConfigPaths {
     }
 }
 
+/// A project's file may not name a model server: the API key goes with
+/// every request, and a repository must not choose where it goes.
+fn refuse_endpoints(file: &ConfigFile, path: &Path) -> Result<(), ConfigError> {
+    let role = file
+        .roles
+        .iter()
+        .find(|(_, role)| role.base_url.is_some())
+        .map(|(name, _)| format!("roles.{name}.base_url"));
+    match file
+        .base_url
+        .as_ref()
+        .map(|_| "base_url".to_string())
+        .or(role)
+    {
+        Some(key) => Err(ConfigError {
+            path: path.display().to_string(),
+            message: format!(
+                "{key}: a project's config cannot choose the model server (the API key is sent \
+                 there); set it in your user config, .cadre/config.local.toml or with --base-url"
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// The files merged.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
@@ -294,6 +319,10 @@ pub struct Config {
     pub roles: BTreeMap<String, RoleConfig>,
     /// The MCP servers, merged (`mcp::config::merge`).
     pub mcp_servers: Vec<McpServerConfig>,
+    /// The posture the project's file asks for. A repository may narrow the
+    /// posture the user chose, never widen it, so it is kept apart from
+    /// `settings.posture` and applied with [`Config::posture`].
+    pub project_posture: Option<Posture>,
 }
 
 impl Config {
@@ -333,10 +362,18 @@ impl Config {
         let mut merged = Config::default();
         let mut mcp = Vec::new();
         for (mut file, scope, path) in layers {
+            if scope == Scope::Project {
+                refuse_endpoints(&file, &path)?;
+            }
             mcp.push((std::mem::take(&mut file.mcp_servers), scope, path.clone()));
             let s = &mut merged.settings;
             s.mode = file.mode.or(s.mode);
-            s.posture = file.posture.or(s.posture);
+            if scope == Scope::Project {
+                merged.project_posture = file.posture;
+            } else {
+                s.posture = file.posture.or(s.posture);
+            }
+            let s = &mut merged.settings;
             s.model = file.model.or(s.model.take());
             s.base_url = file.base_url.or(s.base_url.take());
             s.max_subagents = file.max_subagents.or(s.max_subagents);
@@ -368,6 +405,12 @@ impl Config {
         let layers: Vec<_> = mcp.iter().map(|(e, s, p)| (e, *s, p.as_path())).collect();
         merged.mcp_servers = crate::mcp::config::merge(&layers)?;
         Ok(merged)
+    }
+
+    /// The starting posture: `user` (the user's own choice: their files,
+    /// their settings, or the default), narrowed by the project's file.
+    pub fn posture(&self, user: Posture) -> Posture {
+        self.project_posture.map_or(user, |p| p.narrower(user))
     }
 }
 
@@ -407,6 +450,7 @@ posture = "never"
         ])
         .expect("merges");
         assert_eq!(merged.settings.posture, Some(Posture::Auto));
+        assert_eq!(merged.posture(Posture::Auto), Posture::Auto);
         assert_eq!(merged.settings.model.as_deref(), Some("medium"));
         let reviewer = &merged.roles["reviewer"];
         assert_eq!(reviewer.posture, Some(Posture::Never));
@@ -425,6 +469,55 @@ posture = "never"
         };
         assert!(decide(&push).is_some());
         assert!(decide(&test).is_some());
+    }
+
+    /// The posture a project file asking for `project` leaves a user who
+    /// chose `user`.
+    fn project_posture(user: Posture, project: Posture, expected: Posture) {
+        let project_file = file(&format!("posture = \"{}\"\n", project.as_str()));
+        let merged = Config::merge(vec![(project_file, Scope::Project, "project.toml".into())])
+            .expect("merges");
+        assert_eq!(merged.settings.posture, None, "kept apart");
+        assert_eq!(
+            merged.posture(user),
+            expected,
+            "user {user:?}, project {project:?}"
+        );
+    }
+
+    #[test]
+    fn a_project_file_narrows_the_posture_and_never_widens_it() {
+        let all = [
+            Posture::Never,
+            Posture::Suggest,
+            Posture::Auto,
+            Posture::Bypass,
+        ];
+        for user in all {
+            for project in all {
+                project_posture(user, project, user.min(project));
+            }
+        }
+        project_posture(Posture::Suggest, Posture::Bypass, Posture::Suggest);
+        project_posture(Posture::Bypass, Posture::Never, Posture::Never);
+    }
+
+    #[test]
+    fn a_project_file_cannot_choose_the_model_server() {
+        for text in [
+            "base_url = \"http://127.0.0.1:9/v1\"\n",
+            "[roles.r]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+        ] {
+            let err = Config::merge(vec![(file(text), Scope::Project, "project.toml".into())])
+                .expect_err(text);
+            assert_eq!(err.path, "project.toml");
+            assert!(
+                err.message.contains("base_url: a project's config cannot"),
+                "{err}"
+            );
+            Config::merge(vec![(file(text), Scope::Local, "local.toml".into())])
+                .expect("the local file may");
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@
 //! - [`agent`]: sub-agents' authority (it only narrows, also live), typed
 //!   agent and approval ids, the child table, reports.
 //! - [`config`]: configuration files and their precedence.
+//! - [`goal`]: a session's goal: statuses, settlement, breaker, budgets, verdicts, continuations.
 //! - [`settings`]: user defaults in `settings.toml`, replaced whole under a cross-process lock.
 //! - [`mcp`]: MCP servers over stdio, their tools behind the same gates.
 //! - [`snapshot`]: workspace snapshots in a side git repository, and restore.
@@ -31,6 +32,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod goal;
 pub mod lifecycle;
 pub mod mcp;
 pub mod message;

@@ -21,6 +21,9 @@ pub struct Queued {
     /// The id of the submission that admitted it, echoed by its turn's
     /// events (none after a resume).
     pub cause: Option<String>,
+    /// A host-written continuation of the session's goal: rechecked just
+    /// before it runs (G6).
+    pub internal: bool,
 }
 
 /// What happened.
@@ -216,6 +219,7 @@ mod tests {
             text: format!("m{id}"),
             interrupted: false,
             cause: None,
+            internal: false,
         }
     }
 

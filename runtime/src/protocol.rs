@@ -91,6 +91,13 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         dry_run: bool,
     },
+    /// The session's goal (G1): set, show, pause, resume, edit, budget,
+    /// mark, clear. Answered by `goal.updated` (`goal.cleared` for a
+    /// clear), or `op.rejected` when the goal cannot do it.
+    Goal {
+        /// What to do.
+        action: Box<crate::goal::GoalAction>,
+    },
     /// Cancel whatever runs, drop the queue and stop the session. Answered
     /// by `session.stopped`.
     Shutdown,
@@ -657,6 +664,43 @@ pub enum Event {
         /// Instances per state.
         counts: std::collections::BTreeMap<String, u64>,
     },
+    /// The session's goal was set or changed, or a host asked for it.
+    #[serde(rename = "goal.updated")]
+    GoalUpdated {
+        /// The objective.
+        objective: String,
+        /// `active`, `paused`, `blocked`, `budget_limited`,
+        /// `usage_limited` or `complete`.
+        status: crate::goal::GoalStatus,
+        /// Why, from a closed set (`verifier_met`, `no_progress`, …).
+        reason: crate::goal::StatusReason,
+        /// Bumped by every change a person makes.
+        revision: u64,
+        /// What the goal used.
+        usage: crate::goal::GoalUsage,
+        /// Its limits.
+        budgets: crate::goal::Budgets,
+    },
+    /// The verifier (or the check command) answered a completion claim.
+    #[serde(rename = "goal.verification")]
+    GoalVerification {
+        /// `pass`, `fail`, `partial`, `unparseable` or `unavailable`.
+        verdict: String,
+        /// What remains, for `fail` and `partial` (or why the verifier
+        /// was unavailable).
+        gaps: Vec<String>,
+        /// Tokens the verifier spent (counted toward the goal's budget).
+        verifier_tokens: u64,
+    },
+    /// A continuation was admitted to the queue.
+    #[serde(rename = "goal.continuation")]
+    GoalContinuation {
+        /// Its number within the goal (1 is the first).
+        n: u64,
+    },
+    /// The session's goal was cleared.
+    #[serde(rename = "goal.cleared")]
+    GoalCleared {},
     /// The host is done with the session. Always last.
     #[serde(rename = "session.completed")]
     SessionCompleted {

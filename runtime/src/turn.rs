@@ -9,9 +9,11 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::goal::{BudgetGuard, GuardDecision};
 use crate::message::{Message, ToolCall};
 use crate::mode::Mode;
 use crate::model::{ModelError, ModelRequest, ModelResponse, RequestContext};
@@ -42,6 +44,9 @@ pub struct TurnConfig {
     pub plan_file: Option<PathBuf>,
     /// A model name sent instead of the client's (a role's model).
     pub model: Option<Arc<str>>,
+    /// The goal's budget guard (G7), asked before every tool call; `None`
+    /// when no goal budget limits this turn.
+    pub budget: Option<BudgetGuard>,
 }
 
 /// How a turn ended.
@@ -131,12 +136,20 @@ pub struct TurnMachine {
     end_after_tools: bool,
     /// The last text the model gave, for a turn that ends after its tools.
     last_text: String,
+    /// The goal's budget guard, taken from the config.
+    guard: Option<BudgetGuard>,
+    /// How long the turn has run, as the host last said: the budget guard
+    /// reads it (the machine has no clock).
+    elapsed: Duration,
 }
 
 impl TurnMachine {
     /// A turn over `history`, which already holds the user's message.
-    pub fn new(config: TurnConfig, history: Arc<[Arc<Message>]>) -> Self {
+    pub fn new(mut config: TurnConfig, history: Arc<[Arc<Message>]>) -> Self {
+        let guard = config.budget.take().filter(BudgetGuard::limits_anything);
         Self {
+            guard,
+            elapsed: Duration::ZERO,
             config,
             history,
             own: Vec::new(),
@@ -157,6 +170,11 @@ impl TurnMachine {
     /// Model requests made so far.
     pub fn iterations(&self) -> u32 {
         self.iteration
+    }
+
+    /// Tells the machine how long the turn has run (for the budget guard).
+    pub fn set_elapsed(&mut self, elapsed: Duration) {
+        self.elapsed = elapsed;
     }
 
     /// Whether the turn has finished.
@@ -343,6 +361,17 @@ impl TurnMachine {
     /// Runs the next queued call, or asks the model again when none is left
     /// (or ends the turn, when asked to end after its tools).
     fn next_tool(&mut self, effects: &mut Vec<TurnEffect>) {
+        while let Some(refusal) = self.guard_refusal() {
+            // The budget is spent: the call is answered without running.
+            let Some(call) = self.queue.pop_front() else {
+                break;
+            };
+            self.answer(
+                &call,
+                Err(ToolError::new(ErrorCode::ToolNotAllowed, refusal)),
+                effects,
+            );
+        }
         match self.queue.front() {
             Some(call) => effects.push(TurnEffect::RunTool(call.clone())),
             None if self.end_after_tools => {
@@ -350,6 +379,21 @@ impl TurnMachine {
                 self.finish(TurnOutcome::Completed { text }, effects);
             }
             None => self.request_model(effects),
+        }
+    }
+
+    /// The budget guard's refusal of the next queued call, if it refuses
+    /// it; past the grace steps the turn ends once its calls are answered.
+    fn guard_refusal(&mut self) -> Option<String> {
+        self.queue.front()?;
+        let tokens = self.usage.prompt_tokens + self.usage.completion_tokens;
+        match self.guard.as_mut()?.before_call(tokens, self.elapsed) {
+            GuardDecision::Allow => None,
+            GuardDecision::Summarize(why) => Some(why),
+            GuardDecision::Disabled(why) => {
+                self.end_after_tools = true;
+                Some(why)
+            }
         }
     }
 

@@ -509,7 +509,7 @@ async fn approvals_from_a_remote_step_reach_the_caller() {
     assert_eq!(joined.cluster.nodes().len(), 1, "node a joined");
     let mut options = h.options(Posture::Suggest);
     options.interactive = true;
-    let (tx, mut events) = mpsc::unbounded_channel();
+    let (tx, mut events) = cadre::actors::events::channel();
     let caller = h
         .host
         .workflow_caller(&options, EventSink::new(tx))

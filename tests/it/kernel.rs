@@ -343,3 +343,55 @@ async fn every_event_echoes_the_id_of_the_submission_that_caused_it() {
     assert_eq!(status.op_id, None);
     session.shutdown().await;
 }
+
+/// A host made with a few built-in tools offers those and no others, and
+/// refuses a name that is no built-in.
+#[tokio::test]
+async fn a_host_offers_only_the_built_in_tools_it_was_given() {
+    use cadre::actors::host::{Host, HostError, ModelChoice, SessionOptions};
+    let mock = MockServer::start().await;
+    mock.push([Reply::sse(&text_chunks("done"))]);
+    let (data, workspace) = (
+        tempfile::TempDir::new().expect("data"),
+        tempfile::TempDir::new().expect("workspace"),
+    );
+    let server = || ModelChoice::Server {
+        base_url: mock.url.clone(),
+        model: "mock-model".into(),
+        api_key: None,
+        stream: true,
+    };
+    let refused = Host::builder(data.path())
+        .model(server())
+        .builtins(&["read_file", "rm_rf"])
+        .build()
+        .await;
+    assert!(
+        matches!(&refused, Err(HostError::Config(why)) if why.contains("\"rm_rf\"")),
+        "an unknown built-in is refused by name"
+    );
+    let host = Host::builder(data.path())
+        .model(server())
+        .builtins(&["list_dir", "read_file"])
+        .build()
+        .await
+        .expect("host");
+    let mut session = host
+        .start(SessionOptions::new(workspace.path()))
+        .await
+        .expect("session");
+    session
+        .handle
+        .submit(Op::user("look around"))
+        .expect("submit");
+    while let Some(envelope) = session.events.recv().await {
+        if matches!(envelope.event, Event::TurnCompleted { .. }) {
+            break;
+        }
+    }
+    let requests = mock.requests();
+    assert_eq!(offered(&requests[0]), ["read_file", "list_dir"]);
+    session.handle.submit(Op::Shutdown).expect("shutdown");
+    session.handle.stopped().await;
+    host.close().await;
+}

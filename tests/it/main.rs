@@ -10,6 +10,7 @@ mod cli;
 mod cluster;
 mod crash;
 mod durability;
+mod goals;
 mod kernel;
 mod mcp;
 mod mcp_cli;

@@ -55,7 +55,11 @@ async fn plan_offers_read_only_tools_the_plan_writers_and_read_only_bash_while_w
             "write_file",
             "edit_file",
             "bash",
-            "exit_plan_mode"
+            "exit_plan_mode",
+            // The goal is the session's, not the workspace's: Plan keeps it.
+            "create_goal",
+            "get_goal",
+            "update_goal"
         ]
     );
     let plan_file = plan.plan_file.display().to_string();
@@ -88,7 +92,10 @@ async fn plan_offers_read_only_tools_the_plan_writers_and_read_only_bash_while_w
             "write_file",
             "edit_file",
             "bash",
-            "todo_write"
+            "todo_write",
+            "create_goal",
+            "get_goal",
+            "update_goal"
         ]
     );
     assert!(mock.violations().is_empty(), "{:?}", mock.violations());

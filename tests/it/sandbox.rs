@@ -68,6 +68,7 @@ impl Host {
             plans: None,
             snapshots: None,
             workflows: None,
+            goals: None,
         };
         Self {
             ws,

@@ -307,4 +307,22 @@ async fn exec_starts_from_the_settings_defaults_below_config_files_and_flags() {
     .await;
     let flags = ["--mode", "work", "--posture", "auto"];
     check(&plan_never, "", &flags, ("work", "auto")).await;
+    // A repository narrows the user's posture, and never widens it.
+    let bypass = "posture = \"bypass\"\n";
+    check(&[], bypass, &[], ("work", "suggest")).await;
+    check(
+        &[("default_posture", "auto")],
+        bypass,
+        &[],
+        ("work", "auto"),
+    )
+    .await;
+    check(
+        &[("default_posture", "auto")],
+        "posture = \"never\"\n",
+        &[],
+        ("work", "never"),
+    )
+    .await;
+    check(&[], bypass, &["--posture", "bypass"], ("work", "bypass")).await;
 }

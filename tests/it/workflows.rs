@@ -10,17 +10,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use cadre::actors::EventSink;
+use cadre::actors::events::Events;
 use cadre::actors::host::{Host, ModelChoice, SessionOptions};
 use cadre::runtime::Mode;
 use cadre::runtime::permission::Posture;
-use cadre::runtime::protocol::{Envelope, Event};
+use cadre::runtime::protocol::Event;
 use cadre::workflows::diagnostic::Source;
 use cadre::workflows::engine::{Launch, RunSettings, start};
 use cadre::workflows::scheduler::Report;
 use cadre::workflows::validate::{Options, validate};
 use serde_json::Value;
 use tempfile::TempDir;
-use tokio::sync::mpsc;
 
 use crate::support::mock::MockServer;
 use crate::support::{PATIENCE, quick_retries};
@@ -117,7 +117,7 @@ impl Harness {
 
     /// Runs a workflow to its end under `posture`.
     pub async fn run(&self, text: &str, posture: Posture, max_parallel: Option<u32>) -> Finished {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = cadre::actors::events::channel();
         let caller = self
             .host
             .workflow_caller(&self.options(posture), EventSink::new(tx))
@@ -157,7 +157,7 @@ impl Harness {
 }
 
 /// Events received so far.
-pub fn drain(mut rx: mpsc::UnboundedReceiver<Envelope>) -> Vec<Event> {
+pub fn drain(mut rx: Events) -> Vec<Event> {
     let mut events = Vec::new();
     while let Ok(envelope) = rx.try_recv() {
         events.push(envelope.event);

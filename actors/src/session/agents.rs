@@ -26,7 +26,7 @@ use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::protocol::{AgentStatus, Event, Op};
 use cadre_runtime::tool::{AgentHost, AgentRequest, ErrorCode, ToolError, ToolFuture, ToolOutcome};
 use ractor::{ActorRef, RpcReplyPort};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{SessionMsg, SessionState};
 use crate::events::EventSink;
@@ -657,7 +657,7 @@ struct SpawnedChild {
 async fn pump(
     path: AgentPath,
     mut builder: ReportBuilder,
-    mut stream: mpsc::UnboundedReceiver<cadre_runtime::protocol::Envelope>,
+    mut stream: crate::events::Events,
     parent_events: EventSink,
     parent: ActorRef<SessionMsg>,
 ) {

@@ -17,14 +17,17 @@
 //! - `plan`: `/plan`, mode changes, `exit_plan_mode`, questionnaires.
 //! - `authority`: permission decisions, prompts, guardian reviews, audit.
 //! - `agents`: sub-agents.
+//! - `goal`: the session's goal: settlement, continuations, the verifier.
 
 mod agents;
 mod authority;
+mod goal;
 mod plan;
 mod turns;
 
 pub use agents::Subagents;
 pub use authority::PermissionConfig;
+pub use goal::VerifierOutcome;
 
 use std::sync::Arc;
 
@@ -34,14 +37,13 @@ use cadre_runtime::lifecycle::{QueueEffect, QueueInput, TurnQueue};
 use cadre_runtime::message::{Message, unanswered_calls};
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::Decision;
-use cadre_runtime::protocol::{Activity, Envelope, Event, FailureCategory, Op, Usage};
+use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op, Usage};
 use cadre_runtime::sandbox::{SandboxConfig, sandbox_status};
 use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::tool::{
     AgentRequest, Authorization, ErrorCode, PlanRequest, ToolOutcome, Workspace,
 };
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
-use tokio::sync::mpsc;
 
 use crate::events::EventSink;
 use crate::guardian::GuardianVerdict;
@@ -200,6 +202,22 @@ pub enum SessionMsg {
         /// Where the report goes.
         reply: RpcReplyPort<ToolOutcome>,
     },
+    /// A goal tool asks (from the turn's goal host).
+    GoalTool {
+        /// What to do.
+        request: cadre_runtime::tool::GoalToolRequest,
+        /// Where the answer goes.
+        reply: RpcReplyPort<ToolOutcome>,
+    },
+    /// The goal's verifier answered the claim of turn `turn_id`.
+    GoalVerdict {
+        /// The turn whose claim it judged (it holds the queue).
+        turn_id: u64,
+        /// The verdict.
+        outcome: goal::VerifierOutcome,
+        /// Tokens the verifier spent.
+        tokens: u64,
+    },
     /// A plan lifecycle tool asks (from the turn's plan host).
     Plan {
         /// What to do.
@@ -293,6 +311,8 @@ pub struct SessionState {
     span: tracing::Span,
     authority: authority::Authority,
     children: agents::Children,
+    /// The session's goal (a sub-agent has none).
+    goal: goal::GoalState,
 }
 
 /// A started session: its actor, and a way to wait for its end.
@@ -339,7 +359,7 @@ impl SessionHandle {
 pub async fn spawn_session(
     config: SessionConfig,
     services: SessionServices,
-) -> Result<(SessionHandle, mpsc::UnboundedReceiver<Envelope>), crate::kernel::StartError> {
+) -> Result<(SessionHandle, crate::events::Events), crate::kernel::StartError> {
     let SpawnedAgent {
         actor,
         join,
@@ -391,6 +411,7 @@ impl Actor for SessionActor {
             turn_cause: None,
             span,
             spec,
+            goal: goal::GoalState::default(),
         };
         Box::pin(state.open()).await?;
         state.emit(Event::SessionStarted {
@@ -414,6 +435,7 @@ impl Actor for SessionActor {
         let pending = std::mem::take(&mut state.resumed_queue);
         let effects = state.queue.step(QueueInput::Resumed(pending));
         Box::pin(state.perform(&myself, effects, false)).await;
+        Box::pin(state.resume_goal(&myself)).await;
         Ok(())
     }
 
@@ -454,6 +476,14 @@ impl Actor for SessionActor {
             SessionMsg::Plan { request, reply } => {
                 Box::pin(state.plan_request(request, reply)).await
             }
+            SessionMsg::GoalTool { request, reply } => {
+                Box::pin(state.goal_tool(request, reply)).await
+            }
+            SessionMsg::GoalVerdict {
+                turn_id,
+                outcome,
+                tokens,
+            } => Box::pin(state.goal_verdict(&myself, turn_id, outcome, tokens)).await,
             SessionMsg::Authorize {
                 turn_id,
                 request,
@@ -468,7 +498,8 @@ impl Actor for SessionActor {
                 Box::pin(state.agent_request(&myself, request, reply)).await
             }
             SessionMsg::AgentRunDone { agent, report } => {
-                Box::pin(state.agent_run_done(&agent, *report)).await
+                Box::pin(state.agent_run_done(&agent, *report)).await;
+                Box::pin(state.goal_kick(&myself)).await;
             }
             SessionMsg::Workflow { plan, reply } => state.delegate(plan, reply),
         }
@@ -502,9 +533,7 @@ impl Actor for SessionActor {
                     usage: Usage::default(),
                     iterations: 0,
                 };
-                state
-                    .turn_ended(&myself, running.turn_id, Some(failed))
-                    .await;
+                Box::pin(state.turn_ended(&myself, running.turn_id, Some(failed))).await;
             }
         }
         Ok(())
@@ -516,17 +545,9 @@ impl Actor for SessionActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         if state.spec.is_session() {
-            let row = state.row.to_string();
-            let released = state
-                .store
-                .ask(|reply| crate::store::StoreRequest::ReleaseLease {
-                    session_id: row,
-                    reply,
-                })
-                .await;
-            if let Err(err) = released {
-                tracing::warn!(parent: &state.span, %err, "the session's lease could not be released");
-            }
+            // Written with the session's last appends, without a commit of
+            // its own.
+            state.store.release_lease(&state.row);
         }
         Ok(())
     }
@@ -609,6 +630,7 @@ impl SessionState {
                     return self.reject("user_input", "the session is shutting down");
                 }
                 self.authority.ledger.user_message();
+                self.goal_user_message();
                 self.publish_posture();
                 self.admit_user(myself, text, intent).await;
             }
@@ -665,6 +687,7 @@ impl SessionState {
                     self.restore(snapshot, dry_run).await;
                 }
             }
+            Op::Goal { action } => Box::pin(self.goal_op(myself, *action)).await,
             Op::Shutdown => {
                 let effects = self.queue.step(QueueInput::Shutdown);
                 self.perform(myself, effects, false).await;
@@ -702,6 +725,9 @@ impl SessionState {
     /// Held calls are settled first, so their denials come before the
     /// turn's end in the event stream; then the turn is told to stop.
     fn cancel(&mut self, turn_id: u64) {
+        // A turn held by its claim's verifier: stopping the verifier moves
+        // the queue on.
+        self.stop_verification();
         self.withdraw(turn_id);
         if let Some(turn) = &self.turn {
             let _ = turn.cast(TurnMsg::Cancel);
@@ -724,6 +750,10 @@ impl SessionState {
                     self.emit(Event::InputAdmitted { queue_length })
                 }
                 QueueEffect::Start { turn_id, message } => {
+                    if let goal::Gate::Skip(then) = self.goal_gate(turn_id, &message).await {
+                        effects.extend(then);
+                        continue;
+                    }
                     let recorded = std::mem::replace(&mut start_recorded, false);
                     if let Err(failed) = self.start_turn(myself, turn_id, message, recorded).await {
                         self.emit(failed);
@@ -758,6 +788,7 @@ impl SessionState {
         self.withdraw(turn_id);
         self.close_unanswered("the turn ended before this call was answered");
         let stored = self.finish_turn(queue_id).await;
+        let closing = ending.clone();
         let previous = self.events.set_cause(self.turn_cause.take());
         match (stored, ending) {
             (Ok(()), Some(ending)) => self.emit(ending),
@@ -783,7 +814,12 @@ impl SessionState {
             }
         }
         self.events.set_cause(previous);
-        let effects = self.queue.step(QueueInput::Finished { turn_id });
+        let mut effects = Vec::new();
+        if Box::pin(self.settle_goal(myself, turn_id, closing.as_ref(), &mut effects)).await {
+            // The claim's verifier holds the queue until its verdict.
+            return;
+        }
+        effects.extend(self.queue.step(QueueInput::Finished { turn_id }));
         self.perform(myself, effects, false).await;
     }
 

@@ -38,6 +38,7 @@ fn queued(m: QueuedMessage) -> Queued {
         text: m.content,
         interrupted: m.interrupted,
         cause: None,
+        internal: m.source == cadre_runtime::store::Source::Continuation,
     }
 }
 
@@ -99,6 +100,7 @@ impl SessionState {
         self.close_unanswered(
             "the session stopped (a crash or a kill) before this call was answered",
         );
+        self.goal.goal = opened.goal;
         Ok(())
     }
 
@@ -188,6 +190,7 @@ impl SessionState {
             text,
             interrupted: false,
             cause: self.events.cause().map(str::to_string),
+            internal: false,
         };
         let effects = self.queue.step(QueueInput::Admitted(message));
         self.perform(myself, effects, starts_now).await;
@@ -297,7 +300,7 @@ impl SessionState {
             .subagents
             .as_ref()
             .is_some_and(|s| s.workflows().is_some());
-        let tools = self.services.tools.offered(&Offer {
+        let offer = Offer {
             mode,
             allow: allowed.clone(),
             // Only Plan's descriptions name the plan file.
@@ -306,7 +309,14 @@ impl SessionState {
             plans,
             plan_entry: spec.plan_agent_entry,
             workflows,
-        });
+            goals: spec.is_session(),
+        };
+        // The summary turn after a goal's budget stop runs with no tools.
+        let tools = if self.summary_turn() {
+            Arc::from(Vec::new())
+        } else {
+            self.services.tools.offered(&offer)
+        };
         let root = spec.workspace.root();
         let system = match &spec.prompt {
             Some(role) => format!("{}\n\n{role}", system_prompt(mode, root)),
@@ -334,6 +344,7 @@ impl SessionState {
             },
             plan_file: plan_file.clone(),
             model: spec.model.as_deref().map(Arc::from),
+            budget: self.budget_guard(),
         };
         let tool_context = ToolContext {
             workspace: spec.workspace.clone(),
@@ -362,6 +373,11 @@ impl SessionState {
                 Arc::new(agents::SessionWorkflowHost {
                     session: myself.clone(),
                 }) as Arc<dyn cadre_runtime::tool::WorkflowHost>
+            }),
+            goals: spec.is_session().then(|| {
+                Arc::new(super::goal::SessionGoalHost {
+                    session: myself.clone(),
+                }) as Arc<dyn cadre_runtime::tool::GoalHost>
             }),
             rules: Some(spec.authority.rules.clone()),
             snapshots: spec.snapshots.clone().map(|snapshots| {

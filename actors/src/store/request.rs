@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use cadre_runtime::Mode;
 use cadre_runtime::agent::{AgentPath, AgentReport, ChildState};
+use cadre_runtime::goal::Goal;
 use cadre_runtime::message::Message;
 use cadre_runtime::permission::Posture;
 use cadre_runtime::plan::{self, EntryError};
@@ -56,6 +57,8 @@ pub struct Opened {
     /// Its sub-agents (any still marked running were interrupted by the
     /// crash and are now marked so).
     pub children: Vec<AgentRecord>,
+    /// Its goal (a session's; a sub-agent has none).
+    pub goal: Option<Goal>,
 }
 
 /// A questionnaire to open, owned.
@@ -95,6 +98,8 @@ fn defer<T: Send + 'static>(reply: Reply<T>, result: Result<T, StoreError>) -> D
 /// A request to the store actor.
 #[derive(Debug)]
 pub enum StoreRequest {
+    /// A goal request (`store/goal.rs`).
+    Goal(super::goal::GoalRequest),
     /// Opens a session: creates or reads it, takes its lease, applies the
     /// host's mode and posture when given, marks interrupted sub-agents,
     /// and reads back what it needs.
@@ -316,6 +321,7 @@ impl StoreRequest {
             }};
         }
         match self {
+            StoreRequest::Goal(request) => request.refuse(error),
             StoreRequest::Open(_, reply) => no!(reply),
             StoreRequest::Admit { reply, .. } => no!(reply),
             StoreRequest::StartTurn { reply, .. }
@@ -349,7 +355,8 @@ impl StoreRequest {
             StoreRequest::Admit { intent, .. } => *intent == Some(ModeIntent::PlanEntry),
             StoreRequest::SetMode { enter_plan, .. } => enter_plan.is_some(),
             StoreRequest::Answer { .. } => true,
-            StoreRequest::Open(..)
+            StoreRequest::Goal(_)
+            | StoreRequest::Open(..)
             | StoreRequest::StartTurn { .. }
             | StoreRequest::FinishTurn { .. }
             | StoreRequest::Pending { .. }
@@ -375,6 +382,7 @@ impl StoreRequest {
     /// or replaced by the commit's failure.
     pub(super) fn run(self, s: &mut Store, owner: &LeaseOwner) -> Deferred {
         match self {
+            StoreRequest::Goal(request) => request.run(s),
             StoreRequest::Open(open, reply) => {
                 defer(reply, s.isolated(|s| open_session(s, &open, owner)))
             }
@@ -603,6 +611,7 @@ fn open_session(
             pending: Vec::new(),
             questionnaire: None,
             children: Vec::new(),
+            goal: None,
         });
     }
     if resumed && open.mode_given {
@@ -623,6 +632,7 @@ fn open_session(
             pending: Vec::new(),
             questionnaire: None,
             children: Vec::new(),
+            goal: None,
         });
     }
     s.interrupt_agents(id)?;
@@ -633,6 +643,10 @@ fn open_session(
         pending: s.pending(id)?,
         questionnaire: s.pending_questionnaire(id)?.map(|q| q.id),
         children: s.agents(id)?,
+        goal: match open.agent {
+            None => s.goal(id)?,
+            Some(_) => None,
+        },
     })
 }
 

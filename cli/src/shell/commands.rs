@@ -3,6 +3,7 @@
 //! nothing here knows whether a session runs.
 
 use cadre_runtime::Mode;
+use cadre_runtime::goal::{Budgets, GoalAction, GoalCommand, GoalSettings, parse_tokens};
 use cadre_runtime::protocol::{ApprovalDecision, PlanAction};
 use cadre_runtime::store::QuestionnaireAnswer;
 
@@ -10,6 +11,7 @@ const MODE_USAGE: &str = "/mode [plan|work|operate]";
 const PLAN_USAGE: &str = "/plan on|off|status|view";
 const MODEL_USAGE: &str = "/model [NAME]";
 const RESTORE_USAGE: &str = "/restore [list | SNAPSHOT [--dry-run]]";
+const GOAL_USAGE: &str = "/goal [OBJECTIVE [budget=50K] | budget=N|clear | edit OBJECTIVE | pause | resume | complete | blocked | clear]";
 
 /// The slash commands and what they do, for `/help`.
 pub const COMMANDS: &[(&str, &str)] = &[
@@ -28,6 +30,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     (
         RESTORE_USAGE,
         "list this session's snapshots, or put the workspace back (refused while a turn runs)",
+    ),
+    (
+        GOAL_USAGE,
+        "show the goal, set one the session works on until it is verified, or change it",
     ),
     ("/mcp", "the MCP servers: state, tools and their safety"),
     ("/config", "the session's effective settings"),
@@ -67,6 +73,8 @@ pub enum Command {
         /// Report only.
         dry_run: bool,
     },
+    /// `/goal …`.
+    Goal(GoalAction),
     /// `/mcp`.
     Mcp,
     /// `/config`.
@@ -132,6 +140,7 @@ pub fn parse(line: &str) -> Line {
             }
             _ => Err(RESTORE_USAGE),
         },
+        "/goal" => goal(trimmed.get(name.len()..).unwrap_or_default().trim()),
         "/mcp" => no_arguments(&args, Command::Mcp, "/mcp"),
         "/config" => no_arguments(&args, Command::Config, "/config"),
         "/queue" => no_arguments(&args, Command::Queue, "/queue"),
@@ -143,6 +152,54 @@ pub fn parse(line: &str) -> Line {
         Ok(command) => Line::Command(command),
         Err(usage) => Line::Invalid(Invalid::Usage(usage)),
     }
+}
+
+/// `/goal` and its arguments (the rest of the line, trimmed).
+fn goal(rest: &str) -> Result<Command, &'static str> {
+    let command = |command| Ok(Command::Goal(GoalAction::Command { command }));
+    let budget = |text: &str| match text {
+        "clear" => Some(None),
+        text => parse_tokens(text).map(Some),
+    };
+    match rest {
+        "" => return Ok(Command::Goal(GoalAction::Show)),
+        "clear" => return Ok(Command::Goal(GoalAction::Clear)),
+        "pause" => return command(GoalCommand::Pause),
+        "resume" => return command(GoalCommand::Resume),
+        "complete" => return command(GoalCommand::Complete),
+        "blocked" => return command(GoalCommand::Blocked),
+        _ => {}
+    }
+    if let Some(objective) = rest.strip_prefix("edit ") {
+        return command(GoalCommand::Edit {
+            objective: objective.trim().to_string(),
+        });
+    }
+    if let Some(value) = rest.strip_prefix("budget=") {
+        return budget(value.trim())
+            .map(GoalCommand::TokenBudget)
+            .ok_or(GOAL_USAGE)
+            .and_then(command);
+    }
+    // `/goal OBJECTIVE [budget=N]`: the budget, if any, is the last word.
+    let (objective, tokens) = match rest.rsplit_once(' ') {
+        Some((objective, last)) if last.starts_with("budget=") => {
+            let tokens = budget(&last["budget=".len()..]).ok_or(GOAL_USAGE)?;
+            (objective.trim(), tokens)
+        }
+        _ => (rest, None),
+    };
+    if objective.is_empty() || objective == "edit" {
+        return Err(GOAL_USAGE);
+    }
+    Ok(Command::Goal(GoalAction::Set {
+        objective: objective.to_string(),
+        budgets: Budgets {
+            tokens,
+            ..Budgets::default()
+        },
+        settings: GoalSettings::default(),
+    }))
 }
 
 /// `command` when there are no arguments; else its usage.

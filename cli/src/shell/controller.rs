@@ -307,6 +307,10 @@ impl Controller {
             Command::Restore { snapshot, dry_run } => {
                 self.when_settled(Op::Restore { snapshot, dry_run })
             }
+            // The goal may change while a turn runs: the settlement sees it.
+            Command::Goal(action) => op(Op::Goal {
+                action: Box::new(action),
+            }),
             Command::Mcp => notice(Notice::McpServers),
             Command::Config => notice(Notice::Config(self.facts.clone())),
             Command::Queue => op(Op::Status),

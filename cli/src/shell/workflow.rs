@@ -10,11 +10,9 @@ use std::path::Path;
 
 use cadre_actors::EventSink;
 use cadre_actors::host::Host;
-use cadre_runtime::protocol::Envelope;
 use cadre_workflows::diagnostic::Source;
 use cadre_workflows::engine::{Launch, RunHandle, RunSettings, start};
 use cadre_workflows::validate::{Options, validate};
-use tokio::sync::mpsc;
 
 use crate::config::RunConfig;
 use crate::launch::session_options;
@@ -52,7 +50,7 @@ pub struct Overlay {
     /// The run.
     pub handle: RunHandle,
     /// Its events.
-    pub events: mpsc::UnboundedReceiver<Envelope>,
+    pub events: cadre_actors::events::Events,
 }
 
 /// Validates and starts `file` (relative to the workspace); the error is
@@ -68,7 +66,7 @@ pub async fn run(host: &Host, config: &RunConfig, file: &str) -> Result<Overlay,
     let workflow = validate(&source, &options)
         .map_err(|invalid| invalid.render())?
         .workflow;
-    let (tx, events) = mpsc::unbounded_channel();
+    let (tx, events) = cadre_actors::events::channel();
     let caller = host
         .workflow_caller(&session_options(config, true), EventSink::new(tx))
         .map_err(|e| e.to_string())?;

@@ -152,6 +152,17 @@ const MIGRATIONS: &[&str] = &[
         requested_at REAL NOT NULL
     );
     "#,
+    // 4: a session's goal, its record stored whole (`goal::Goal`);
+    // continuations are queue rows of source 'continuation'.
+    r#"
+    CREATE TABLE goals (
+        session_id  TEXT PRIMARY KEY REFERENCES sessions(id),
+        status      TEXT NOT NULL CHECK (status IN
+                    ('active', 'paused', 'blocked', 'budget_limited', 'usage_limited', 'complete')),
+        record      TEXT NOT NULL,
+        updated_at  REAL NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this cadre writes.

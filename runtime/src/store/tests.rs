@@ -427,3 +427,36 @@ fn sub_agents_are_listed_under_their_parent_and_a_crash_interrupts_the_running_o
     let child = store.session("s1/2").expect("row").expect("exists");
     assert_eq!((child.mode, child.posture), (Mode::Plan, Posture::Never));
 }
+
+#[test]
+fn a_goal_and_its_continuation_commit_together_and_read_back_after_a_reopen() {
+    use crate::goal::{Budgets, Goal, GoalSettings, GoalStatus};
+    let dir = tempfile::TempDir::new().expect("dir");
+    let path = store_path(dir.path());
+    {
+        let mut store = Store::open(&path).expect("open");
+        session(&mut store, "s1", "/ws");
+        assert_eq!(store.goal("s1").expect("goal"), None);
+        let mut goal = Goal::new("ship it", Budgets::default(), GoalSettings::default());
+        let text = goal.take_continuation();
+        let first = store
+            .admit_continuation("s1", &goal, &text, "goal:s1:1")
+            .expect("admit");
+        let again = store
+            .admit_continuation("s1", &goal, &text, "goal:s1:1")
+            .expect("admit again");
+        assert!(first.new && !again.new);
+        goal.status = GoalStatus::Paused;
+        store.put_goal("s1", &goal).expect("put");
+    }
+    // Reopened, as after a kill: the goal and one pending continuation.
+    let mut store = Store::open(&path).expect("reopen");
+    let goal = store.goal("s1").expect("goal").expect("a goal");
+    assert_eq!((goal.status, goal.continuations), (GoalStatus::Paused, 1));
+    let pending = store.pending("s1").expect("pending");
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].source, Source::Continuation);
+    assert!(store.clear_goal("s1").expect("clear"));
+    assert!(!store.clear_goal("s1").expect("clear again"));
+    assert_eq!(store.goal("s1").expect("goal"), None);
+}

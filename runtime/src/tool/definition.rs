@@ -70,6 +70,10 @@ pub struct ToolDefinition {
     /// The tool drives the plan lifecycle (`exit_plan_mode`,
     /// `enter_plan_mode`): it needs the host's plan lifecycle to run.
     pub plan_control: bool,
+    /// The tool reads or proposes changes to the session's goal
+    /// (`create_goal`, `get_goal`, `update_goal`): it needs the host's
+    /// goal (a session, never a sub-agent, verifier or workflow step).
+    pub goal_control: bool,
 }
 
 impl ToolDefinition {
@@ -95,6 +99,7 @@ impl ToolDefinition {
             path_arg: None,
             shell: false,
             plan_control: false,
+            goal_control: false,
         }
     }
 
@@ -113,6 +118,12 @@ impl ToolDefinition {
     /// Marks the tool as driving the plan lifecycle.
     pub fn controlling_plan(mut self) -> Self {
         self.plan_control = true;
+        self
+    }
+
+    /// Marks the tool as working on the session's goal.
+    pub fn controlling_goal(mut self) -> Self {
+        self.goal_control = true;
         self
     }
 
@@ -294,6 +305,9 @@ pub struct ToolContext {
     /// Runs the Operate `workflow` tool's plans; `None` where there is no
     /// workflow engine.
     pub workflows: Option<Arc<dyn WorkflowHost>>,
+    /// Runs the goal tools; `None` where there is no goal (sub-agents,
+    /// verifiers, workflow steps).
+    pub goals: Option<Arc<dyn GoalHost>>,
     /// The rules in force, so `grep`, `glob` and `list_dir` leave out the
     /// files a read deny (or ask) rule covers; `None` leaves out nothing.
     pub rules: Option<Arc<RuleSet>>,
@@ -341,6 +355,38 @@ pub trait PlanHost: Send + Sync + 'static {
 impl std::fmt::Debug for dyn PlanHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("PlanHost")
+    }
+}
+
+/// What the goal tools ask their host (G3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GoalToolRequest {
+    /// `create_goal`: set a goal the user asked for.
+    Create {
+        /// The objective.
+        objective: String,
+        /// A token budget.
+        token_budget: Option<u64>,
+    },
+    /// `get_goal`: the goal as it stands.
+    Get,
+    /// `update_goal` with `status`: a proposal recorded for the turn's
+    /// settlement; it changes nothing stored and ends the turn.
+    Propose(crate::goal::Proposal),
+    /// `update_goal` with `token_budget` (only in a user's turn); `None`
+    /// clears the budget.
+    TokenBudget(Option<u64>),
+}
+
+/// Runs the goal tools.
+pub trait GoalHost: Send + Sync + 'static {
+    /// Carries out one request; the text is what the model reads.
+    fn request(&self, request: GoalToolRequest) -> ToolFuture<'static>;
+}
+
+impl std::fmt::Debug for dyn GoalHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GoalHost")
     }
 }
 

@@ -112,6 +112,15 @@ pub fn execution_gate(
             format!("'{}' is not among this agent's allowed tools", def.name),
         ));
     }
+    if def.goal_control && ctx.goals.is_none() {
+        return Err(ToolError::new(
+            ErrorCode::ToolNotAllowed,
+            format!(
+                "'{}' works on the session's goal, which this agent does not have",
+                def.name
+            ),
+        ));
+    }
     if def.plan_control && ctx.plans.is_none() {
         return Err(ToolError::new(
             ErrorCode::ToolNotAllowed,
@@ -260,6 +269,8 @@ pub struct Offer {
     /// Whether the Operate `workflow` tool can work here (a workflow engine
     /// is attached).
     pub workflows: bool,
+    /// Whether the goal tools work here (a session, not a sub-agent).
+    pub goals: bool,
 }
 
 /// The tool specs `offer` gets: the definition gate, then the tools that
@@ -283,6 +294,9 @@ pub fn offered_tools(registry: &ToolRegistry, offer: &Offer) -> Vec<ToolSpec> {
         }
         // The plan lifecycle is the session's alone; entering Plan on the
         // model's request only where configured.
+        if def.goal_control {
+            return offer.goals;
+        }
         if def.plan_control {
             return offer.plans && (def.name != super::ENTER_PLAN_TOOL || offer.plan_entry);
         }

@@ -23,9 +23,9 @@ pub use builtin::{
     builtin_tools_with, truncate_middle,
 };
 pub use definition::{
-    AgentHost, AgentRequest, Authorization, Authorizer, DecisionFuture, ErrorCode, PlanHost,
-    PlanRequest, Safety, SnapshotFuture, Snapshotter, Tool, ToolContext, ToolDefinition, ToolError,
-    ToolFuture, WorkflowHost, builtin_definitions,
+    AgentHost, AgentRequest, Authorization, Authorizer, DecisionFuture, ErrorCode, GoalHost,
+    GoalToolRequest, PlanHost, PlanRequest, Safety, SnapshotFuture, Snapshotter, Tool, ToolContext,
+    ToolDefinition, ToolError, ToolFuture, WorkflowHost, builtin_definitions,
 };
 pub use gate::{Offer, ToolSpec, definition_gate, execution_gate, offered_tools};
 pub use registry::{RegistryError, ToolRegistry};

@@ -110,7 +110,7 @@ fn registry_of(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> ToolRegistry {
     registry
 }
 
-const BUILTINS: [&str; 12] = [
+const BUILTINS: [&str; 15] = [
     "read_file",
     "list_dir",
     "glob",
@@ -123,6 +123,9 @@ const BUILTINS: [&str; 12] = [
     "workflow",
     "exit_plan_mode",
     "enter_plan_mode",
+    "create_goal",
+    "get_goal",
+    "update_goal",
 ];
 
 /// A temporary root holding `ws/` (the workspace), `outside/` (a sibling the
@@ -153,6 +156,7 @@ impl Env {
             agents: None,
             plans: None,
             workflows: None,
+            goals: None,
             rules: None,
             snapshots: None,
         };

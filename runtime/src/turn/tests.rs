@@ -96,6 +96,7 @@ fn config(mode: Mode, max_iterations: u32) -> TurnConfig {
         },
         plan_file: Some(PLAN_FILE.into()),
         model: None,
+        budget: None,
     }
 }
 
@@ -633,4 +634,66 @@ fn a_long_tool_output_is_cut_in_the_event_but_recorded_whole() {
     let cut = crate::tool::truncate_middle(&long, EVENT_OUTPUT_LIMIT).len();
     assert!(cut < EVENT_OUTPUT_LIMIT + 100, "{cut}");
     assert_eq!(sizes, vec![("event", cut), ("record", long.len())]);
+}
+
+#[test]
+fn a_spent_goal_budget_refuses_calls_asks_for_a_summary_then_ends_the_turn() {
+    use crate::goal::{BudgetGuard, Budgets, GoalUsage};
+    let history: Arc<[Arc<Message>]> = Arc::from(vec![Arc::new(Message::user("hi"))]);
+    let mut config = config(Mode::Work, 10);
+    let budgets = Budgets {
+        tokens: Some(1000),
+        ..Budgets::default()
+    };
+    let used = GoalUsage {
+        tokens: 900,
+        ..GoalUsage::default()
+    };
+    config.budget = Some(BudgetGuard::new(&budgets, &used, 1));
+    let mut machine = TurnMachine::new(config, history);
+    let mut step = |input| -> Vec<Fx> { machine.step(input).into_iter().map(fx).collect() };
+    step(TurnInput::Start);
+    // Within the budget the call runs.
+    let cheap = call("c1", "read_file", r#"{"path":"a"}"#);
+    let effects = step(TurnInput::ModelResponded(ModelResponse {
+        tool_calls: vec![cheap.clone()],
+        usage: usage(40, 10),
+        ..ModelResponse::default()
+    }));
+    assert_eq!(effects.last(), Some(&Fx::RunTool("c1".into())));
+    step(finished("c1", Ok("x".into())));
+    // Spent: the grace step refuses the call and asks for a summary.
+    let spent = call("c2", "read_file", r#"{"path":"b"}"#);
+    let effects = step(TurnInput::ModelResponded(ModelResponse {
+        tool_calls: vec![spent.clone()],
+        usage: usage(60, 10),
+        ..ModelResponse::default()
+    }));
+    let [result, _] = answered(
+        &spent,
+        Err((
+            ErrorCode::ToolNotAllowed,
+            "the goal's budget is spent: do not call any more tools. Reply now with a short \
+             summary of what is done and what is left.",
+        )),
+    );
+    assert!(effects.contains(&result), "{effects:#?}");
+    assert_eq!(effects.last(), Some(&call_model(3, 4)));
+    // Past the grace step: tools are disabled and the turn ends.
+    let again = call("c3", "write_file", r#"{"path":"c","content":""}"#);
+    let effects = step(TurnInput::ModelResponded(ModelResponse {
+        text: "one more".into(),
+        tool_calls: vec![again],
+        usage: usage(10, 10),
+        ..ModelResponse::default()
+    }));
+    assert!(!effects.iter().any(|e| matches!(e, Fx::RunTool(_))));
+    assert_eq!(
+        effects.last(),
+        Some(&Fx::Finish(TurnOutcome::Completed {
+            text: "one more".into()
+        }))
+    );
+    assert!(effects.iter().any(|e| matches!(e,
+        Fx::Emit(Event::ToolResult { output, .. }) if output.starts_with("tools are disabled"))));
 }

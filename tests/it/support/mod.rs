@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
+use cadre::actors::events::Events;
 use cadre::actors::store::{StoreHandle, StoreRequest};
 use cadre::actors::{
     PermissionConfig, SessionConfig, SessionHandle, SessionServices, Subagents, spawn_session,
@@ -28,7 +29,6 @@ use cadre::runtime::store::{Store, store_path};
 use cadre::runtime::tool::{Tool, ToolRegistry, ToolRunner, Workspace};
 use serde_json::Value;
 use tempfile::TempDir;
-use tokio::sync::mpsc::UnboundedReceiver;
 
 /// How long any test waits for an event before it fails instead of hanging.
 pub const PATIENCE: Duration = Duration::from_secs(20);
@@ -228,7 +228,7 @@ impl SessionBuilder {
 /// A running session and its directories.
 pub struct TestSession {
     handle: Option<SessionHandle>,
-    pub events: UnboundedReceiver<Envelope>,
+    pub events: Events,
     pub plan_file: PathBuf,
     pub session_dir: PathBuf,
     pub session_id: String,

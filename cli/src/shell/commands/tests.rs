@@ -137,3 +137,48 @@ fn restore_and_mcp() {
     check("/mcp", command(Command::Mcp));
     check("/mcp list", usage("/mcp"));
 }
+
+#[test]
+fn goal_commands() {
+    let goal = |action| command(Command::Goal(action));
+    let cmd = |command| goal(GoalAction::Command { command });
+    let set = |objective: &str, tokens| {
+        goal(GoalAction::Set {
+            objective: objective.into(),
+            budgets: Budgets {
+                tokens,
+                ..Budgets::default()
+            },
+            settings: GoalSettings::default(),
+        })
+    };
+    check("/goal", goal(GoalAction::Show));
+    check("/goal clear", goal(GoalAction::Clear));
+    check("/goal pause", cmd(GoalCommand::Pause));
+    check("/goal resume", cmd(GoalCommand::Resume));
+    check("/goal complete", cmd(GoalCommand::Complete));
+    check("/goal blocked", cmd(GoalCommand::Blocked));
+    check(
+        "/goal budget=50K",
+        cmd(GoalCommand::TokenBudget(Some(50_000))),
+    );
+    check("/goal budget=clear", cmd(GoalCommand::TokenBudget(None)));
+    check(
+        "/goal edit make the tests pass",
+        cmd(GoalCommand::Edit {
+            objective: "make the tests pass".into(),
+        }),
+    );
+    check(
+        "/goal make the tests pass",
+        set("make the tests pass", None),
+    );
+    check(
+        "/goal make the tests pass budget=1.5M",
+        set("make the tests pass", Some(1_500_000)),
+    );
+    let goal_usage = usage(GOAL_USAGE);
+    check("/goal budget=lots", goal_usage.clone());
+    check("/goal edit", goal_usage.clone());
+    check("/goal ship budget=x", goal_usage);
+}

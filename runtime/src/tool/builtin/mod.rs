@@ -15,6 +15,8 @@
 //!   to the workflow engine through the host.
 //! - `plan`: `exit_plan_mode` (Plan only) and `enter_plan_mode` (Work only,
 //!   when the host allows it), the plan lifecycle through the host.
+//! - `goal`: `create_goal`, `get_goal`, `update_goal`, the session's goal
+//!   through the host (sessions only).
 //!
 //! Argument names are part of the contract: `path` for every file tool,
 //! `content` for `write_file`, `old_string`/`new_string` for `edit_file`,
@@ -24,6 +26,7 @@ mod agent;
 mod bash;
 mod excerpt;
 mod files;
+mod goal;
 mod limits;
 mod plan;
 mod search;
@@ -64,6 +67,9 @@ pub fn builtin_tools_with(limits: FileLimits) -> Vec<Arc<dyn Tool>> {
         Arc::new(workflow::Workflow::new()),
         Arc::new(plan::ExitPlanMode::new()),
         Arc::new(plan::EnterPlanMode::new()),
+        Arc::new(goal::CreateGoal::new()),
+        Arc::new(goal::GetGoal::new()),
+        Arc::new(goal::UpdateGoal::new()),
     ]
 }
 

@@ -46,6 +46,11 @@ fn definition_gate_offers_plan_only_readers_plan_file_writers_and_read_only_bash
             ("agent", false),
             // The plan lifecycle: submit the plan for approval.
             ("exit_plan_mode", false),
+            // The goal tools change nothing in the workspace; they are
+            // left out where there is no goal (`Offer::goals`).
+            ("create_goal", false),
+            ("get_goal", false),
+            ("update_goal", false),
         ],
     );
     let registry = ToolRegistry::with_builtins();
@@ -291,4 +296,53 @@ async fn plan_control_tools_are_refused_where_there_is_no_plan_lifecycle() {
             "{tool}"
         );
     }
+}
+
+#[tokio::test]
+async fn goal_tools_are_refused_where_there_is_no_goal() {
+    // A sub-agent, a verifier or a workflow step has no goal host: even a
+    // forged call cannot read or touch the session's goal.
+    for (tool, args) in [
+        ("get_goal", json!({})),
+        (
+            "update_goal",
+            json!({"status": "complete", "claim": "done"}),
+        ),
+        ("create_goal", json!({"objective": "x"})),
+    ] {
+        let env = Env::new(Mode::Plan);
+        let got = seen(
+            env.call(tool, args).await,
+            &err(ErrorCode::ToolNotAllowed, "works on the session's goal"),
+        );
+        assert_eq!(
+            got,
+            err(ErrorCode::ToolNotAllowed, "works on the session's goal"),
+            "{tool}"
+        );
+    }
+}
+
+#[test]
+fn goal_tools_are_offered_only_where_the_goal_is() {
+    let registry = ToolRegistry::with_builtins();
+    let offer = |goals: bool| Offer {
+        mode: Mode::Work,
+        allow: None,
+        plan_file: None,
+        agents: false,
+        plans: true,
+        plan_entry: false,
+        workflows: false,
+        goals,
+    };
+    let names = |goals| -> Vec<String> {
+        offered_tools(&registry, &offer(goals))
+            .into_iter()
+            .map(|s| s.name)
+            .filter(|n| n.contains("goal"))
+            .collect()
+    };
+    assert_eq!(names(true), ["create_goal", "get_goal", "update_goal"]);
+    assert_eq!(names(false), Vec::<String>::new());
 }
