@@ -21,6 +21,11 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
 
+    /// A first message: `cadre "Fix the failing test"` opens the shell and
+    /// sends it.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
+
     /// The shell's session flags (`cadre` with no subcommand); refused
     /// before a subcommand, which would ignore them.
     #[command(flatten)]
@@ -302,7 +307,14 @@ pub struct SessionsArgs {
     pub action: SessionsAction,
 
     /// Where sessions are stored (default: $CADRE_HOME, else the platform data dir + cadre).
-    #[arg(long, env = "CADRE_HOME", global = true)]
+    // An id of its own: a global argument's value is also recorded under
+    // its id on the command above, where `data_dir` is the shell's flag.
+    #[arg(
+        long = "data-dir",
+        id = "sessions_data_dir",
+        env = "CADRE_HOME",
+        global = true
+    )]
     pub data_dir: Option<PathBuf>,
 }
 
@@ -324,6 +336,16 @@ pub enum SessionsAction {
     Fork {
         /// An id, a unique id prefix, or `latest`.
         session: String,
+    },
+    /// The permission audit: every decision not made by a person at a
+    /// prompt (the session's and its sub-agents'), oldest first.
+    Audit {
+        /// An id, a unique id prefix, or `latest`.
+        session: String,
+        /// One JSON record per line (tool, exact arguments, posture,
+        /// verdict, layer, rule and scope, risk, reason) instead of text.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -415,9 +437,14 @@ pub enum OutputFormat {
 /// `cadre exec`.
 #[derive(Debug, Args)]
 pub struct ExecArgs {
-    /// The prompt (optional with --resume or --continue, which run what the
-    /// session had queued).
+    /// The prompt; `-` reads it from stdin, as does no PROMPT when stdin is
+    /// not a terminal (optional with --resume or --continue, which run what
+    /// the session had queued).
     pub prompt: Option<String>,
+
+    /// Read the prompt from this file (`-`: stdin), with no limit on its size.
+    #[arg(long, value_name = "FILE", conflicts_with = "prompt")]
+    pub prompt_file: Option<PathBuf>,
 
     /// Approve a plan submitted for approval as soon as the turn ends, and
     /// run its implementation.
@@ -453,8 +480,9 @@ pub struct SessionArgs {
     pub continue_latest: bool,
 
     /// Interaction mode: plan, work (agent, act, normal) or operate
-    /// (default: the config's `mode`, else the settings' `default_mode`, else
-    /// work).
+    /// (default: $CADRE_MODE, else the config's `mode`, else the settings'
+    /// `default_mode`, which the shell's /mode saves, else work). A resumed
+    /// session keeps its own mode unless this (or CADRE_MODE) is given.
     #[arg(long)]
     pub mode: Option<String>,
 

@@ -29,7 +29,7 @@ pub async fn attach(config: &RunConfig, workspace: &std::path::Path) -> Attached
     let mut registry = ToolRegistry::new();
     let mcp = McpHub::start(config.mcp_servers.clone(), workspace, &mut registry).await;
     for (name, failure) in mcp.failures() {
-        eprintln!("cadre: MCP server '{name}' did not start: {failure}; going on without it");
+        crate::errln!("cadre: MCP server '{name}' did not start: {failure}; going on without it");
     }
     let snapshots = config
         .snapshot_max_file_bytes

@@ -2,7 +2,6 @@
 //! --nodes`: the cluster secret, the node's settings from the flags, what
 //! both sides print about their peers.
 
-use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -182,21 +181,14 @@ pub async fn node(
     let mut handle = serve(&server, node_config, template, &connect)
         .await
         .map_err(|e| CliError::usage(e.to_string()))?;
-    {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(
-            out,
-            "cadre node {name} listening on {listen} ({slots} slots)"
-        );
-        let _ = out.flush();
-    }
+    crate::outln!("cadre node {name} listening on {listen} ({slots} slots)");
     let mut terminate =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .map_err(|e| CliError::internal(format!("cannot watch for SIGTERM: {e}")))?;
     loop {
         tokio::select! {
-            Some(notice) = handle.notices.recv() => eprintln!("cadre node {name}: {}", node_notice(&notice)),
-            Some(peer) = handle.peers.recv() => eprintln!("cadre node {name}: {}", peer_notice(&peer)),
+            Some(notice) = handle.notices.recv() => crate::errln!("cadre node {name}: {}", node_notice(&notice)),
+            Some(peer) = handle.peers.recv() => crate::errln!("cadre node {name}: {}", peer_notice(&peer)),
             _ = tokio::signal::ctrl_c() => break,
             _ = terminate.recv() => break,
             _ = &mut handle.join => break,
@@ -280,7 +272,7 @@ pub async fn coordinator(
         .await
         .map_err(|e| CliError::usage(e.to_string()))?;
     for err in unreachable {
-        eprintln!("cadre: {err}");
+        crate::errln!("cadre: {err}");
     }
     // What happens to nodes from now on, as it happens.
     let mut pending = Vec::new();
@@ -288,14 +280,14 @@ pub async fn coordinator(
         pending.push(notice);
     }
     for notice in &pending {
-        eprintln!("cadre: {}", link_notice(notice));
+        crate::errln!("cadre: {}", link_notice(notice));
     }
     if cluster.nodes().is_empty() {
-        eprintln!("cadre: no node joined; steps run in this process");
+        crate::errln!("cadre: no node joined; steps run in this process");
     }
     tokio::spawn(async move {
         while let Some(notice) = notices.recv().await {
-            eprintln!("cadre: {}", link_notice(&notice));
+            crate::errln!("cadre: {}", link_notice(&notice));
         }
     });
     Ok(Some(cluster))

@@ -13,6 +13,7 @@ use cadre_runtime::model::{ResponseLimits, RetryPolicy};
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::permission::rules::{PermissionRules, RuleSet, Scope};
 use cadre_runtime::permission::{Posture, ProtectedPaths};
+use cadre_runtime::protocol::ModeSource;
 use cadre_runtime::sandbox::{
     DEFAULT_MAX_OUTPUT, SandboxConfig, default_writable_roots, inherited,
 };
@@ -20,10 +21,12 @@ use cadre_runtime::tool::FileLimits;
 
 use crate::args::{ExecArgs, OutputFormat, SessionArgs};
 use crate::exit::CliError;
+use crate::followup::Followup;
 
 pub use cadre_actors::host::ModelChoice;
 
-/// A validated run: `exec`'s, or the shell's (no prompt, text output).
+/// A validated run: `exec`'s, or the shell's (text output; its prompt,
+/// if any, is the first line, as if typed).
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     /// The prompt, if any.
@@ -38,9 +41,11 @@ pub struct RunConfig {
     pub plan_only: bool,
     /// The starting mode.
     pub mode: Mode,
-    /// `--mode` was given: a resumed session switches to it; otherwise it
-    /// keeps its stored mode.
+    /// `--mode` (or `CADRE_MODE`) was given: a resumed session switches to
+    /// it; otherwise it keeps its stored mode.
     pub mode_given: bool,
+    /// Where `mode` came from, for `session.started` and the text header.
+    pub mode_source: ModeSource,
     /// The workspace root.
     pub workspace: PathBuf,
     /// The data directory.
@@ -86,6 +91,14 @@ pub struct RunConfig {
     /// Model requests in flight at once per endpoint (`[limits]
     /// model_requests`); `None` for no limit.
     pub model_requests: Option<u32>,
+    /// The flags the commands this run prints need to find its store,
+    /// configuration and model.
+    pub followup: Followup,
+    /// Lines of a tool's output that text shows (more with `-v`).
+    pub tool_output_lines: usize,
+    /// Whether text shows a spinner while it waits for the model: stderr
+    /// is a terminal and carries no log lines.
+    pub spinner: bool,
 }
 
 /// A new session, or a stored one to carry on (ST3).
@@ -149,7 +162,8 @@ impl RunConfig {
             }
             None if !resuming && goal.is_none() => {
                 return Err(CliError::usage(
-                    "a PROMPT is required (or --resume ID / --continue to carry on a stored session)",
+                    "a PROMPT is required: as an argument, on stdin (`-` or a pipe), or with \
+                     --prompt-file FILE (or --resume ID / --continue to carry on a stored session)",
                 ));
             }
             _ => {}
@@ -173,13 +187,10 @@ impl RunConfig {
         defaults: UserDefaults,
     ) -> Result<Self, CliError> {
         let settings = &files.settings;
-        let (mode_given, posture_given) = (args.mode.is_some(), args.posture.is_some());
-        let mode: Mode = match &args.mode {
-            Some(mode) => mode
-                .parse()
-                .map_err(|e| CliError::usage(format!("--mode: {e}")))?,
-            None => settings.mode.or(defaults.mode).unwrap_or_default(),
-        };
+        let (mode, mode_source) =
+            starting_mode(args.mode.as_deref(), &env.vars, settings, &defaults)?;
+        let mode_given = matches!(mode_source, ModeSource::Flag | ModeSource::Env);
+        let posture_given = args.posture.is_some();
         let posture: Posture = match &args.posture {
             Some(p) => p
                 .parse()
@@ -211,6 +222,8 @@ impl RunConfig {
         if args.max_iterations == 0 {
             return Err(CliError::usage("--max-iterations must be at least 1"));
         }
+        let current_dir = env.current_dir.clone();
+        let default_data_dir = env.platform_data_dir.as_ref().map(|d| d.join("cadre"));
         let workspace = match args.workspace.or(env.current_dir) {
             Some(dir) => dir,
             None => {
@@ -266,6 +279,9 @@ impl RunConfig {
             }
             (None, None) => ModelChoice::Demo,
         };
+        let followup = Followup::new(&data_dir, default_data_dir.as_deref())
+            .model(&model)
+            .workspace(&workspace, current_dir.as_deref());
         Ok(Self {
             prompt: None,
             goal: None,
@@ -274,6 +290,7 @@ impl RunConfig {
             plan_only: false,
             mode,
             mode_given,
+            mode_source,
             workspace,
             data_dir,
             model,
@@ -310,6 +327,9 @@ impl RunConfig {
                 .unwrap_or(true)
                 .then(|| snapshot_cap(&settings.snapshots)),
             model_requests: settings.limits.model_requests,
+            followup,
+            tool_output_lines: crate::render::TOOL_OUTPUT_LINES,
+            spinner: false,
         })
     }
 
@@ -322,6 +342,37 @@ impl RunConfig {
                 .settings_file(dir.join(cadre_runtime::settings::FILE_NAME));
         }
     }
+}
+
+/// The starting mode and where it came from: `--mode`, else `CADRE_MODE`,
+/// else the configuration files' `mode`, else the settings' `default_mode`,
+/// else Work.
+fn starting_mode(
+    flag: Option<&str>,
+    vars: &[(String, String)],
+    files: &cadre_runtime::config::ConfigFile,
+    defaults: &UserDefaults,
+) -> Result<(Mode, ModeSource), CliError> {
+    if let Some(mode) = flag {
+        let mode = mode
+            .parse()
+            .map_err(|e| CliError::usage(format!("--mode: {e}")))?;
+        return Ok((mode, ModeSource::Flag));
+    }
+    let env = vars
+        .iter()
+        .find(|(k, v)| k == "CADRE_MODE" && !v.trim().is_empty());
+    if let Some((_, mode)) = env {
+        let mode = mode
+            .parse()
+            .map_err(|e| CliError::usage(format!("CADRE_MODE: {e}")))?;
+        return Ok((mode, ModeSource::Env));
+    }
+    Ok(match (files.mode, defaults.mode) {
+        (Some(mode), _) => (mode, ModeSource::Config),
+        (None, Some(mode)) => (mode, ModeSource::Settings),
+        (None, None) => (Mode::default(), ModeSource::Default),
+    })
 }
 
 /// The sandbox from `[sandbox]`, `[limits]` and the environment: the

@@ -18,7 +18,7 @@ pub fn run(args: ConfigArgs, settings: &Settings) -> Result<u8, CliError> {
     match args.action {
         ConfigAction::Get { key } => match settings.get(&key).map_err(cli_error)? {
             Some(value) => {
-                println!("{}", bare(&value));
+                crate::outln!("{}", bare(&value));
                 Ok(exit::SUCCESS)
             }
             None => Err(CliError {
@@ -32,7 +32,7 @@ pub fn run(args: ConfigArgs, settings: &Settings) -> Result<u8, CliError> {
         }
         ConfigAction::List => {
             for (key, value) in settings.read().map_err(cli_error)? {
-                println!("{key} = {value}");
+                crate::outln!("{key} = {value}");
             }
             Ok(exit::SUCCESS)
         }

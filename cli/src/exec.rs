@@ -7,8 +7,8 @@ use cadre_runtime::store::QuestionnaireAnswer;
 use crate::args::OutputFormat;
 use crate::config::RunConfig;
 use crate::exit::{self, CliError};
-use crate::launch::{Launched, launch};
-use crate::render::Renderer;
+use crate::launch::{Launched, launch, stamp};
+use crate::render::{Renderer, TextView};
 
 /// How the run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +60,7 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
         handle,
         mut events,
         host,
+        mode_source,
         ..
     } = launch(&config, false).await?;
     let mut driver = Driver::new(&config);
@@ -85,12 +86,16 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
         }
     }
 
-    let mut renderer = Renderer::new(config.output);
+    let view = TextView::default()
+        .with_followup(config.followup.clone())
+        .with_tool_output_lines(config.tool_output_lines);
+    let mut renderer = Renderer::new(config.output, view).with_spinner(config.spinner);
     let mut interrupts = 0u32;
     loop {
         tokio::select! {
             event = events.recv() => {
-                let Some(Envelope { event, .. }) = event else { break };
+                let Some(Envelope { mut event, .. }) = event else { break };
+                stamp(&mut event, mode_source);
                 renderer.event(&event);
                 if matches!(event, Event::SessionStopped { .. }) {
                     break;
@@ -104,7 +109,8 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
                 if interrupts > 1 {
                     return Ok(exit::INTERRUPTED);
                 }
-                eprintln!("cadre: cancelling the turn (Ctrl-C again to quit at once)");
+                renderer.pause();
+                crate::errln!("cadre: cancelling the turn (Ctrl-C again to quit at once)");
                 let _ = handle.submit(Op::Cancel);
             }
         }
@@ -136,6 +142,8 @@ struct Driver {
     awaiting_prompt: bool,
     session_id: String,
     stopping: bool,
+    /// The flags the commands it prints need.
+    followup: crate::followup::Followup,
     /// exec's goal was sent but not yet taken: an idle before it is not the end.
     awaiting_goal: bool,
     /// The session's goal as last reported; the run ends by its status, and
@@ -154,6 +162,7 @@ impl Driver {
             awaiting_prompt: config.prompt.is_some(),
             session_id: String::new(),
             stopping: false,
+            followup: config.followup.clone(),
             awaiting_goal: config.goal.is_some(),
             goal: None,
         }
@@ -238,17 +247,16 @@ impl Driver {
                     }];
                 }
                 Some((id, plan_path)) => {
-                    if self.plan_only {
-                        if self.text {
-                            println!("plan: {plan_path}\napproval: {id}");
-                        }
-                    } else {
-                        eprintln!(
-                            "cadre: the plan at {plan_path} waits for approval ({id}); answer with\n  \
-                                 cadre plan approve|revise|withdraw {}",
-                            self.session_id
-                        );
+                    if self.plan_only && self.text {
+                        crate::outln!("plan: {plan_path}\napproval: {id}");
                     }
+                    let session = &self.session_id;
+                    crate::errln!(
+                        "cadre: the plan at {plan_path} waits for approval ({id})\n  \
+                         answer with: {}\n  then run it with: {}",
+                        crate::sessions_cmd::answer_commands(&self.followup, session),
+                        self.followup.exec(&["--resume", session]),
+                    );
                     return self.stop();
                 }
                 None => {

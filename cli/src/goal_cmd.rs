@@ -215,8 +215,13 @@ fn budget_flag(
     }
 }
 
-/// Runs `cadre goal …` against the store.
-pub fn run(args: GoalArgs, data_dir: PathBuf) -> Result<u8, CliError> {
+/// Runs `cadre goal …` against the store; the command it prints carries
+/// `followup`'s flags.
+pub fn run(
+    args: GoalArgs,
+    data_dir: PathBuf,
+    followup: &crate::followup::Followup,
+) -> Result<u8, CliError> {
     let path = cadre_runtime::store::store_path(&data_dir);
     let mut store = cadre_runtime::store::Store::open(&path).map_err(store_error)?;
     let spec = match &args.action {
@@ -237,16 +242,16 @@ pub fn run(args: GoalArgs, data_dir: PathBuf) -> Result<u8, CliError> {
     };
     let command = match args.action {
         GoalSub::Show { .. } => {
-            println!("{}", goal.objective);
-            println!("{}", goal.progress_line());
+            crate::outln!("{}", goal.objective);
+            crate::outln!("{}", goal.progress_line());
             for gap in &goal.gaps.gaps {
-                println!("gap: {gap}");
+                crate::outln!("gap: {gap}");
             }
             return Ok(exit::SUCCESS);
         }
         GoalSub::Clear { .. } => {
             store.clear_goal(&session.id).map_err(store_error)?;
-            println!("goal cleared");
+            crate::outln!("goal cleared");
             return Ok(exit::SUCCESS);
         }
         GoalSub::Pause { .. } => GoalCommand::Pause,
@@ -273,9 +278,12 @@ pub fn run(args: GoalArgs, data_dir: PathBuf) -> Result<u8, CliError> {
     goal.command(command)
         .map_err(|e| CliError::usage(e.to_string()))?;
     store.put_goal(&session.id, &goal).map_err(store_error)?;
-    println!("{}", goal.progress_line());
+    crate::outln!("{}", goal.progress_line());
     if goal.status == GoalStatus::Active {
-        println!("continue it with: cadre exec --resume {}", session.id);
+        crate::outln!(
+            "continue it with: {}",
+            followup.exec(&["--resume", &session.id])
+        );
     }
     Ok(exit::SUCCESS)
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use cadre_actors::SessionHandle;
 use cadre_actors::host::{Host, HostError, Resume as HostResume, SessionOptions, Started};
+use cadre_runtime::protocol::{Event, ModeSource};
 
 use crate::config::{Resume, RunConfig};
 use crate::exit::CliError;
@@ -24,6 +25,15 @@ pub struct Launched {
     pub session_id: String,
     /// Its MCP servers and snapshots.
     pub attached: crate::attach::Attached,
+    /// Where its mode came from; [`stamp`] puts it on `session.started`.
+    pub mode_source: ModeSource,
+}
+
+/// Fills in `session.started`'s `mode_source`, which only the host knows.
+pub fn stamp(event: &mut Event, source: ModeSource) {
+    if let Event::SessionStarted { mode_source, .. } = event {
+        *mode_source = Some(source);
+    }
 }
 
 /// Builds the host (store, model client, tools, roles, sandbox) and starts
@@ -79,12 +89,17 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
         HostError::Usage(why) => CliError::usage(format!("{flag}: {why}")),
         other => host_error(other),
     })?;
+    let mode_source = match config.resume {
+        Resume::Spec(_) | Resume::LatestHere if !config.mode_given => ModeSource::Resumed,
+        Resume::New | Resume::Spec(_) | Resume::LatestHere => config.mode_source,
+    };
     Ok(Launched {
         handle,
         events,
         host,
         session_id,
         attached,
+        mode_source,
     })
 }
 

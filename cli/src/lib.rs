@@ -25,10 +25,18 @@
 //! - [`cluster_cmd`]: `cadre node`, and the nodes of `workflow run --nodes`.
 //! - [`goal_cmd`]: `cadre exec --goal` flags, goal exit codes, `cadre goal show|pause|resume|clear|budget`.
 //! - [`render`]: text, json and stream-json renderings of the event stream.
+//! - [`spinner`]: the spinner a terminal shows while a turn waits for the
+//!   model.
 //! - [`exit`]: exit codes.
+//! - [`out`]: every write to stdout and stderr; a closed reader is a quiet
+//!   exit.
+//! - [`followup`]: the commands cadre prints for a person to run next.
 //!
 //! **Invariant:** this is the only crate that reads the process environment
-//! or writes to stdout.
+//! or writes to stdout, and it writes only through [`out`].
+
+// `print!` and friends panic on a closed pipe: writes go through `out`.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod args;
 pub mod attach;
@@ -37,13 +45,16 @@ pub mod config;
 pub mod config_cmd;
 pub mod exec;
 pub mod exit;
+pub mod followup;
 pub mod goal_cmd;
 pub mod launch;
 pub mod mcp_cmd;
+pub mod out;
 pub mod render;
 pub mod restore_cmd;
 pub mod sessions_cmd;
 pub mod shell;
+pub mod spinner;
 pub mod workflow_cmd;
 pub mod workflow_view;
 
@@ -84,30 +95,29 @@ pub fn main() -> ExitCode {
             });
         }
     };
-    init_tracing(cli.verbose);
+    let logging = init_tracing(cli.verbose);
     let env = environment();
-    let config_dir = cli
-        .config_dir
-        .or_else(|| env.platform_config_dir.as_ref().map(|d| d.join("cadre")));
+    let default_config_dir = env.platform_config_dir.as_ref().map(|d| d.join("cadre"));
+    let config_dir = cli.config_dir.or_else(|| default_config_dir.clone());
+    // Printed commands name a configuration directory only when it is not
+    // the one a bare `cadre` finds.
+    let custom_config_dir = config_dir
+        .clone()
+        .filter(|d| Some(d) != default_config_dir.as_ref());
+    let globals = Globals {
+        config_dir: config_dir.clone(),
+        custom_config_dir,
+        verbose: cli.verbose,
+        logging,
+    };
     finish(match cli.command {
-        None => run_shell(cli.session, env, config_dir),
-        Some(Command::Exec(args)) => run_exec(*args, env, config_dir),
+        None => run_shell(cli.session, cli.prompt, env, globals),
+        Some(Command::Exec(args)) => run_exec(*args, env, globals),
         // Settings need no async runtime; not starting one keeps `config` fast.
-        Some(Command::Sessions(args)) => {
-            match args.data_dir.clone().or_else(|| default_data_dir(&env)) {
-                Some(dir) => sessions_cmd::sessions(args, dir),
-                None => Err(exit::CliError::usage(
-                    "no data directory: pass --data-dir or set CADRE_HOME",
-                )),
-            }
-        }
-        Some(Command::Plan(args)) => match args.data_dir.clone().or_else(|| default_data_dir(&env))
-        {
-            Some(dir) => sessions_cmd::plan(args, dir),
-            None => Err(exit::CliError::usage(
-                "no data directory: pass --data-dir or set CADRE_HOME",
-            )),
-        },
+        Some(Command::Sessions(args)) => offline_store(args.data_dir.clone(), &env)
+            .and_then(|(dir, followup)| sessions_cmd::sessions(args, dir, &followup)),
+        Some(Command::Plan(args)) => offline_store(args.data_dir.clone(), &env)
+            .and_then(|(dir, followup)| sessions_cmd::plan(args, dir, &followup)),
         Some(Command::Restore(args)) => restore_cmd::run(args, &env, config_dir.as_deref()),
         Some(Command::Mcp(args)) => block_on(mcp_cmd::run(
             args,
@@ -116,13 +126,8 @@ pub fn main() -> ExitCode {
         )),
         Some(Command::Workflow(args)) => workflow_cmd::run(args, env, config_dir),
         Some(Command::Node(args)) => block_on(cluster_cmd::node(*args, env, config_dir)),
-        Some(Command::Goal(args)) => match args.data_dir.clone().or_else(|| default_data_dir(&env))
-        {
-            Some(dir) => goal_cmd::run(args, dir),
-            None => Err(exit::CliError::usage(
-                "no data directory: pass --data-dir or set CADRE_HOME",
-            )),
-        },
+        Some(Command::Goal(args)) => offline_store(args.data_dir.clone(), &env)
+            .and_then(|(dir, followup)| goal_cmd::run(args, dir, &followup)),
         Some(Command::Config(args)) => match config_dir {
             Some(dir) => config_cmd::run(args, &Settings::in_dir(&dir)),
             None => Err(exit::CliError::usage(
@@ -132,35 +137,156 @@ pub fn main() -> ExitCode {
     })
 }
 
-fn run_exec(
-    args: args::ExecArgs,
-    env: Environment,
+/// The store an offline command reads (`--data-dir`, else `CADRE_HOME`,
+/// else the platform's), and the flags its printed commands need.
+fn offline_store(
+    data_dir: Option<PathBuf>,
+    env: &Environment,
+) -> Result<(PathBuf, followup::Followup), exit::CliError> {
+    let default = default_data_dir(env);
+    match data_dir.or_else(|| default.clone()) {
+        Some(dir) => {
+            let followup = followup::Followup::new(&dir, default.as_deref());
+            Ok((dir, followup))
+        }
+        None => Err(exit::CliError::usage(
+            "no data directory: pass --data-dir or set CADRE_HOME",
+        )),
+    }
+}
+
+/// What a session run takes from the global flags.
+struct Globals {
+    /// cadre's configuration directory.
     config_dir: Option<PathBuf>,
+    /// The same, when it is not the default one (printed commands name it).
+    custom_config_dir: Option<PathBuf>,
+    /// `-v`s: more of each tool's output in text.
+    verbose: u8,
+    /// Log lines go to stderr (they would cut through a spinner).
+    logging: bool,
+}
+
+impl Globals {
+    /// Applies them to a validated run.
+    fn apply(&self, config: &mut RunConfig) {
+        config.sandbox.protected.extend(self.config_dir.clone());
+        config.protect_config_dir(self.config_dir.as_deref());
+        config.followup = std::mem::take(&mut config.followup)
+            .config_dir(self.custom_config_dir.as_deref(), None);
+        if self.verbose > 0 {
+            config.tool_output_lines = render::VERBOSE_TOOL_OUTPUT_LINES;
+        }
+        config.spinner = !self.logging && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    }
+}
+
+fn run_exec(
+    mut args: args::ExecArgs,
+    env: Environment,
+    globals: Globals,
 ) -> Result<u8, exit::CliError> {
+    args.prompt = read_prompt(args.prompt.take(), args.prompt_file.as_deref())?;
+    prepare_workspace(&args.session)?;
     block_on(async {
-        let files = load_config(&args.session, &env, config_dir.as_deref())?;
-        let defaults = load_defaults(config_dir.as_deref())?;
+        let config_dir = globals.config_dir.as_deref();
+        let files = load_config(&args.session, &env, config_dir)?;
+        let defaults = load_defaults(config_dir)?;
         let mut config = RunConfig::from_args(args, env, files, defaults)?;
-        config.sandbox.protected.extend(config_dir.clone());
-        config.protect_config_dir(config_dir.as_deref());
+        globals.apply(&mut config);
         exec::run(config).await
     })
 }
 
+/// The shell; `prompt`, when given, is its first message.
 fn run_shell(
     args: args::SessionArgs,
+    prompt: Option<String>,
     env: Environment,
-    config_dir: Option<PathBuf>,
+    globals: Globals,
 ) -> Result<u8, exit::CliError> {
+    prepare_workspace(&args)?;
     block_on(async {
-        let files = load_config(&args, &env, config_dir.as_deref())?;
-        let defaults = load_defaults(config_dir.as_deref())?;
+        let config_dir = globals.config_dir.as_deref();
+        let files = load_config(&args, &env, config_dir)?;
+        let defaults = load_defaults(config_dir)?;
         let mut config = RunConfig::from_session(args, env, files, defaults)?;
-        config.sandbox.protected.extend(config_dir.clone());
-        config.protect_config_dir(config_dir.as_deref());
-        let settings = config_dir.as_deref().map(Settings::in_dir);
+        globals.apply(&mut config);
+        config.prompt = prompt.filter(|p| !p.trim().is_empty());
+        let settings = config_dir.map(Settings::in_dir);
         shell::run(config, settings).await
     })
+}
+
+/// The prompt as typed, or read: `-` and `--prompt-file -` read stdin,
+/// `--prompt-file FILE` the file, and no prompt at all reads stdin when it
+/// is not a terminal (`echo … | cadre exec`). What is read may be any size;
+/// trailing line ends are dropped, and nothing but blanks is no prompt.
+fn read_prompt(
+    typed: Option<String>,
+    file: Option<&Path>,
+) -> Result<Option<String>, exit::CliError> {
+    use std::io::{IsTerminal, Read};
+    let stdin = || {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes).map_err(|e| {
+            exit::CliError::usage(format!("cannot read the prompt from stdin: {e}"))
+        })?;
+        String::from_utf8(bytes)
+            .map_err(|_| exit::CliError::usage("the prompt on stdin is not UTF-8 text"))
+    };
+    let read = match (typed, file) {
+        (Some(typed), _) if typed != "-" => return Ok(Some(typed)),
+        (Some(_), _) => stdin()?,
+        (None, Some(path)) if path == Path::new("-") => stdin()?,
+        (None, Some(path)) => std::fs::read(path)
+            .map_err(|e| exit::CliError::usage(format!("--prompt-file {}: {e}", path.display())))
+            .and_then(|bytes| {
+                String::from_utf8(bytes).map_err(|_| {
+                    exit::CliError::usage(format!(
+                        "--prompt-file {}: not UTF-8 text",
+                        path.display()
+                    ))
+                })
+            })?,
+        (None, None) if !std::io::stdin().is_terminal() => stdin()?,
+        (None, None) => return Ok(None),
+    };
+    let prompt = read.trim_end_matches(['\n', '\r']);
+    Ok((!prompt.trim().is_empty()).then(|| prompt.to_string()))
+}
+
+/// A `--workspace` that is a file is refused before anything reads it; one
+/// that does not exist yet is created for a new session, which says so (a
+/// resumed session keeps the workspace it has).
+fn prepare_workspace(args: &args::SessionArgs) -> Result<(), exit::CliError> {
+    let Some(dir) = &args.workspace else {
+        return Ok(());
+    };
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(exit::CliError::usage(format!(
+            "--workspace {} is not a directory",
+            dir.display()
+        ))),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            if args.resume.is_some() || args.continue_latest {
+                return Ok(());
+            }
+            std::fs::create_dir_all(dir).map_err(|e| {
+                exit::CliError::usage(format!(
+                    "--workspace {}: cannot create it: {e}",
+                    dir.display()
+                ))
+            })?;
+            crate::errln!("cadre: created the workspace {}", dir.display());
+            Ok(())
+        }
+        Err(err) => Err(exit::CliError::usage(format!(
+            "--workspace {}: {err}",
+            dir.display()
+        ))),
+    }
 }
 
 /// Runs a session host on a fresh async runtime.
@@ -204,7 +330,7 @@ fn finish(result: Result<u8, exit::CliError>) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("cadre: {}", err.message);
+            crate::errln!("cadre: {}", err.message);
             err.exit_code()
         }
     }
@@ -250,6 +376,16 @@ pub(crate) fn load_defaults(config_dir: Option<&Path>) -> Result<UserDefaults, e
     };
     let settings = Settings::in_dir(dir);
     let error = config_cmd::cli_error;
+    // A key this cadre does not know may be a newer cadre's, so it does not
+    // stop the run; but a misspelt one must not pass in silence.
+    for key in settings.read().map_err(error)?.keys() {
+        if cadre_runtime::settings::KnownKey::lookup(key).is_err() {
+            crate::errln!(
+                "cadre: {}: unknown setting '{key}' is ignored (`cadre config --help` lists the known ones)",
+                settings.path().display()
+            );
+        }
+    }
     Ok(UserDefaults {
         mode: settings.default_mode().map_err(error)?,
         posture: settings.default_posture().map_err(error)?,
@@ -261,19 +397,30 @@ pub(crate) fn load_defaults(config_dir: Option<&Path>) -> Result<UserDefaults, e
     })
 }
 
-fn init_tracing(verbose: u8) {
+/// Log output goes to stderr only when asked for (`-v`, `-vv` or
+/// `RUST_LOG`): cadre's own lines already say what a person needs (a
+/// retry, a failure), and logs would repeat them. Colours only on a
+/// terminal, and never under `NO_COLOR`. Returns whether logs are on.
+fn init_tracing(verbose: u8) -> bool {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
-    // ractor_cluster warns of every closed peer connection; cadre says
-    // what a closed or refused peer means itself.
-    let default = match verbose {
-        0 => "warn,ractor_cluster=error",
-        1 => "info,ractor_cluster=warn",
-        _ => "debug",
+    let asked = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let filter = match (asked, verbose) {
+        (Some(directives), _) => EnvFilter::new(directives),
+        (None, 0) => return false,
+        // ractor_cluster warns of every closed peer connection; cadre says
+        // what a closed or refused peer means itself.
+        (None, 1) => EnvFilter::new("info,ractor_cluster=warn"),
+        (None, _) => EnvFilter::new("debug"),
     };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal() && !no_color)
         .with_target(false)
-        .try_init();
+        .try_init()
+        .is_ok()
 }

@@ -33,7 +33,7 @@ pub async fn run(
         McpAction::List => {
             let mut registry = ToolRegistry::new();
             let hub = McpHub::start(config.mcp_servers, workspace.root(), &mut registry).await;
-            println!("{}", render_reports(&hub.reports().await));
+            crate::outln!("{}", render_reports(&hub.reports().await));
             hub.shutdown().await;
             Ok(exit::SUCCESS)
         }

@@ -4,17 +4,22 @@
 //! so `cadre exec … > answer.txt` keeps only the answer. stream-json writes
 //! each event as one line on stdout; json writes one summary object at the end.
 
-use std::io::Write;
-
+use cadre_runtime::Mode;
 use cadre_runtime::permission::{Layer, Verdict};
-use cadre_runtime::protocol::{Event, ToolStatus, Usage};
+use cadre_runtime::protocol::{
+    Activity, AgentStatus, ApprovalOutcome, Event, ModeSource, ToolStatus, Usage,
+};
+use cadre_runtime::store::QuestionnaireAnswer;
 use cadre_runtime::store::QuestionnaireKind;
 use serde_json::{Value, json};
 
 use crate::args::OutputFormat;
+use crate::followup::Followup;
 
 /// Renders events in one of the output formats.
 pub struct Renderer {
+    /// Turns on stderr while text waits for the model.
+    spinner: crate::spinner::Spinner,
     format: OutputFormat,
     /// For `text`: the event's text.
     view: TextView,
@@ -33,13 +38,26 @@ struct Summary {
 }
 
 impl Renderer {
-    /// A renderer for `format`.
-    pub fn new(format: OutputFormat) -> Self {
+    /// A renderer for `format`; text goes through `view`.
+    pub fn new(format: OutputFormat, view: TextView) -> Self {
         Self {
             format,
-            view: TextView::default(),
+            view,
             summary: Summary::default(),
+            spinner: crate::spinner::Spinner::new(false),
         }
+    }
+
+    /// Shows a spinner on stderr while text waits for the model, when
+    /// `enabled` (stderr is a terminal with no log lines on it).
+    pub fn with_spinner(mut self, enabled: bool) -> Self {
+        self.spinner = crate::spinner::Spinner::new(enabled && self.format == OutputFormat::Text);
+        self
+    }
+
+    /// Clears the spinner's line before a line of the caller's own.
+    pub fn pause(&mut self) {
+        self.spinner.stop();
     }
 
     /// Renders one event.
@@ -48,9 +66,7 @@ impl Renderer {
         match self.format {
             OutputFormat::StreamJson => {
                 if let Ok(line) = serde_json::to_string(event) {
-                    let mut out = std::io::stdout().lock();
-                    let _ = writeln!(out, "{line}");
-                    let _ = out.flush();
+                    crate::outln!("{line}");
                 }
             }
             OutputFormat::Text => self.text(event),
@@ -67,7 +83,7 @@ impl Renderer {
                         "tool_calls": s.tool_calls,
                         "error": s.error,
                     });
-                    println!("{value}");
+                    crate::outln!("{value}");
                 }
             }
         }
@@ -100,17 +116,11 @@ impl Renderer {
     }
 
     fn text(&mut self, event: &Event) {
-        let Some(piece) = self.view.event(event) else {
-            return;
-        };
-        let _ = match piece.stream {
-            Stream::Out => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(piece.text.as_bytes())
-                    .and_then(|()| out.flush())
-            }
-            Stream::Err => std::io::stderr().lock().write_all(piece.text.as_bytes()),
-        };
+        if let Some(piece) = self.view.event(event) {
+            self.spinner.before_write(&piece.text);
+            crate::out::text(piece.stream == Stream::Out, &piece.text);
+        }
+        self.spinner.after(event);
     }
 }
 
@@ -135,14 +145,47 @@ pub struct Piece {
 
 /// The text form of events, with no I/O: `exec` writes the pieces to stdout
 /// and stderr, the shell hands them to its terminal.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TextView {
     /// Whether assistant text was streamed since the last full message, so
     /// the full message is not shown twice.
     streamed: bool,
+    /// The flags the commands it prints need (the undo of a restore).
+    followup: Followup,
+    /// How many lines of a tool's output to show.
+    tool_lines: usize,
+}
+
+/// Lines of a tool's output text shows: enough to see what a command
+/// printed, not so many that a turn scrolls away.
+pub const TOOL_OUTPUT_LINES: usize = 5;
+
+/// Lines of a tool's output text shows with `-v`.
+pub const VERBOSE_TOOL_OUTPUT_LINES: usize = 50;
+
+impl Default for TextView {
+    fn default() -> Self {
+        Self {
+            streamed: false,
+            followup: Followup::default(),
+            tool_lines: TOOL_OUTPUT_LINES,
+        }
+    }
 }
 
 impl TextView {
+    /// A view that shows up to `lines` lines of each tool's output.
+    pub fn with_tool_output_lines(mut self, lines: usize) -> Self {
+        self.tool_lines = lines.max(1);
+        self
+    }
+
+    /// A view whose printed commands carry `followup`'s flags.
+    pub fn with_followup(mut self, followup: Followup) -> Self {
+        self.followup = followup;
+        self
+    }
+
     /// The text for one event, if it shows.
     pub fn event(&mut self, event: &Event) -> Option<Piece> {
         match event {
@@ -153,11 +196,19 @@ impl TextView {
                 workspace,
                 model,
                 sandbox,
+                mode_source,
                 ..
             } => {
                 let mut text = format!(
                     "cadre · session {session_id} · {mode} mode · posture {posture} · {model}\n  workspace {workspace}"
                 );
+                // A run that is not in Work says why, so a mode saved long
+                // ago by the shell's /mode does not surprise a later run.
+                if *mode != Mode::default()
+                    && let Some(origin) = mode_source.and_then(mode_origin)
+                {
+                    text.push_str(&format!("\n  {mode} mode {origin}"));
+                }
                 // Said once, at the start: without a kernel sandbox only the
                 // reader decides what commands may do.
                 if !sandbox.starts_with("landlock-") {
@@ -205,11 +256,13 @@ impl TextView {
                 output,
                 ..
             } => match (status, error_code) {
-                (ToolStatus::Ok, _) => err(format!("    ✓ {}", first_line(output))),
+                (ToolStatus::Ok, _) => {
+                    err(format!("    ✓ {}", some_lines(output, self.tool_lines)))
+                }
                 (ToolStatus::Error, code) => err(format!(
                     "    ✗ {}: {}",
                     code.map_or("error", |c| c.as_str()),
-                    first_line(output)
+                    some_lines(output, self.tool_lines)
                 )),
             },
             Event::ModelRetry {
@@ -225,8 +278,10 @@ impl TextView {
                 usage,
                 iterations,
             } => err(format!(
-                "── turn {turn_id} completed · {iterations} model requests · {} prompt / {} completion tokens",
-                usage.prompt_tokens, usage.completion_tokens
+                "── turn {turn_id} completed · {} · {} prompt / {} completion tokens",
+                count(u64::from(*iterations), "model request"),
+                usage.prompt_tokens,
+                usage.completion_tokens
             )),
             Event::TurnFailed {
                 turn_id,
@@ -251,7 +306,7 @@ impl TextView {
                 id, tool, reason, ..
             } => err(format!("    ? approval {id} for '{tool}': {reason}")),
             Event::ApprovalResolved { id, outcome } => {
-                err(format!("    ? approval {id}: {outcome:?}"))
+                err(format!("    ? approval {id}: {}", outcome_text(*outcome)))
             }
             Event::PostureChanged { posture } => err(format!("posture: {posture}")),
             Event::ModelChanged { model } => err(format!("model: {model}")),
@@ -271,7 +326,11 @@ impl TextView {
                 "  ⇢ agent {agent_id} ({role}, {model}, {posture}, depth {depth})"
             )),
             Event::AgentStatusChanged { agent_id, status } => {
-                err(format!("  ⇢ agent {agent_id}: {status:?}"))
+                let status = match status {
+                    AgentStatus::Running => "running",
+                    AgentStatus::WaitingForUser => "waiting for a person",
+                };
+                err(format!("  ⇢ agent {agent_id}: {status}"))
             }
             Event::AgentCompleted {
                 agent_id,
@@ -282,7 +341,7 @@ impl TextView {
                 "  ⇢ agent {agent_id} {status}{}",
                 if *verified { "" } else { " (unverified)" }
             )),
-            Event::WorkspaceRestored { .. } => err(restored_text(event)),
+            Event::WorkspaceRestored { .. } => err(restored_text(event, &self.followup)),
             Event::ModeChanged { mode } => err(format!("mode: {mode}")),
             Event::OpRejected { message, .. } => err(format!("refused: {message}")),
             Event::SessionStatus {
@@ -292,7 +351,9 @@ impl TextView {
                 queue_length,
                 turns,
             } => err(format!(
-                "{activity:?} · {mode} · {posture} · {queue_length} queued · {turns} turns"
+                "{} · {mode} · {posture} · {queue_length} queued · {}",
+                activity_text(*activity),
+                count(*turns, "turn")
             )),
             Event::SessionStopped { .. } | Event::SessionIdle { .. } => None,
             Event::GoalUpdated {
@@ -341,7 +402,7 @@ impl TextView {
                 }
             },
             Event::QuestionnaireAnswered { id, answer, mode } => {
-                err(format!("{id} answered: {answer:?} · now in {mode} mode"))
+                err(format!("{id} {} · now in {mode} mode", answer_text(answer)))
             }
             Event::PlanStatus {
                 mode,
@@ -365,8 +426,8 @@ impl TextView {
                 workflow,
                 steps,
             } => err(format!(
-                "workflow {workflow} · run {run_id} · {} steps",
-                steps.len()
+                "workflow {workflow} · run {run_id} · {}",
+                count(steps.len() as u64, "step")
             )),
             Event::StepState {
                 step,
@@ -408,6 +469,61 @@ impl TextView {
     }
 }
 
+/// `1 turn`, `2 turns`: a count and its noun, plural when it is not one.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// A plan answer as words: what a person chose, the feedback with it.
+pub fn answer_text(answer: &QuestionnaireAnswer) -> String {
+    match answer {
+        QuestionnaireAnswer::Approve => "approved".into(),
+        QuestionnaireAnswer::Defer => "deferred".into(),
+        QuestionnaireAnswer::Withdraw => "withdrawn".into(),
+        QuestionnaireAnswer::Revise { feedback } => {
+            format!("sent back for revision: {feedback}")
+        }
+    }
+}
+
+/// How an approval prompt ended, as words.
+pub fn outcome_text(outcome: ApprovalOutcome) -> &'static str {
+    match outcome {
+        ApprovalOutcome::AllowOnce => "allowed once",
+        ApprovalOutcome::AllowSession => "allowed for the session",
+        ApprovalOutcome::Deny => "denied",
+        ApprovalOutcome::Withdrawn => "withdrawn (the turn ended)",
+    }
+}
+
+/// Whether a turn runs, as words.
+pub fn activity_text(activity: Activity) -> &'static str {
+    match activity {
+        Activity::Idle => "idle",
+        Activity::Running => "a turn runs",
+    }
+}
+
+/// Where a mode came from, as the end of a sentence; nothing for the
+/// built-in default.
+fn mode_origin(source: ModeSource) -> Option<&'static str> {
+    Some(match source {
+        ModeSource::Flag => "from --mode",
+        ModeSource::Env => "from CADRE_MODE",
+        ModeSource::Config => "from `mode` in a config file",
+        ModeSource::Settings => {
+            "from default_mode in settings.toml, saved by the shell's /mode \
+             (--mode overrides it; `cadre config set default_mode work` resets it)"
+        }
+        ModeSource::Resumed => "kept from the resumed session (--mode switches it)",
+        ModeSource::Default => return None,
+    })
+}
+
 /// A progress line.
 fn err(text: String) -> Option<Piece> {
     Some(Piece {
@@ -434,12 +550,39 @@ fn category_name(category: cadre_runtime::protocol::FailureCategory) -> &'static
     }
 }
 
+/// The first non-blank line, cut at 160 characters, with `…` when there is
+/// more.
 fn first_line(text: &str) -> String {
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let more = text.lines().filter(|l| !l.trim().is_empty()).count() > 1;
     let mut shown: String = line.chars().take(160).collect();
     if more || line.chars().count() > 160 {
         shown.push_str(" …");
+    }
+    shown
+}
+
+/// The first `max` non-blank lines of a tool's output, each cut at 160
+/// characters, the later ones indented under the first, and how many more
+/// there are.
+fn some_lines(text: &str, max: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut shown = String::new();
+    for (n, line) in lines.iter().take(max).enumerate() {
+        if n > 0 {
+            shown.push_str("\n      ");
+        }
+        shown.extend(line.chars().take(160));
+        if line.chars().count() > 160 {
+            shown.push_str(" …");
+        }
+    }
+    if lines.len() > max {
+        let more = count((lines.len() - max) as u64, "more line");
+        shown.push_str(&format!("\n      … {more}"));
+        if max < VERBOSE_TOOL_OUTPUT_LINES {
+            shown.push_str(" (-v shows more)");
+        }
     }
     shown
 }
@@ -461,8 +604,8 @@ pub(crate) fn brief_arguments(arguments: &Value) -> String {
 }
 
 /// A `workspace.restored` event as text: what changed, path by path, and
-/// how to undo it. Empty for any other event.
-pub fn restored_text(event: &Event) -> String {
+/// how to undo it (with `followup`'s flags). Empty for any other event.
+pub fn restored_text(event: &Event, followup: &Followup) -> String {
     let Event::WorkspaceRestored {
         snapshot,
         before,
@@ -498,7 +641,8 @@ pub fn restored_text(event: &Event) -> String {
     }
     if let Some(before) = before {
         let undo = before.get(..12).unwrap_or(before);
-        text.push_str(&format!("\n  undo with: cadre restore apply {undo}"));
+        let command = followup.restore(&["apply", undo]);
+        text.push_str(&format!("\n  undo with: {command}"));
     }
     text
 }

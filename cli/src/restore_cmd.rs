@@ -13,6 +13,7 @@ use cadre_runtime::store::{LeaseOwner, Store, StoreError, store_path};
 use crate::args::{RestoreAction, RestoreArgs};
 use crate::config::Environment;
 use crate::exit::{self, CliError};
+use crate::followup::Followup;
 use crate::render::restored_text;
 use crate::sessions_cmd::when;
 
@@ -65,18 +66,21 @@ pub fn run(
     // where recording is off.
     let cap = crate::config::snapshot_cap(&config.settings.snapshots);
     let snapshots = Snapshots::new(&data_dir, &workspace, cap);
+    let current = env.current_dir.as_ref().and_then(|d| d.canonicalize().ok());
+    let followup = Followup::new(&data_dir, crate::default_data_dir(env).as_deref())
+        .workspace(&workspace, current.as_deref());
     match args.action {
         RestoreAction::List { .. } => {
             let listed = snapshots.list(session.as_deref()).map_err(snapshot_error)?;
             if listed.is_empty() {
-                eprintln!("no snapshots of {}", workspace.display());
+                crate::errln!("no snapshots of {}", workspace.display());
             }
             for s in listed {
                 let turn = match s.mark.turn {
                     Some(turn) => format!("turn {turn}"),
                     None => s.mark.label.clone(),
                 };
-                println!(
+                crate::outln!(
                     "{}  {}  {:<5}  {}  {}  {} changed since",
                     &s.id[..12],
                     s.mark.session,
@@ -92,7 +96,7 @@ pub fn run(
             let found = snapshots.find(&snapshot).map_err(snapshot_error)?;
             if dry_run {
                 let report = snapshots.restore(&found.id, None).map_err(snapshot_error)?;
-                println!("{}", restored_text(&report.into_event(true)));
+                crate::outln!("{}", restored_text(&report.into_event(true), &followup));
                 return Ok(exit::SUCCESS);
             }
             let session_id = found.mark.session.clone();
@@ -129,7 +133,8 @@ pub fn run(
                 }
                 let _ = store.release_lease(&session_id, &owner);
             }
-            println!("{}", restored_text(&event.map_err(snapshot_error)?));
+            let event = event.map_err(snapshot_error)?;
+            crate::outln!("{}", restored_text(&event, &followup));
             Ok(exit::SUCCESS)
         }
     }

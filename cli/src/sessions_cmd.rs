@@ -7,6 +7,7 @@ use cadre_runtime::store::{QuestionnaireAnswer, QuestionnaireKind, Store, store_
 
 use crate::args::{PlanArgs, PlanVerdict, SessionsAction, SessionsArgs};
 use crate::exit::{self, CliError};
+use crate::followup::Followup;
 
 /// Opens the store in `data_dir`; any failure is a configuration error.
 fn open(data_dir: &std::path::Path) -> Result<Store, CliError> {
@@ -39,7 +40,11 @@ pub(crate) fn when(seconds: f64) -> String {
 }
 
 /// `cadre sessions …`.
-pub fn sessions(args: SessionsArgs, data_dir: PathBuf) -> Result<u8, CliError> {
+pub fn sessions(
+    args: SessionsArgs,
+    data_dir: PathBuf,
+    followup: &Followup,
+) -> Result<u8, CliError> {
     let mut store = open(&data_dir)?;
     match args.action {
         SessionsAction::List { limit } => {
@@ -47,10 +52,10 @@ pub fn sessions(args: SessionsArgs, data_dir: PathBuf) -> Result<u8, CliError> {
                 .list(limit)
                 .map_err(|e| CliError::internal(e.to_string()))?;
             if sessions.is_empty() {
-                eprintln!("no sessions in {}", data_dir.display());
+                crate::errln!("no sessions in {}", data_dir.display());
             }
             for s in sessions {
-                println!(
+                crate::outln!(
                     "{}  {}  {:<7}  {}  {}",
                     s.id,
                     when(s.updated_at),
@@ -62,33 +67,48 @@ pub fn sessions(args: SessionsArgs, data_dir: PathBuf) -> Result<u8, CliError> {
         }
         SessionsAction::Show { session } => {
             let s = store.resolve(&session, None).map_err(not_found)?;
-            println!("session    {}", s.id);
+            crate::outln!("session    {}", s.id);
             if let Some(parent) = &s.parent_id {
-                println!("forked from {parent}");
+                crate::outln!("forked from {parent}");
             }
-            println!("workspace  {}", s.workspace);
-            println!("mode       {}", s.mode);
-            println!("posture    {}", s.posture);
-            println!("created    {}", when(s.created_at));
-            println!("updated    {}", when(s.updated_at));
+            crate::outln!("workspace  {}", s.workspace);
+            // What a resume uses: the stored mode and posture, unless its
+            // flags (or CADRE_MODE, CADRE_POSTURE) choose others.
+            crate::outln!(
+                "mode       {} (a resume keeps it; --mode changes it)",
+                s.mode
+            );
+            crate::outln!(
+                "posture    {} (a resume keeps it; --posture changes it)",
+                s.posture
+            );
+            let turns = store
+                .turns_done(&s.id)
+                .map_err(|e| CliError::internal(e.to_string()))?;
+            crate::outln!(
+                "turns      {turns} finished; the next is turn {}",
+                turns + 1
+            );
+            crate::outln!("created    {}", when(s.created_at));
+            crate::outln!("updated    {}", when(s.updated_at));
             let conversation = store
                 .conversation(&s.id)
                 .map_err(|e| CliError::internal(e.to_string()))?;
-            println!("messages   {} in the conversation", conversation.len());
-            println!("\nadmitted:");
+            crate::outln!("messages   {} in the conversation", conversation.len());
+            crate::outln!("\nadmitted:");
             for (source, state, content) in store
                 .admitted(&s.id)
                 .map_err(|e| CliError::internal(e.to_string()))?
             {
                 let first = content.lines().next().unwrap_or_default();
                 let shown: String = first.chars().take(100).collect();
-                println!("  [{state:<7}] {source:<13} {shown}");
+                crate::outln!("  [{state:<7}] {source:<13} {shown}");
             }
             if let Some(q) = store
                 .pending_questionnaire(&s.id)
                 .map_err(|e| CliError::internal(e.to_string()))?
             {
-                println!(
+                crate::outln!(
                     "\nwaiting: {} ({}) · {} · sha256 {}",
                     q.id,
                     match q.kind {
@@ -98,27 +118,57 @@ pub fn sessions(args: SessionsArgs, data_dir: PathBuf) -> Result<u8, CliError> {
                     q.plan_path,
                     q.sha256
                 );
-                println!("answer with: cadre plan approve|revise|withdraw {}", s.id);
+                crate::outln!("answer with: {}", answer_commands(followup, &s.id));
             }
         }
         SessionsAction::Fork { session } => {
             let id = uuid::Uuid::new_v4().to_string();
             let forked = store.fork(&session, &id).map_err(not_found)?;
-            println!("{}", forked.id);
-            eprintln!(
-                "forked {} into {}; continue it with: cadre exec --resume {} PROMPT",
+            crate::outln!("{}", forked.id);
+            crate::errln!(
+                "forked {} into {}; continue it with: {}",
                 forked.parent_id.unwrap_or_default(),
                 forked.id,
-                forked.id
+                followup.exec(&["--resume", &forked.id, "PROMPT"])
             );
+        }
+        SessionsAction::Audit { session, json } => {
+            let s = store.resolve(&session, None).map_err(not_found)?;
+            let records = store
+                .audit_with_agents(&s.id)
+                .map_err(|e| CliError::internal(e.to_string()))?;
+            if records.is_empty() {
+                crate::errln!("session {} has no audited decisions", s.id);
+            }
+            for record in records {
+                if json {
+                    crate::outln!("{record}");
+                } else {
+                    crate::outln!("{}", audit_line(&record));
+                }
+            }
         }
     }
     Ok(exit::SUCCESS)
 }
 
+/// An audit record as one line: when, which agent, and its transcript line.
+fn audit_line(record: &str) -> String {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(record) else {
+        return record.to_string();
+    };
+    let text = |key: &str| value[key].as_str().unwrap_or_default().to_string();
+    format!(
+        "{}  {:<6} {}",
+        when(value["time"].as_f64().unwrap_or_default()),
+        text("agent_id"),
+        text("line")
+    )
+}
+
 /// `cadre plan approve|revise|withdraw|defer SESSION`: answers the session's
 /// waiting questionnaire, as the interactive answer would.
-pub fn plan(args: PlanArgs, data_dir: PathBuf) -> Result<u8, CliError> {
+pub fn plan(args: PlanArgs, data_dir: PathBuf, followup: &Followup) -> Result<u8, CliError> {
     let mut store = open(&data_dir)?;
     let session = store.resolve(&args.session, None).map_err(not_found)?;
     let Some(q) = store
@@ -161,21 +211,24 @@ pub fn plan(args: PlanArgs, data_dir: PathBuf) -> Result<u8, CliError> {
     }
     let next = match &answer {
         QuestionnaireAnswer::Approve | QuestionnaireAnswer::Revise { .. } => {
-            format!("; run it with: cadre exec --resume {}", session.id)
+            format!(
+                "; run it with: {}",
+                followup.exec(&["--resume", &session.id])
+            )
         }
         QuestionnaireAnswer::Defer | QuestionnaireAnswer::Withdraw => String::new(),
     };
-    println!("{} {}{next}", q.id, answer_word(&answer));
+    crate::outln!("{} {}{next}", q.id, crate::render::answer_text(&answer));
     Ok(exit::SUCCESS)
 }
 
-fn answer_word(answer: &QuestionnaireAnswer) -> &'static str {
-    match answer {
-        QuestionnaireAnswer::Approve => "approved",
-        QuestionnaireAnswer::Defer => "deferred",
-        QuestionnaireAnswer::Revise { .. } => "sent back for revision",
-        QuestionnaireAnswer::Withdraw => "withdrawn",
-    }
+/// How to answer a session's waiting plan: the approval in full, the other
+/// answers named.
+pub(crate) fn answer_commands(followup: &Followup, session_id: &str) -> String {
+    format!(
+        "{} (or revise --feedback TEXT, withdraw, defer)",
+        followup.offline(&["plan", "approve", session_id])
+    )
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! takes within half a second.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -84,7 +84,7 @@ fn checked(source: &Source, options: &Options) -> Result<Workflow, CliError> {
     match validate(source, options) {
         Ok(valid) => {
             for warning in &valid.warnings {
-                eprintln!("{}", source.render(warning));
+                crate::errln!("{}", source.render(warning));
             }
             Ok(valid.workflow)
         }
@@ -110,11 +110,11 @@ fn validate_cmd(
         roles: Some(config.roles.keys().cloned().collect()),
     };
     let workflow = checked(&source, &options)?;
-    println!(
-        "{}: workflow {} is valid ({} steps)",
+    crate::outln!(
+        "{}: workflow {} is valid ({})",
         source.name,
         workflow.name,
-        workflow.steps.len()
+        crate::render::count(workflow.steps.len() as u64, "step")
     );
     Ok(exit::SUCCESS)
 }
@@ -164,7 +164,7 @@ async fn run_cmd(
     };
     let workflow = checked(&source, &options)?;
     if args.dry_run {
-        print!("{}", dry_run(&workflow, &config, args.max_parallel));
+        crate::out!("{}", dry_run(&workflow, &config, args.max_parallel));
         return Ok(exit::SUCCESS);
     }
     let host = host(&config).await?;
@@ -273,7 +273,7 @@ async fn drive(
                     return Ok(exit::INTERRUPTED);
                 }
                 interrupted = true;
-                eprintln!("cadre: cancelling the run (Ctrl-C again to quit at once)");
+                crate::errln!("cadre: cancelling the run (Ctrl-C again to quit at once)");
                 let _ = handle.supervisor.cast(cadre_workflows::engine::supervisor::SupervisorMsg::Cancel("*".into()));
             }
         }
@@ -321,9 +321,7 @@ impl Output {
         match self.format {
             OutputFormat::StreamJson => {
                 if let Ok(line) = serde_json::to_string(event) {
-                    let mut out = std::io::stdout().lock();
-                    let _ = writeln!(out, "{line}");
-                    let _ = out.flush();
+                    crate::outln!("{line}");
                 }
             }
             OutputFormat::Json => {}
@@ -338,13 +336,13 @@ impl Output {
                     ) && let Some(piece) = self.plain.event(event)
                     {
                         self.clear();
-                        eprint!("{}", piece.text);
+                        crate::err!("{}", piece.text);
                     }
                     self.redraw();
                 }
                 None => {
                     if let Some(piece) = self.plain.event(event) {
-                        eprint!("{}", piece.text);
+                        crate::err!("{}", piece.text);
                     }
                 }
             },
@@ -355,7 +353,7 @@ impl Output {
         if let Some(drawn) = self.live.as_mut()
             && *drawn > 0
         {
-            eprint!("\x1b[{}A\x1b[J", *drawn);
+            crate::err!("\x1b[{}A\x1b[J", *drawn);
             *drawn = 0;
         }
     }
@@ -366,11 +364,10 @@ impl Output {
         }
         self.clear();
         let lines = self.progress.lines(Instant::now());
-        let mut err = std::io::stderr().lock();
-        for line in &lines {
-            let _ = writeln!(err, "{line}");
-        }
-        let _ = err.flush();
+        crate::err!(
+            "{}",
+            lines.iter().map(|l| format!("{l}\n")).collect::<String>()
+        );
         self.live = Some(lines.len());
     }
 
@@ -379,12 +376,12 @@ impl Output {
             OutputFormat::Text => {
                 self.redraw();
                 self.live = None;
-                print!("{}", table(report));
-                println!("run {run_id}");
+                crate::out!("{}", table(report));
+                crate::outln!("run {run_id}");
             }
             OutputFormat::Json => {
                 let value = json!({"run_id": run_id, "report": report});
-                println!("{value}");
+                crate::outln!("{value}");
             }
             OutputFormat::StreamJson => {}
         }
@@ -400,9 +397,9 @@ fn dry_run(workflow: &Workflow, config: &RunConfig, max_parallel: Option<u32>) -
         other => format!("{other:?}"),
     };
     let mut out = format!(
-        "workflow {} · {} steps · up to {parallel} at once · posture {} (ceiling {})\n",
+        "workflow {} · {} · up to {parallel} at once · posture {} (ceiling {})\n",
         workflow.name,
-        workflow.steps.len(),
+        crate::render::count(workflow.steps.len() as u64, "step"),
         config.posture,
         workflow
             .posture
@@ -475,10 +472,10 @@ fn list(data_dir: &Path, limit: usize) -> Result<u8, CliError> {
         .runs(limit)
         .map_err(|e| CliError::internal(e.to_string()))?;
     if runs.is_empty() {
-        eprintln!("no workflow runs in {}", data_dir.display());
+        crate::errln!("no workflow runs in {}", data_dir.display());
     }
     for run in runs {
-        println!(
+        crate::outln!(
             "{}  {:<9}  {}  {}",
             run.id,
             run.status,
@@ -495,10 +492,10 @@ fn show(data_dir: &Path, spec: &str) -> Result<u8, CliError> {
     let instances = store
         .instances(&run.id)
         .map_err(|e| CliError::internal(e.to_string()))?;
-    println!("run {} · workflow {} · {}", run.id, run.name, run.status);
-    println!("workspace {}", run.workspace);
+    crate::outln!("run {} · workflow {} · {}", run.id, run.name, run.status);
+    crate::outln!("workspace {}", run.workspace);
     if let Some(file) = &run.file {
-        println!("file {file}");
+        crate::outln!("file {file}");
     }
     for i in instances {
         let name = if i.item.is_some() {
@@ -518,9 +515,11 @@ fn show(data_dir: &Path, spec: &str) -> Result<u8, CliError> {
             .chars()
             .take(100)
             .collect();
-        println!(
+        crate::outln!(
             "  {name:<24} {:<10} attempts {} · {} tokens  {note}",
-            i.state, i.attempts, i.tokens
+            i.state,
+            i.attempts,
+            i.tokens
         );
     }
     Ok(exit::SUCCESS)
@@ -536,11 +535,11 @@ fn cancel(data_dir: &Path, spec: &str, target: Option<&str>) -> Result<u8, CliEr
         Ok(()) => {
             let result = match target {
                 None => store.finish_run(&run.id, "cancelled").map(|()| {
-                    println!("run {} is not running; marked cancelled", run.id);
+                    crate::outln!("run {} is not running; marked cancelled", run.id);
                     exit::SUCCESS
                 }),
                 Some(target) => {
-                    eprintln!(
+                    crate::errln!(
                         "cadre: run {} is not running; nothing of {target} runs",
                         run.id
                     );
@@ -554,7 +553,7 @@ fn cancel(data_dir: &Path, spec: &str, target: Option<&str>) -> Result<u8, CliEr
             store
                 .request_cancel(&run.id, target.unwrap_or("*"))
                 .map_err(|e| CliError::internal(e.to_string()))?;
-            println!(
+            crate::outln!(
                 "asked {holder}, which runs {}, to cancel {}",
                 run.id,
                 target.unwrap_or("the run")

@@ -97,6 +97,15 @@ pub struct TurnQueue {
 }
 
 impl TurnQueue {
+    /// An empty queue of a session that has finished `turns` turns: its
+    /// next turn is `turns + 1`, so ids go on across resumes.
+    pub fn after(turns: u64) -> Self {
+        Self {
+            turns,
+            ..Self::default()
+        }
+    }
+
     /// The running turn, if any.
     pub fn running(&self) -> Option<RunningTurn> {
         self.running
@@ -250,6 +259,16 @@ mod tests {
         assert_eq!(
             q.step(QueueInput::Finished { turn_id: 3 }),
             [QueueEffect::Idle { turns: 3 }]
+        );
+    }
+
+    #[test]
+    fn a_resumed_session_numbers_its_turns_on_from_those_it_finished() {
+        let mut q = TurnQueue::after(4);
+        assert_eq!(q.step(QueueInput::Resumed(vec![msg(9)])), [start(5, 9)]);
+        assert_eq!(
+            q.step(QueueInput::Finished { turn_id: 5 }),
+            [QueueEffect::Idle { turns: 5 }]
         );
     }
 

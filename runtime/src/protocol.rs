@@ -243,6 +243,39 @@ pub enum Activity {
     Running,
 }
 
+/// Where a session's starting mode came from, lowest layer last: a run that
+/// comes up in an unexpected mode says why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModeSource {
+    /// `--mode`.
+    Flag,
+    /// The `CADRE_MODE` environment variable.
+    Env,
+    /// `mode` in a configuration file (user, project, local or `--config`).
+    Config,
+    /// `default_mode` in `settings.toml`, which the shell's `/mode` saves.
+    Settings,
+    /// Nothing chose it: the built-in default, Work.
+    Default,
+    /// A resumed session keeps the mode it was in.
+    Resumed,
+}
+
+impl ModeSource {
+    /// The name written to stream-json.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModeSource::Flag => "flag",
+            ModeSource::Env => "env",
+            ModeSource::Config => "config",
+            ModeSource::Settings => "settings",
+            ModeSource::Default => "default",
+            ModeSource::Resumed => "resumed",
+        }
+    }
+}
+
 /// Something that happened in a session. One JSON object per line in
 /// stream-json, tagged by `type`. New events are added within a version, so
 /// hosts match with a fallback arm (`#[non_exhaustive]`).
@@ -269,6 +302,11 @@ pub enum Event {
         /// ` (partial)` when the kernel lacks some rights), or
         /// `unavailable: <why>` when only the reader decides (P9).
         sandbox: String,
+        /// Where the starting mode came from. The session cannot tell a
+        /// flag from a saved default, so the host that chose the mode fills
+        /// it in (the `cadre` binary always does); absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode_source: Option<ModeSource>,
     },
     /// A user message was admitted (stored, in a session with a store).
     #[serde(rename = "input.admitted")]

@@ -34,7 +34,8 @@
 //!
 //! A file that does not parse is reported, naming the file and line, and a
 //! write refuses to replace it: a hand edit gone wrong is not silently
-//! discarded. The file is rewritten whole, so comments in it are not kept.
+//! discarded. A write edits the file's text in place (`toml_edit`): the
+//! key changes, and a person's comments and layout stay.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -292,17 +293,33 @@ impl Settings {
 
     /// The critical section: re-read, change, write whole, rename.
     fn replace(&self, key: &str, value: Value) -> Result<(), SettingsError> {
-        let mut table = self.read_table()?;
-        insert(&mut table, key, value).map_err(|message| SettingsError::InvalidStored {
-            path: self.path.clone(),
-            key: key.to_string(),
-            message,
-        })?;
-        let text = toml::to_string(&table).map_err(|e| SettingsError::Parse {
+        let current = match std::fs::read_to_string(&self.path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(io(&self.path, "read")(e)),
+        };
+        // Parsed as a table first: the same errors as a read, with a line.
+        parse_table(&current, &self.path)?;
+        let cannot = |message: String| SettingsError::Parse {
             path: self.path.clone(),
             line: None,
-            message: format!("cannot write the settings back: {e}"),
+            message: format!("cannot write the settings back: {message}"),
+        };
+        let mut document: toml_edit::DocumentMut = current
+            .parse()
+            .map_err(|e: toml_edit::TomlError| cannot(e.to_string()))?;
+        let item: toml_edit::Value = value
+            .to_string()
+            .parse()
+            .map_err(|e: toml_edit::TomlError| cannot(e.to_string()))?;
+        insert(document.as_item_mut(), key, item).map_err(|message| {
+            SettingsError::InvalidStored {
+                path: self.path.clone(),
+                key: key.to_string(),
+                message,
+            }
         })?;
+        let text = document.to_string();
         let target = self.target()?;
         let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         let temp = sibling(&target, &format!(".tmp-{}-{n}", std::process::id()));
@@ -413,27 +430,40 @@ fn flatten(table: Table) -> BTreeMap<String, Value> {
     out
 }
 
-/// Sets a dotted key, creating tables on the way; refuses to turn a value
-/// into a table.
-fn insert(table: &mut Table, key: &str, value: Value) -> Result<(), String> {
+/// Sets a dotted key in the document, creating tables on the way and
+/// keeping the decor (comments, spacing) of a value it replaces; refuses to
+/// turn a value into a table.
+fn insert(root: &mut toml_edit::Item, key: &str, value: toml_edit::Value) -> Result<(), String> {
     let mut parts: Vec<&str> = key.split('.').collect();
     let last = parts.pop().unwrap_or(key);
-    let mut current = table;
+    let mut current = root;
     let mut walked = String::new();
     for part in parts {
         if !walked.is_empty() {
             walked.push('.');
         }
         walked.push_str(part);
-        let entry = current
-            .entry(part.to_string())
-            .or_insert_with(|| Value::Table(Table::new()));
-        current = match entry {
-            Value::Table(inner) => inner,
-            other => return Err(format!("'{walked}' is {other}, not a table")),
-        };
+        match current.get(part) {
+            Some(found) if !found.is_table_like() => {
+                return Err(format!(
+                    "'{walked}' is {}, not a table",
+                    found.to_string().trim()
+                ));
+            }
+            Some(_) => {}
+            // A `[part]` table of its own, as a person would write it.
+            None => current[part] = toml_edit::Item::Table(toml_edit::Table::new()),
+        }
+        current = &mut current[part];
     }
-    current.insert(last.to_string(), value);
+    match current.get_mut(last) {
+        Some(toml_edit::Item::Value(old)) => {
+            let decor = old.decor().clone();
+            *old = value;
+            *old.decor_mut() = decor;
+        }
+        _ => current[last] = toml_edit::Item::Value(value),
+    }
     Ok(())
 }
 

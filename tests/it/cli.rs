@@ -132,7 +132,9 @@ async fn exec_exits_2_on_bad_usage_config_or_script_and_says_where() {
     std::fs::write(&script, "[[response]]\ntext = \"hi\"\ntool_calls = 3\n").expect("script");
     let empty_script = ws.path().join("empty.toml");
     std::fs::write(&empty_script, "# nothing\n").expect("script");
-    let missing = ws.path().join("no-such-dir");
+    // A missing workspace is created; a file is not a workspace.
+    let not_a_dir = ws.path().join("a-file");
+    std::fs::write(&not_a_dir, "").expect("a file");
     let (w, d) = (s(ws.path()), s(data.path()));
     let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
         (
@@ -216,8 +218,8 @@ async fn exec_exits_2_on_bad_usage_config_or_script_and_says_where() {
             vec!["http://"],
         ),
         (
-            vec!["exec", "--workspace", s(&missing), "--data-dir", d, "x"],
-            vec!["--workspace", "no-such-dir"],
+            vec!["exec", "--workspace", s(&not_a_dir), "--data-dir", d, "x"],
+            vec!["--workspace", "a-file", "is not a directory"],
         ),
         (vec!["exec", "--no-such-flag", "x"], vec!["--no-such-flag"]),
         (vec!["exec"], vec!["PROMPT"]),

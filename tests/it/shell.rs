@@ -65,7 +65,7 @@ fn s(path: &Path) -> &str {
 /// returns what came before it. rexpect reads bytes as Latin-1, so needles
 /// stay ASCII.
 #[track_caller]
-fn expect(shell: &mut PtySession, needle: &str) -> String {
+pub(crate) fn expect(shell: &mut PtySession, needle: &str) -> String {
     match shell.exp_string(needle) {
         Ok(before) => before,
         Err(err) => panic!("the shell never printed {needle:?}: {err}"),
@@ -73,19 +73,30 @@ fn expect(shell: &mut PtySession, needle: &str) -> String {
 }
 
 /// A shell in fresh directories, on `script`, its session started.
-struct Shell {
-    pty: PtySession,
-    ws: TempDir,
-    data: TempDir,
-    config: TempDir,
+pub(crate) struct Shell {
+    pub(crate) pty: PtySession,
+    pub(crate) ws: TempDir,
+    pub(crate) data: TempDir,
+    pub(crate) config: TempDir,
 }
 
 fn start(script: &str) -> Shell {
-    let (ws, data, config) = (
+    let dirs = (
         TempDir::new().expect("workspace"),
         TempDir::new().expect("data"),
         TempDir::new().expect("config"),
     );
+    start_in(dirs, script, &[], &[])
+}
+
+/// A shell on `script` in these workspace, data and configuration
+/// directories, with `args` after the usual flags and `env` set.
+pub(crate) fn start_in(
+    (ws, data, config): (TempDir, TempDir, TempDir),
+    script: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Shell {
     let script_file = data.path().join("shell.toml");
     std::fs::write(&script_file, script).expect("script");
     let mut command = Command::new(env!("CARGO_BIN_EXE_cadre"));
@@ -102,7 +113,11 @@ fn start(script: &str) -> Shell {
         .env_remove("CADRE_HOME")
         .env_remove("CADRE_POSTURE")
         .env_remove("CADRE_CONFIG_DIR")
-        .env_remove("RUST_LOG");
+        .env_remove("RUST_LOG")
+        .env_remove("CADRE_MODE")
+        .env_remove("NO_COLOR")
+        .args(args)
+        .envs(env.iter().copied());
     let mut pty = spawn_command(command, Some(PATIENCE_MS)).expect("spawn the shell");
     expect(&mut pty, "/help lists the commands");
     Shell {
@@ -115,7 +130,7 @@ fn start(script: &str) -> Shell {
 
 /// Waits for the shell to exit and checks it exited 0.
 #[track_caller]
-fn exits_0(shell: &mut PtySession) {
+pub(crate) fn exits_0(shell: &mut PtySession) {
     shell.exp_eof().expect("the shell exits");
     let status = shell.process().wait().expect("wait");
     assert!(
@@ -141,7 +156,7 @@ fn the_shell_plans_asks_inline_refuses_a_mode_change_mid_turn_and_cancels_on_ctr
     expect(&mut shell, "[a] approve  [d] defer  [r] revise");
     expect(&mut shell, "turn 1 completed");
     shell.send_line("d").expect("send");
-    expect(&mut shell, "answered: Defer");
+    expect(&mut shell, " deferred");
     shell.send_line("/plan view").expect("send");
     // The tool call line shortens the content before the marker.
     expect(&mut shell, "the shell test looks for PLAN-7f3a.");

@@ -89,6 +89,7 @@ impl SessionState {
         }
         self.conversation = opened.conversation.into_iter().map(Arc::new).collect();
         self.resumed_queue = opened.pending.into_iter().map(queued).collect();
+        self.queue = cadre_runtime::lifecycle::TurnQueue::after(opened.turns);
         self.questionnaire = opened.questionnaire;
         for child in opened.children {
             self.children

@@ -59,6 +59,8 @@ pub struct Opened {
     pub children: Vec<AgentRecord>,
     /// Its goal (a session's; a sub-agent has none).
     pub goal: Option<Goal>,
+    /// Turns it has finished: its turn ids go on from there.
+    pub turns: u64,
 }
 
 /// A questionnaire to open, owned.
@@ -612,6 +614,7 @@ fn open_session(
             questionnaire: None,
             children: Vec::new(),
             goal: None,
+            turns: 0,
         });
     }
     if resumed && open.mode_given {
@@ -633,6 +636,7 @@ fn open_session(
             questionnaire: None,
             children: Vec::new(),
             goal: None,
+            turns: 0,
         });
     }
     s.interrupt_agents(id)?;
@@ -647,6 +651,7 @@ fn open_session(
             None => s.goal(id)?,
             Some(_) => None,
         },
+        turns: s.turns_done(id)?,
     })
 }
 

@@ -81,6 +81,14 @@ pub enum Notice {
     Snapshots,
     /// What the host found for `McpServers` or `Snapshots`, as text.
     Found(String),
+    /// A mode chosen with `/mode` was saved as the startup mode of new
+    /// sessions (M6), or could not be (`error`).
+    ModeSaved {
+        /// The mode.
+        mode: Mode,
+        /// Why it was not saved.
+        error: Option<String>,
+    },
 }
 
 /// What `/config` shows: the session's effective settings.

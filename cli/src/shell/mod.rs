@@ -45,6 +45,7 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
         host,
         session_id,
         attached,
+        mode_source,
     } = launch(&config, true).await?;
     let (found_tx, mut found) = tokio::sync::mpsc::unbounded_channel();
     let lookups = Lookups {
@@ -56,7 +57,11 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
     // line and puts it back after, so the shell's must be in place first.
     let mut interrupts = interrupts();
     let mut terminal = Terminal::start(config.data_dir.join("shell_history")).await;
-    let mut view = View::default();
+    let mut view = View::new(
+        crate::render::TextView::default()
+            .with_followup(config.followup.clone())
+            .with_tool_output_lines(config.tool_output_lines),
+    );
     // The mode last asked for with `/mode`: persisted when the session
     // accepts it, forgotten when it refuses.
     let mut chosen: Option<Mode> = None;
@@ -71,23 +76,34 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
         data_dir: config.data_dir.clone(),
     });
 
+    // `cadre "PROMPT"`: the first line, as if typed at the prompt once the
+    // session has said hello.
+    let mut first = config.prompt.clone();
+
     loop {
         tokio::select! {
             event = events.recv() => {
-                let Some(Envelope { event, .. }) = event else { break };
+                let Some(Envelope { mut event, .. }) = event else { break };
+                crate::launch::stamp(&mut event, mode_source);
                 if let Some(piece) = view.event(&event) {
                     terminal.show(piece);
                 }
                 match &event {
                     Event::ModeChanged { mode } if chosen == Some(*mode) => {
                         chosen = None;
-                        persist_default_mode(settings.clone(), *mode);
+                        persist_default_mode(settings.clone(), *mode, lookups.found.clone());
                     }
                     Event::OpRejected { op, .. } if op == "set_mode" || op == "plan" => chosen = None,
                     _ => {}
                 }
                 for op in shell.event(&event) {
                     let _ = handle.submit(op);
+                }
+                if matches!(event, Event::SessionStarted { .. })
+                    && let Some(line) = first.take()
+                {
+                    terminal.echo(&line);
+                    react(&mut shell, &handle, None, &view, &mut terminal, &lookups, Input::Line(line));
                 }
                 if matches!(event, Event::SessionStopped { .. }) {
                     break;
@@ -171,7 +187,7 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
             Some(()) = interrupts.recv() => {
                 react(&mut shell, &handle, overlay.as_ref(), &view, &mut terminal, &lookups, Input::Interrupt);
             }
-            Some(text) = found.recv() => terminal.show(view.notice(&Notice::Found(text))),
+            Some(notice) = found.recv() => terminal.show(view.notice(&notice)),
         }
     }
     if terminal.reading() {
@@ -240,11 +256,11 @@ fn route(
 }
 
 /// What `/mcp` and `/restore` look up, off the shell's loop: the answer
-/// comes back as text on `found`.
+/// comes back as a notice on `found` (so does a saved startup mode).
 struct Lookups {
     attached: crate::attach::Attached,
     session_id: String,
-    found: tokio::sync::mpsc::UnboundedSender<String>,
+    found: tokio::sync::mpsc::UnboundedSender<Notice>,
 }
 
 impl Lookups {
@@ -253,19 +269,21 @@ impl Lookups {
         if let Notice::McpServers = notice {
             let mcp = self.attached.mcp.clone();
             tokio::spawn(async move {
-                let _ = found.send(cadre_runtime::mcp::render_reports(&mcp.reports().await));
+                let text = cadre_runtime::mcp::render_reports(&mcp.reports().await);
+                let _ = found.send(Notice::Found(text));
             });
         } else if let Notice::Snapshots = notice {
             let Some(snapshots) = self.attached.snapshots.clone() else {
-                let _ = found.send("snapshots are off ([snapshots] enabled = false)".into());
+                let off = "snapshots are off ([snapshots] enabled = false)";
+                let _ = found.send(Notice::Found(off.into()));
                 return;
             };
             let session = self.session_id.clone();
             tokio::task::spawn_blocking(move || {
-                let _ = found.send(match snapshots.list(Some(&session)) {
+                let _ = found.send(Notice::Found(match snapshots.list(Some(&session)) {
                     Ok(listed) => snapshot_lines(&listed),
                     Err(err) => format!("the snapshots could not be listed: {err}"),
-                });
+                }));
             });
         }
     }
@@ -295,16 +313,26 @@ fn snapshot_lines(listed: &[cadre_runtime::snapshot::SnapshotInfo]) -> String {
     lines.join("\n")
 }
 
-/// Writes `default_mode` off the async threads; a failure is a warning, the
-/// session goes on.
-fn persist_default_mode(settings: Option<Settings>, mode: Mode) {
+/// Writes `default_mode` off the async threads and says how it went (the
+/// receipt, or why it was not saved); the session goes on either way.
+fn persist_default_mode(
+    settings: Option<Settings>,
+    mode: Mode,
+    receipts: tokio::sync::mpsc::UnboundedSender<Notice>,
+) {
     let Some(settings) = settings else {
+        let _ = receipts.send(Notice::ModeSaved {
+            mode,
+            error: Some("there is no configuration directory".into()),
+        });
         return;
     };
     tokio::task::spawn_blocking(move || {
-        if let Err(err) = settings.set("default_mode", mode.as_str()) {
-            tracing::warn!(%err, "the default mode could not be saved");
-        }
+        let error = settings
+            .set("default_mode", mode.as_str())
+            .err()
+            .map(|e| e.to_string());
+        let _ = receipts.send(Notice::ModeSaved { mode, error });
     });
 }
 

@@ -9,7 +9,6 @@
 //! which redraws the prompt and the half-typed line under what it prints; it
 //! can only print whole lines, so streamed text is held until its line ends.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc as std_mpsc;
 use std::thread::JoinHandle;
@@ -112,6 +111,14 @@ impl Terminal {
         for line in self.partial.push(piece) {
             self.send(line);
         }
+    }
+
+    /// Shows `line` as if it had been typed at the prompt.
+    pub fn echo(&mut self, line: &str) {
+        self.show(Piece {
+            stream: Stream::Err,
+            text: format!("{PROMPT}{line}\n"),
+        });
     }
 
     fn send(&mut self, piece: Piece) {
@@ -250,14 +257,7 @@ fn print_lines(mut printer: Option<Printer>, lines: &std_mpsc::Receiver<Piece>) 
             }
             printer = None;
         }
-        let _ = match piece.stream {
-            Stream::Out => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(piece.text.as_bytes())
-                    .and_then(|()| out.flush())
-            }
-            Stream::Err => std::io::stderr().lock().write_all(piece.text.as_bytes()),
-        };
+        crate::out::text(piece.stream == Stream::Out, &piece.text);
     }
 }
 

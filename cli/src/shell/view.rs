@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use cadre_runtime::protocol::{Activity, ApprovalOutcome, Event};
+use cadre_runtime::protocol::Event;
 use cadre_runtime::store::QuestionnaireKind;
 
 use super::commands::{COMMANDS, Invalid};
@@ -27,6 +27,12 @@ pub struct View {
 }
 
 impl View {
+    /// A view that renders events through `text` (its printed commands'
+    /// flags, how much tool output it shows).
+    pub fn new(text: TextView) -> Self {
+        Self { text }
+    }
+
     /// The text for an event, if it shows.
     pub fn event(&mut self, event: &Event) -> Option<Piece> {
         let text = match event {
@@ -54,13 +60,7 @@ impl View {
                 )
             }
             Event::ApprovalResolved { id, outcome } => {
-                let outcome = match outcome {
-                    ApprovalOutcome::AllowOnce => "allowed once",
-                    ApprovalOutcome::AllowSession => "allowed for the session",
-                    ApprovalOutcome::Deny => "denied",
-                    ApprovalOutcome::Withdrawn => "withdrawn (the turn ended)",
-                };
-                format!("  {id}: {outcome}\n")
+                format!("  {id}: {}\n", crate::render::outcome_text(*outcome))
             }
             Event::QuestionnaireOpened { kind, .. } => {
                 let mut text = self.text.event(event)?.text;
@@ -84,18 +84,14 @@ impl View {
                 posture,
                 queue_length,
                 turns,
-            } => {
-                let activity = match activity {
-                    Activity::Idle => "idle",
-                    Activity::Running => "a turn runs",
-                };
-                format!(
-                    "queue: {queue_length} waiting · {activity} · {mode} mode · {posture} · {turns} turns\n"
-                )
-            }
+            } => format!(
+                "queue: {queue_length} waiting · {} · {mode} mode · {posture} · {}\n",
+                crate::render::activity_text(*activity),
+                crate::render::count(*turns, "turn")
+            ),
             Event::SessionStopped { turns } => format!(
-                "session stopped after {turns} turn{}\n",
-                if *turns == 1 { "" } else { "s" }
+                "session stopped after {}\n",
+                crate::render::count(*turns, "turn")
             ),
             // The plan as written, without the blank line `exec` leaves.
             Event::PlanView {
@@ -150,6 +146,15 @@ impl View {
             Notice::McpServers => "looking up the MCP servers…\n".into(),
             Notice::Snapshots => "listing this session's snapshots…\n".into(),
             Notice::Found(text) => format!("{}\n", text.trim_end()),
+            Notice::ModeSaved { mode, error: None } => {
+                format!("{mode} — saved as the startup mode for new sessions\n")
+            }
+            Notice::ModeSaved {
+                mode,
+                error: Some(why),
+            } => format!(
+                "{mode} is this session's mode, but it was not saved as the startup mode: {why}\n"
+            ),
         })
     }
 }

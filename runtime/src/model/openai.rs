@@ -123,6 +123,7 @@ impl ModelClient for OpenAiClient {
         let client = self.client.clone();
         let limits = self.config.limits;
         if !self.config.stream {
+            let base_url = self.config.base_url.clone();
             return Box::pin(futures::stream::once(async move {
                 let oversize = Arc::new(AtomicBool::new(false));
                 let call = OVERSIZE.scope(
@@ -135,7 +136,7 @@ impl ModelClient for OpenAiClient {
                 };
                 let value = result.map_err(|e| match oversize.load(Ordering::Relaxed) {
                     true => limits.too_large_on_the_wire(),
-                    false => map_error(e, hint),
+                    false => located(map_error(e, hint), &base_url),
                 })?;
                 parse_completion(&value, Some(limits)).map(ModelEvent::Completed)
             }));
@@ -147,7 +148,46 @@ impl ModelClient for OpenAiClient {
             deadline: None,
             oversize: Arc::new(AtomicBool::new(false)),
         };
-        Box::pin(futures::stream::unfold(state, StreamState::next))
+        let base_url = self.config.base_url.clone();
+        Box::pin(
+            futures::stream::unfold(state, StreamState::next)
+                .map(move |item| item.map_err(|e| located(e, &base_url))),
+        )
+    }
+}
+
+/// An error status names the URL that answered it, and a 404 or 405 (the
+/// usual answer to a base URL without its `/v1`) suggests the likely fix.
+fn located(err: ModelError, base_url: &str) -> ModelError {
+    let ModelError::Http {
+        status,
+        message,
+        retry_after,
+        kind,
+    } = err
+    else {
+        return err;
+    };
+    let base = base_url.trim_end_matches('/');
+    let said = message.trim();
+    let mut located = format!("POST {base}/chat/completions answered");
+    if said.is_empty() {
+        located.push_str(" with no message");
+    } else {
+        located.push_str(&format!(": {}", said.chars().take(300).collect::<String>()));
+    }
+    if matches!(status, 404 | 405) {
+        if base.ends_with("/v1") {
+            located.push_str(" (check the base URL and the model name)");
+        } else {
+            located.push_str(&format!(" (a base URL usually ends in /v1: try {base}/v1)"));
+        }
+    }
+    ModelError::Http {
+        status,
+        message: located,
+        retry_after,
+        kind,
     }
 }
 

@@ -190,6 +190,17 @@ impl Store {
         Ok(())
     }
 
+    /// How many of the session's turns have ended: the next turn's id is
+    /// one more (an interrupted turn, which continues, gets its own id
+    /// back), so turn ids go on across resumes.
+    pub fn turns_done(&self, session_id: &str) -> Result<u64, StoreError> {
+        let done: i64 = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM queue WHERE session_id = ?1 AND state = 'done'")?
+            .query_row([session_id], |r| r.get(0))?;
+        Ok(u64::try_from(done).unwrap_or_default())
+    }
+
     /// Marks a message's turn done.
     pub fn finish_turn(&mut self, session_id: &str, queue_id: i64) -> Result<(), StoreError> {
         self.conn
@@ -217,6 +228,18 @@ impl Store {
         let mut statement = self
             .conn
             .prepare_cached("SELECT record FROM audit WHERE session_id = ?1 ORDER BY id")?;
+        let rows = statement
+            .query_map([session_id], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// The audit records (JSON) of a session and of every sub-agent under
+    /// it (rows `<session>/<path>`), in the order they were written.
+    pub fn audit_with_agents(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT record FROM audit WHERE session_id = ?1 OR substr(session_id, 1, length(?1) + 1) = ?1 || '/' ORDER BY id",
+        )?;
         let rows = statement
             .query_map([session_id], |r| r.get(0))?
             .collect::<Result<_, _>>()?;

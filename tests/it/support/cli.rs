@@ -151,6 +151,9 @@ pub fn spawn_cadre(args: &[&str]) -> tokio::process::Child {
         .env_remove("OPENAI_MODEL")
         .env_remove("CADRE_HOME")
         .env_remove("RUST_LOG")
+        // With no prompt and a stdin that is not a terminal, exec reads
+        // the prompt from it: a run that has none gets an empty one.
+        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
