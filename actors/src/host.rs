@@ -598,7 +598,9 @@ impl Host {
     ) -> Result<(String, PathBuf), HostError> {
         let (spec, here) = match resume {
             Resume::New => {
-                return Ok((uuid::Uuid::new_v4().to_string(), workspace.to_path_buf()));
+                // Time-ordered ids: the store's keys for sessions started
+                // together sit side by side, so one commit writes few pages.
+                return Ok((uuid::Uuid::now_v7().to_string(), workspace.to_path_buf()));
             }
             Resume::Session(spec) => (spec.clone(), None),
             Resume::LatestInWorkspace => (

@@ -122,7 +122,7 @@ pub fn sessions(
             }
         }
         SessionsAction::Fork { session } => {
-            let id = uuid::Uuid::new_v4().to_string();
+            let id = uuid::Uuid::now_v7().to_string();
             let forked = store.fork(&session, &id).map_err(not_found)?;
             crate::outln!("{}", forked.id);
             crate::errln!(

@@ -154,7 +154,7 @@ impl SessionState {
                 session_id,
                 content,
                 intent,
-                key: uuid::Uuid::new_v4().to_string(),
+                key: uuid::Uuid::now_v7().to_string(),
                 plan_file,
                 start_seq,
                 reply,

@@ -215,11 +215,6 @@ impl Store {
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| StoreError::unreadable(&shown, &e))?;
-        // Small pages: a commit writes every page it touched in full to the
-        // write-ahead log, and most commits touch a row or two in each of a
-        // few tables. Takes effect only on a new file.
-        conn.pragma_update(None, "page_size", PAGE_SIZE)
-            .map_err(|e| StoreError::unreadable(&shown, &e))?;
         // The first real read is where a corrupt file shows itself.
         let mode: String = conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
@@ -322,9 +317,6 @@ impl Drop for Tx<'_> {
 fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
-
-/// The page size of a new store file.
-const PAGE_SIZE: i64 = 4096;
 
 impl Store {
     /// Starts a transaction, or a savepoint inside the caller's.

@@ -166,7 +166,7 @@ pub async fn start_on(
             resumed.agents,
         ),
         None => {
-            let id = uuid::Uuid::new_v4().to_string();
+            let id = uuid::Uuid::now_v7().to_string();
             let draft = RunDraft {
                 id: id.clone(),
                 caller_id: caller.session_id.clone(),
