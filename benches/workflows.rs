@@ -15,12 +15,22 @@
 //! per request (within 1.15×, under 80 KiB per live step). The file store
 //! stays on. Run with `cargo bench --bench workflows`; `SCENARIO=small`
 //! runs only the first, `SIDE=cadre` or `SIDE=bare` only one side.
+//!
+//! `SCENARIO=nodes` (also run by default, last) compares the same
+//! workflow all in this process with its steps spread over two `cadre
+//! node` processes on loopback (docs/cluster.md): the overhead per remote
+//! step (100 steps one at a time, no model latency: the difference in wall
+//! time per step) and the throughput (200 steps, 64 at once, 50 ms per
+//! request).
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
 #[path = "../tests/it/support/mock.rs"]
 #[allow(dead_code)]
 mod mock;
+
+#[path = "workflows/nodes.rs"]
+mod nodes;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -44,7 +54,7 @@ use cadre::runtime::permission::Posture;
 use cadre::runtime::prompt::system_prompt;
 use cadre::runtime::tool::{ToolRegistry, definition_gate};
 use cadre::workflows::diagnostic::Source;
-use cadre::workflows::engine::{Launch, RunSettings, start};
+use cadre::workflows::engine::{Launch, RunSettings, start_on};
 use cadre::workflows::validate::{Options, validate};
 use futures::StreamExt;
 use mock::{MockServer, Reply, sse_body, text_chunks, tool_call_chunks};
@@ -55,11 +65,15 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let only_small = std::env::var("SCENARIO").is_ok_and(|s| s == "small");
+    let only = std::env::var("SCENARIO").unwrap_or_default();
     runtime.block_on(async {
+        if only == "nodes" {
+            return nodes::scenarios().await;
+        }
         scenario(200, 64, Duration::from_millis(50)).await;
-        if !only_small {
+        if only != "small" {
             scenario(1000, 1000, Duration::from_secs(1)).await;
+            nodes::scenarios().await;
         }
     });
 }
@@ -182,8 +196,19 @@ async fn scenario(n: usize, parallel: usize, latency: Duration) {
 
 /// The workflow through a host with a store on disk.
 async fn cadre_run(url: &str, n: usize, parallel: usize) -> Measured {
-    let data = tempfile::tempdir().expect("data");
     let workspace = tempfile::tempdir().expect("workspace");
+    cadre_run_on(url, n, parallel, workspace.path(), None).await
+}
+
+/// The workflow in `workspace`, its steps on `cluster`'s nodes when given.
+async fn cadre_run_on(
+    url: &str,
+    n: usize,
+    parallel: usize,
+    workspace: &std::path::Path,
+    cluster: Option<cadre::workflows::cluster::Cluster>,
+) -> Measured {
+    let data = tempfile::tempdir().expect("data");
     let host = Host::builder(data.path())
         .model(ModelChoice::Server {
             base_url: url.to_string(),
@@ -203,7 +228,7 @@ async fn cadre_run(url: &str, n: usize, parallel: usize) -> Measured {
     let workflow = validate(&source, &Options::default())
         .expect("valid")
         .workflow;
-    let mut options = SessionOptions::new(workspace.path());
+    let mut options = SessionOptions::new(workspace);
     options.mode = Some(Mode::Work);
     options.posture = Some(Posture::Bypass);
     options.interactive = false;
@@ -216,7 +241,7 @@ async fn cadre_run(url: &str, n: usize, parallel: usize) -> Measured {
     let peak = Peak::start();
     let cpu = cpu_time();
     let start_at = Instant::now();
-    let handle = start(
+    let handle = start_on(
         caller,
         Launch {
             workflow,
@@ -226,6 +251,7 @@ async fn cadre_run(url: &str, n: usize, parallel: usize) -> Measured {
             resume: None,
             retry_failed: false,
         },
+        cluster,
     )
     .await
     .expect("started");

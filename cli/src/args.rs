@@ -51,8 +51,66 @@ pub enum Command {
     Mcp(McpArgs),
     /// Validate, run, resume, list, show and cancel workflows.
     Workflow(WorkflowArgs),
+    /// Run step agents for coordinators on other machines (docs/cluster.md).
+    Node(Box<NodeArgs>),
     /// Show, pause, resume, clear a stored session's goal, or change its budget.
     Goal(crate::goal_cmd::GoalArgs),
+}
+
+/// `cadre node`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The cluster secret comes from $CADRE_CLUSTER_SECRET or --secret-file; a node refuses \
+to start without one, and refuses every peer that does not prove it. --posture and --mode are the \
+most this node lets any agent do; --deny and --ask rules (and the configuration's) are added to every \
+agent's, allow rules never are."
+)]
+pub struct NodeArgs {
+    /// The address coordinators connect to.
+    #[arg(long, default_value = "127.0.0.1:7070", value_name = "ADDR")]
+    pub listen: String,
+    /// A coordinator to connect to (one started with --cluster-listen). Repeatable.
+    #[arg(long = "connect", value_name = "HOST:PORT")]
+    pub connect: Vec<String>,
+    /// Agents run at once.
+    #[arg(long, default_value_t = 4)]
+    pub slots: u32,
+    /// The node's name in the cluster (default: node-<port>).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// A workspace served: PATH (the same path here as on the coordinator)
+    /// or COORDINATOR_PATH=LOCAL_PATH. Repeatable.
+    #[arg(long = "serve", value_name = "PATH[=LOCAL]", required = true)]
+    pub serve: Vec<String>,
+    /// A file holding the cluster secret (default: $CADRE_CLUSTER_SECRET).
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Option<PathBuf>,
+    /// The model, limits and rules agents run with here.
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+/// Where a run's steps may go besides this process (docs/cluster.md).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ClusterArgs {
+    /// Nodes to run steps on, HOST:PORT (repeatable or comma-separated;
+    /// default: the configuration's `[cluster] nodes`).
+    #[arg(long = "nodes", value_delimiter = ',', value_name = "HOST:PORT")]
+    pub nodes: Vec<String>,
+    /// Steps this process runs itself at once besides the nodes (default:
+    /// the configuration's, else 0: only while no node serves the workspace).
+    #[arg(long)]
+    pub local_slots: Option<u32>,
+    /// Also accept nodes that connect here (`cadre node --connect`).
+    #[arg(long, value_name = "ADDR")]
+    pub cluster_listen: Option<String>,
+    /// A file holding the cluster secret (default: $CADRE_CLUSTER_SECRET).
+    #[arg(long = "secret-file", id = "cluster_secret_file", value_name = "FILE")]
+    pub secret_file: Option<PathBuf>,
+    /// Milliseconds a node may leave a heartbeat unanswered before it is
+    /// lost and its running steps fail.
+    #[arg(long, default_value_t = 5000, value_name = "MS")]
+    pub node_timeout: u64,
 }
 
 /// `cadre restore`.
@@ -211,6 +269,9 @@ pub struct WorkflowRunArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub output_format: OutputFormat,
+    /// Nodes to run steps on.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// The session flags: model, posture, directories.
     #[command(flatten)]
     pub session: SessionArgs,
@@ -230,6 +291,9 @@ pub struct WorkflowResumeArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub output_format: OutputFormat,
+    /// Nodes to run steps on.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// The session flags: model, posture, directories.
     #[command(flatten)]
     pub session: SessionArgs,

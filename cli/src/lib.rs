@@ -22,6 +22,7 @@
 //!   snapshots and the store.
 //! - [`workflow_cmd`]: `cadre workflow validate|run|resume|list|show|cancel`.
 //! - [`workflow_view`]: a workflow run's progress and final table, with no I/O.
+//! - [`cluster_cmd`]: `cadre node`, and the nodes of `workflow run --nodes`.
 //! - [`goal_cmd`]: `cadre exec --goal` flags, goal exit codes, `cadre goal show|pause|resume|clear|budget`.
 //! - [`render`]: text, json and stream-json renderings of the event stream.
 //! - [`spinner`]: the spinner a terminal shows while a turn waits for the
@@ -39,6 +40,7 @@
 
 pub mod args;
 pub mod attach;
+pub mod cluster_cmd;
 pub mod config;
 pub mod config_cmd;
 pub mod exec;
@@ -123,6 +125,7 @@ pub fn main() -> ExitCode {
             config_dir.clone(),
         )),
         Some(Command::Workflow(args)) => workflow_cmd::run(args, env, config_dir),
+        Some(Command::Node(args)) => block_on(cluster_cmd::node(*args, env, config_dir)),
         Some(Command::Goal(args)) => offline_store(args.data_dir.clone(), &env)
             .and_then(|(dir, followup)| goal_cmd::run(args, dir, &followup)),
         Some(Command::Config(args)) => match config_dir {
@@ -407,7 +410,9 @@ fn init_tracing(verbose: u8) -> bool {
     let filter = match (asked, verbose) {
         (Some(directives), _) => EnvFilter::new(directives),
         (None, 0) => return false,
-        (None, 1) => EnvFilter::new("info"),
+        // ractor_cluster warns of every closed peer connection; cadre says
+        // what a closed or refused peer means itself.
+        (None, 1) => EnvFilter::new("info,ractor_cluster=warn"),
         (None, _) => EnvFilter::new("debug"),
     };
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());

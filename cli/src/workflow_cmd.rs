@@ -17,8 +17,9 @@ use cadre_actors::host::Host;
 use cadre_actors::store::StoreRequest;
 use cadre_runtime::protocol::Event;
 use cadre_runtime::store::{LeaseOwner, Store, StoreError, store_path};
+use cadre_workflows::cluster::Cluster;
 use cadre_workflows::diagnostic::Source;
-use cadre_workflows::engine::{Launch, Resumed, RunSettings, StartError, start};
+use cadre_workflows::engine::{Launch, Resumed, RunSettings, StartError, start_on};
 use cadre_workflows::model::{ForEach, Workflow};
 use cadre_workflows::scheduler::Report;
 use cadre_workflows::validate::{Options, validate};
@@ -147,6 +148,10 @@ async fn run_cmd(
     env: Environment,
     config_dir: Option<PathBuf>,
 ) -> Result<u8, CliError> {
+    let cluster_settings = crate::load_config(&args.session, &env, config_dir.as_deref())?
+        .settings
+        .cluster;
+    let env_for_cluster = env.clone();
     let config = run_config(args.session, env, config_dir.as_deref(), args.output_format)?;
     let source = read(&args.file)?;
     let settings = RunSettings {
@@ -163,6 +168,8 @@ async fn run_cmd(
         return Ok(exit::SUCCESS);
     }
     let host = host(&config).await?;
+    let cluster =
+        crate::cluster_cmd::coordinator(&args.cluster, &cluster_settings, &env_for_cluster).await?;
     let launch = Launch {
         workflow,
         file: Some(args.file.display().to_string()),
@@ -171,7 +178,7 @@ async fn run_cmd(
         resume: None,
         retry_failed: false,
     };
-    drive(host, &config, launch).await
+    drive(host, &config, launch, cluster).await
 }
 
 async fn resume_cmd(
@@ -179,6 +186,10 @@ async fn resume_cmd(
     env: Environment,
     config_dir: Option<PathBuf>,
 ) -> Result<u8, CliError> {
+    let cluster_settings = crate::load_config(&args.session, &env, config_dir.as_deref())?
+        .settings
+        .cluster;
+    let env_for_cluster = env.clone();
     let mut config = run_config(args.session, env, config_dir.as_deref(), args.output_format)?;
     let host = host(&config).await?;
     let spec = args.run.clone();
@@ -217,7 +228,9 @@ async fn resume_cmd(
         }),
         retry_failed: args.retry_failed,
     };
-    drive(host, &config, launch).await
+    let cluster =
+        crate::cluster_cmd::coordinator(&args.cluster, &cluster_settings, &env_for_cluster).await?;
+    drive(host, &config, launch, cluster).await
 }
 
 fn store_error(err: StoreError) -> CliError {
@@ -230,15 +243,22 @@ fn store_error(err: StoreError) -> CliError {
 
 /// Starts the run and follows it to its end; the exit code says how it
 /// ended.
-async fn drive(host: Host, config: &RunConfig, launch: Launch) -> Result<u8, CliError> {
+async fn drive(
+    host: Host,
+    config: &RunConfig,
+    launch: Launch,
+    cluster: Option<Cluster>,
+) -> Result<u8, CliError> {
     let (tx, mut events) = cadre_actors::events::channel();
     let caller = host
         .workflow_caller(&session_options(config, false), EventSink::new(tx))
         .map_err(host_error)?;
-    let handle = start(caller, launch).await.map_err(|e| match e {
-        StartError::Store(store) => store_error(store),
-        other => CliError::internal(other.to_string()),
-    })?;
+    let handle = start_on(caller, launch, cluster)
+        .await
+        .map_err(|e| match e {
+            StartError::Store(store) => store_error(store),
+            other => CliError::internal(other.to_string()),
+        })?;
     let mut out = Output::new(config.output);
     let mut done = handle.done;
     let mut interrupted = false;

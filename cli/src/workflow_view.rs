@@ -246,6 +246,7 @@ mod tests {
             item: None,
             state: state.into(),
             agent_id: None,
+            node: None,
             reason: None,
             tokens: 1500,
         }

@@ -11,7 +11,7 @@
 //! kept with its scope so decisions name it. A project's `.mcp.json` is read
 //! as a layer just below its config file; `[mcp_servers]` merge by the
 //! rules of `mcp::config` (a project cannot start or trust a server).
-//! `[sandbox]` and `[snapshots]` are ignored in the project's file.
+//! `[sandbox]`, `[snapshots]` and `[cluster]` are ignored in the project's file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -73,6 +73,22 @@ pub struct ConfigFile {
     /// Workspace snapshots. Ignored in the project's file.
     #[serde(default)]
     pub snapshots: SnapshotSettings,
+    /// Nodes workflow steps may run on. Ignored in the project's file: a
+    /// repository cannot send its prompts to machines of its choosing.
+    #[serde(default)]
+    pub cluster: ClusterSettings,
+}
+
+/// `[cluster]` (see `docs/cluster.md`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSettings {
+    /// Nodes to run workflow steps on, `HOST:PORT`.
+    pub nodes: Option<Vec<String>>,
+    /// Steps the coordinator runs itself at once besides the nodes.
+    pub local_slots: Option<u32>,
+    /// A file holding the cluster secret.
+    pub secret_file: Option<String>,
 }
 
 /// `[snapshots]`.
@@ -401,6 +417,9 @@ impl Config {
                 s.sandbox.env = file.sandbox.env.or(s.sandbox.env.take());
                 s.snapshots.enabled = file.snapshots.enabled.or(s.snapshots.enabled);
                 s.snapshots.max_file_mib = file.snapshots.max_file_mib.or(s.snapshots.max_file_mib);
+                s.cluster.nodes = file.cluster.nodes.or(s.cluster.nodes.take());
+                s.cluster.local_slots = file.cluster.local_slots.or(s.cluster.local_slots);
+                s.cluster.secret_file = file.cluster.secret_file.or(s.cluster.secret_file.take());
             }
             s.limits = file.limits.over(s.limits);
             merged

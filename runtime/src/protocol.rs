@@ -667,6 +667,10 @@ pub enum Event {
         /// The agent working on it (dispatched and later).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         agent_id: Option<String>,
+        /// The node its attempt runs on; absent when it runs in the
+        /// coordinator's process.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<String>,
         /// Why: for failed, blocked, cancelled, retried and restored instances.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,

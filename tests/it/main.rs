@@ -7,6 +7,7 @@
 mod agents;
 mod cancel;
 mod cli;
+mod cluster;
 mod command_line;
 mod crash;
 mod durability;

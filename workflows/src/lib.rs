@@ -10,6 +10,8 @@
 //! perform its effects.
 //!
 //! # Layout
+//! - [`cluster`]: step agents on other machines (`cadre node`): the wire,
+//!   the node's service, the coordinator's link, placement by free slots.
 //! - [`diagnostic`]: findings and how they print.
 //! - [`engine`]: the actors that run a workflow (a supervisor per run, a
 //!   step actor per running instance), the run in the store, and the
@@ -21,6 +23,7 @@
 //! - [`scheduler`]: the pure machine that runs a workflow: lifecycle,
 //!   fan-out, failure policy, budgets, exact resume, capped hand-forward.
 
+pub mod cluster;
 pub mod diagnostic;
 pub mod engine;
 pub mod format;

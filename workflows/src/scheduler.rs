@@ -233,7 +233,7 @@ impl Scheduler {
             }
             Input::Cancel(target) => self.cancel(target, &mut fx),
             Input::Tokens(n) => {
-                self.tokens += n;
+                self.tokens = self.tokens.saturating_add(n);
                 if let Some(limit) = self.workflow.budget.tokens
                     && self.tokens >= limit
                     && self.halted.is_none()

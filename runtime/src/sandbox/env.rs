@@ -40,8 +40,10 @@ pub const ALLOWED: &[&str] = &[
 pub const ALLOWED_PREFIXES: &[&str] = &["LC_"];
 
 /// Variables never passed, even when configured: each makes bash run or
-/// read something the command does not say.
+/// read something the command does not say, or (the cluster secret) lets
+/// whoever holds it join the cluster.
 pub const NEVER: &[&str] = &[
+    "CADRE_CLUSTER_SECRET",
     "BASH_ENV",
     "ENV",
     "PROMPT_COMMAND",

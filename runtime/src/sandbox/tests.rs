@@ -61,6 +61,12 @@ fn environment_keeps_only_the_allow_list_and_never_what_runs_code() {
         &["MY_TOOL", "BASH_ENV", "CDPATH"],
         &["MY_TOOL", "PATH"],
     );
+    // Nor does the cluster secret, configured or not.
+    check(
+        &[("CADRE_CLUSTER_SECRET", "s")],
+        &["CADRE_CLUSTER_SECRET"],
+        &["PATH"],
+    );
     assert_eq!(
         inherited(std::iter::empty(), &[]),
         vec![("PATH".to_string(), DEFAULT_PATH.to_string())]

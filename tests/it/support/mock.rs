@@ -48,6 +48,9 @@ pub enum Reply {
     /// `reply`, once as many requests as the barrier holds are waiting on
     /// it: proof that they were in flight at the same time.
     Together(Arc<tokio::sync::Barrier>, Box<Reply>),
+    /// `reply`, once the gate is open (the test opens it when it has done
+    /// what must happen while the request waits).
+    Gate(tokio::sync::watch::Receiver<bool>, Box<Reply>),
 }
 
 impl Reply {
@@ -306,9 +309,21 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
     let reply = shared.queue.lock().expect("lock").pop_front();
     let responder = shared.responder.lock().expect("lock").clone();
     let mut reply = reply.or_else(|| responder.and_then(|r| r(&request)));
-    while let Some(Reply::Together(barrier, inner)) = reply {
-        barrier.wait().await;
-        reply = Some(*inner);
+    loop {
+        match reply {
+            Some(Reply::Together(barrier, inner)) => {
+                barrier.wait().await;
+                reply = Some(*inner);
+            }
+            Some(Reply::Gate(mut open, inner)) => {
+                let _ = open.wait_for(|open| *open).await;
+                reply = Some(*inner);
+            }
+            other => {
+                reply = other;
+                break;
+            }
+        }
     }
     match reply {
         Some(reply) => {
@@ -398,7 +413,7 @@ impl Reply {
                 ]);
                 sse_response(Body::from_stream(stream))
             }
-            Reply::Together(_, inner) => inner.into_response(),
+            Reply::Together(_, inner) | Reply::Gate(_, inner) => inner.into_response(),
             Reply::HangAfter { body } => {
                 let stream =
                     futures::stream::once(

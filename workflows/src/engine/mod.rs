@@ -15,7 +15,7 @@
 //! - `check`: a check command under a read-only sandbox.
 //! - `ids`: `step:<name>[<i>]:approval:<n>` and back.
 
-mod check;
+pub(crate) mod check;
 pub mod ids;
 mod step;
 pub mod supervisor;
@@ -32,6 +32,7 @@ use ractor::{Actor, ActorRef};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
+use crate::cluster::Cluster;
 use crate::diagnostic::Source;
 use crate::format::json_to_toml;
 use crate::model::Workflow;
@@ -145,8 +146,18 @@ fn stored_results(instances: &[InstanceRecord]) -> HashMap<String, Stored> {
         .collect()
 }
 
-/// Starts (or resumes) a run for `caller`.
+/// Starts (or resumes) a run for `caller`, every step here.
 pub async fn start(caller: Caller, launch: Launch) -> Result<RunHandle, StartError> {
+    start_on(caller, launch, None).await
+}
+
+/// Starts (or resumes) a run for `caller`, its steps placed on `cluster`'s
+/// nodes and here by free slots.
+pub async fn start_on(
+    caller: Caller,
+    launch: Launch,
+    cluster: Option<Cluster>,
+) -> Result<RunHandle, StartError> {
     let store = caller.services.store.clone().ok_or(StartError::NoStore)?;
     let (run_id, stored, next_agent) = match &launch.resume {
         Some(resumed) => (
@@ -204,6 +215,7 @@ pub async fn start(caller: Caller, launch: Launch) -> Result<RunHandle, StartErr
         next_agent,
         roles,
         done,
+        cluster,
     };
     let (supervisor, join) = Actor::spawn(None, SupervisorActor, args)
         .await
@@ -221,12 +233,19 @@ pub async fn start(caller: Caller, launch: Launch) -> Result<RunHandle, StartErr
 #[derive(Default)]
 pub struct Engine {
     live: Arc<Mutex<HashMap<String, ActorRef<SupervisorMsg>>>>,
+    cluster: Option<Cluster>,
 }
 
 impl Engine {
     /// An engine with no runs.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Runs steps on `cluster`'s nodes too.
+    pub fn with_cluster(mut self, cluster: Cluster) -> Self {
+        self.cluster = Some(cluster);
+        self
     }
 }
 
@@ -236,6 +255,7 @@ const REPORT_OUTPUT_BYTES: usize = 4000;
 impl Delegation for Engine {
     fn run(&self, caller: Caller, plan: serde_json::Value) -> ToolFuture<'static> {
         let live = self.live.clone();
+        let cluster = self.cluster.clone();
         Box::pin(async move {
             let text = json_to_toml(&plan).map_err(ToolError::invalid)?;
             let source = Source {
@@ -261,7 +281,7 @@ impl Delegation for Engine {
                 resume: None,
                 retry_failed: false,
             };
-            let handle = start(caller, launch)
+            let handle = start_on(caller, launch, cluster)
                 .await
                 .map_err(|e| ToolError::failed(e.to_string()))?;
             let run_id = handle.run_id.clone();

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use cadre_actors::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
 use cadre_actors::session::SessionMsg;
-use cadre_runtime::agent::AgentPath;
-use cadre_runtime::protocol::{Envelope, Event, FailureCategory, Op, ToolStatus};
+use cadre_runtime::agent::{AgentPath, LiveAuthority};
+use cadre_runtime::protocol::{Envelope, Event, FailureCategory, Op, ToolStatus, Usage};
 use cadre_runtime::sandbox::SandboxConfig;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::time::Instant;
@@ -25,7 +25,25 @@ use tokio::time::Instant;
 use super::check::{DEFAULT_CHECK_TIMEOUT, run_check};
 use super::ids::{outer_agent_id, outer_approval_id};
 use super::supervisor::{StepReport, SupervisorMsg};
+use crate::cluster::link::{Remote, StartFailure};
+use crate::cluster::wire::Order;
+use crate::cluster::{Cluster, HEARTBEAT_TIMEOUT, RemoteAgent};
 use crate::scheduler::InstanceId;
+
+/// Where an attempt's agent runs.
+pub enum Placement {
+    /// Here, through the kernel.
+    Local,
+    /// On a node: the order it is sent.
+    Remote {
+        /// The coordinator's cluster.
+        cluster: Cluster,
+        /// The node.
+        node: String,
+        /// What the node is asked to run.
+        order: Box<Order>,
+    },
+}
 
 /// What a step attempt starts with.
 pub struct StepArgs {
@@ -49,6 +67,8 @@ pub struct StepArgs {
     pub sandbox: std::sync::Arc<SandboxConfig>,
     /// The check's private temp dir.
     pub tmp: PathBuf,
+    /// Where the agent runs.
+    pub place: Placement,
 }
 
 /// Messages to a step actor.
@@ -58,6 +78,9 @@ pub enum StepMsg {
     Agent(Box<Envelope>),
     /// The agent's event stream ended.
     AgentGone,
+    /// The agent on a node ended before it answered (a crash there), or
+    /// its node was lost: the attempt fails with the reason.
+    Lost(String),
     /// The wall-clock timeout fired.
     Timeout,
     /// Time to look for progress.
@@ -77,12 +100,106 @@ impl ractor::Message for StepMsg {}
 /// The step actor.
 pub struct StepActor;
 
+/// The attempt's agent, here or on a node.
+enum Agent {
+    Local(ActorRef<SessionMsg>),
+    Remote(RemoteAgent),
+}
+
+impl Agent {
+    fn op(&self, op: Op) {
+        match self {
+            Agent::Local(actor) => {
+                let _ = actor.cast(SessionMsg::Op(op));
+            }
+            Agent::Remote(remote) => remote.op(op),
+        }
+    }
+}
+
+/// Starts the agent here, its events coming to `myself`.
+async fn start_local(myself: &ActorRef<StepMsg>, args: &StepArgs) -> Result<Agent, String> {
+    let SpawnedAgent {
+        actor, mut events, ..
+    } = spawn_agent(
+        args.spec.clone(),
+        args.services.clone(),
+        Some(myself.get_cell()),
+    )
+    .await
+    .map_err(|e| format!("the step's agent could not start: {e}"))?;
+    let me = myself.clone();
+    tokio::spawn(async move {
+        while let Some(envelope) = events.recv().await {
+            if me.cast(StepMsg::Agent(Box::new(envelope))).is_err() {
+                return;
+            }
+        }
+        let _ = me.cast(StepMsg::AgentGone);
+    });
+    actor
+        .cast(SessionMsg::Op(Op::user(args.prompt.clone())))
+        .map_err(|e| format!("the step's agent stopped at once: {e}"))?;
+    Ok(Agent::Local(actor))
+}
+
+/// Why an attempt never started: its node could not be reached. The
+/// attempt goes elsewhere without counting against the step's retries.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Unplaced(pub String);
+
+/// Starts the agent on `node` (it sends itself the prompt), its news
+/// coming to `myself`.
+async fn start_remote(
+    myself: &ActorRef<StepMsg>,
+    cluster: &Cluster,
+    node: &str,
+    order: Order,
+    live: std::sync::Arc<LiveAuthority>,
+) -> Result<Agent, ActorProcessingErr> {
+    let (remote, mut news) =
+        cluster
+            .start(node, order, live)
+            .await
+            .map_err(|e| -> ActorProcessingErr {
+                match e {
+                    StartFailure::Unreachable(why) => Box::new(Unplaced(why)),
+                    StartFailure::Refused(why) => {
+                        format!("node {node} did not start the step's agent: {why}").into()
+                    }
+                }
+            })?;
+    let me = myself.clone();
+    let node = node.to_string();
+    tokio::spawn(async move {
+        while let Some(item) = news.recv().await {
+            let message = match item {
+                Remote::Event(envelope) => StepMsg::Agent(envelope),
+                Remote::Checked(passed, detail) => StepMsg::Checked(passed, detail),
+                Remote::Ended(reason) if reason == "stopped" => StepMsg::AgentGone,
+                Remote::Ended(reason) => StepMsg::Lost(format!("on node {node}: {reason}")),
+                Remote::Lost(reason) => StepMsg::Lost(reason),
+            };
+            if me.cast(message).is_err() {
+                return;
+            }
+        }
+    });
+    Ok(Agent::Remote(remote))
+}
+
 /// Its state.
 pub struct StepState {
     myself: ActorRef<StepMsg>,
     args: StepArgs,
-    agent: ActorRef<SessionMsg>,
+    agent: Agent,
     path: AgentPath,
+    /// Its check was sent and has not come back.
+    checking: bool,
+    /// Why its node went away after it answered: a check asked later
+    /// fails at once.
+    lost: Option<String>,
     answer: String,
     /// Every tool call of the attempt, `name subject`, with its outcome
     /// once it has one.
@@ -102,30 +219,24 @@ impl Actor for StepActor {
     async fn pre_start(
         &self,
         myself: ActorRef<Self::Msg>,
-        args: StepArgs,
+        mut args: StepArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let path = args.spec.path.clone();
-        let SpawnedAgent {
-            actor, mut events, ..
-        } = spawn_agent(
-            args.spec.clone(),
-            args.services.clone(),
-            Some(myself.get_cell()),
-        )
-        .await
-        .map_err(|e| format!("the step's agent could not start: {e}"))?;
-        let me = myself.clone();
-        tokio::spawn(async move {
-            while let Some(envelope) = events.recv().await {
-                if me.cast(StepMsg::Agent(Box::new(envelope))).is_err() {
-                    return;
-                }
+        let agent = match std::mem::replace(&mut args.place, Placement::Local) {
+            Placement::Local => start_local(&myself, &args).await?,
+            Placement::Remote {
+                cluster,
+                node,
+                order,
+            } => {
+                let live = args
+                    .spec
+                    .parent
+                    .clone()
+                    .ok_or("a step's agent has its caller's live authority")?;
+                start_remote(&myself, &cluster, &node, *order, live).await?
             }
-            let _ = me.cast(StepMsg::AgentGone);
-        });
-        actor
-            .cast(SessionMsg::Op(Op::user(args.prompt.clone())))
-            .map_err(|e| format!("the step's agent stopped at once: {e}"))?;
+        };
         if let Some(timeout) = args.timeout {
             myself.send_after(timeout, || StepMsg::Timeout);
         }
@@ -135,8 +246,10 @@ impl Actor for StepActor {
         Ok(StepState {
             myself: myself.clone(),
             args,
-            agent: actor,
+            agent,
             path,
+            checking: false,
+            lost: None,
             answer: String::new(),
             calls: Vec::new(),
             tokens: 0,
@@ -156,14 +269,26 @@ impl Actor for StepActor {
             StepMsg::AgentGone => {
                 state.report_failure("the step's agent stopped before it answered".into());
             }
+            StepMsg::Lost(reason) => {
+                if state.checking {
+                    let _ = myself.cast(StepMsg::Checked(
+                        false,
+                        format!("the check did not finish: {reason}"),
+                    ));
+                } else if state.reported {
+                    state.lost = Some(reason);
+                } else {
+                    state.report_failure(reason);
+                }
+            }
             StepMsg::Timeout => {
                 if !state.reported {
                     let limit = state.args.timeout.unwrap_or_default();
                     state.stop_agent();
                     state.report_failure(format!(
-                        "timed out after {}; its partial transcript is kept under agent {}",
+                        "timed out after {}; {}",
                         human(limit),
-                        state.args.spec.row_id()
+                        state.transcript_note()
                     ));
                 }
             }
@@ -174,13 +299,37 @@ impl Actor for StepActor {
                 {
                     state.stop_agent();
                     state.report_failure(format!(
-                        "no model or tool progress for {}; its partial transcript is kept under agent {}",
+                        "no model or tool progress for {}; {}",
                         human(idle),
-                        state.args.spec.row_id()
+                        state.transcript_note()
                     ));
                 }
             }
             StepMsg::Check(command) => {
+                state.checking = true;
+                if let Agent::Remote(remote) = &state.agent {
+                    let timeout = state.args.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT);
+                    if let Some(reason) = &state.lost {
+                        let why = format!("the check did not run: {reason}");
+                        let _ = myself.cast(StepMsg::Checked(false, why));
+                        return Ok(());
+                    }
+                    remote.check(command, timeout);
+                    // The node's answer is awaited no longer than the check
+                    // may run there, and a heartbeat timeout more.
+                    let node = remote.node.clone();
+                    let wait = timeout + HEARTBEAT_TIMEOUT;
+                    myself.send_after(wait, move || {
+                        StepMsg::Checked(
+                            false,
+                            format!(
+                                "node {node} did not send the check's result within {}",
+                                human(wait)
+                            ),
+                        )
+                    });
+                    return Ok(());
+                }
                 let workspace = state.args.spec.workspace.root().to_path_buf();
                 let sandbox = state.args.sandbox.clone();
                 let tmp = state.args.tmp.clone();
@@ -193,6 +342,9 @@ impl Actor for StepActor {
                 });
             }
             StepMsg::Checked(passed, detail) => {
+                if !std::mem::replace(&mut state.checking, false) {
+                    return Ok(());
+                }
                 let _ = state.args.supervisor.cast(SupervisorMsg::Step(
                     state.args.id,
                     StepReport::Checked { passed, detail },
@@ -204,9 +356,19 @@ impl Actor for StepActor {
                 state.stop_agent();
                 myself.stop(None);
             }
-            StepMsg::Approve(op) => {
-                let _ = state.agent.cast(SessionMsg::Op(op));
-            }
+            StepMsg::Approve(op) => state.agent.op(op),
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // The node stops the agent and frees its slot.
+        if let Agent::Remote(remote) = &state.agent {
+            remote.forget();
         }
         Ok(())
     }
@@ -244,8 +406,23 @@ impl StepState {
     }
 
     fn stop_agent(&self) {
-        let _ = self.agent.cast(SessionMsg::Op(Op::Cancel));
-        let _ = self.agent.cast(SessionMsg::Op(Op::Shutdown));
+        self.agent.op(Op::Cancel);
+        self.agent.op(Op::Shutdown);
+    }
+
+    /// Where what the agent did stays.
+    fn transcript_note(&self) -> String {
+        match &self.agent {
+            Agent::Local(_) => format!(
+                "its partial transcript is kept under agent {}",
+                self.args.spec.row_id()
+            ),
+            Agent::Remote(remote) => format!(
+                "it ran on node {} as agent {}",
+                remote.node,
+                self.args.spec.row_id()
+            ),
+        }
     }
 
     fn agent_event(&mut self, event: Event) {
@@ -278,16 +455,15 @@ impl StepState {
                 }
             }
             Event::TurnCompleted { usage, .. } => {
-                self.tokens += usage.prompt_tokens + usage.completion_tokens;
-                self.supervisor(StepReport::Tokens(
-                    usage.prompt_tokens + usage.completion_tokens,
-                ));
+                let spent = spent(usage);
+                self.tokens = self.tokens.saturating_add(spent);
+                self.supervisor(StepReport::Tokens(spent));
                 if !std::mem::replace(&mut self.reported, true) {
                     let output = std::mem::take(&mut self.answer);
                     let calls = self.calls.iter().map(|(_, c)| c.clone()).collect();
                     self.supervisor(StepReport::Answered { output, calls });
                 }
-                let _ = self.agent.cast(SessionMsg::Op(Op::Shutdown));
+                self.agent.op(Op::Shutdown);
             }
             Event::TurnFailed {
                 message,
@@ -296,17 +472,27 @@ impl StepState {
                 retryable,
                 ..
             } => {
-                self.supervisor(StepReport::Tokens(
-                    usage.prompt_tokens + usage.completion_tokens,
-                ));
-                if *category == FailureCategory::Infrastructure && !retryable && terminal(message) {
-                    self.supervisor(StepReport::Halt(format!(
+                self.supervisor(StepReport::Tokens(spent(usage)));
+                let refused =
+                    *category == FailureCategory::Infrastructure && !retryable && terminal(message);
+                match &self.agent {
+                    // The run's own endpoint refused: nothing more is sent.
+                    Agent::Local(_) if refused => self.supervisor(StepReport::Halt(format!(
                         "the model endpoint refused {}: {message}",
                         self.args.prefix
-                    )));
+                    ))),
+                    // A node's endpoint (or a node saying so) is that node's
+                    // matter: the attempt fails and is retried, the run goes on.
+                    Agent::Remote(remote) if refused => {
+                        self.report_failure(format!(
+                            "the model endpoint of node {} refused: {message}",
+                            remote.node
+                        ));
+                    }
+                    _ => {}
                 }
                 self.report_failure(message.clone());
-                let _ = self.agent.cast(SessionMsg::Op(Op::Shutdown));
+                self.agent.op(Op::Shutdown);
             }
             _ => {}
         }
@@ -334,7 +520,9 @@ impl StepState {
     }
 
     /// The events the caller must see, with the step's ids: prompts,
-    /// decisions, sub-agents.
+    /// decisions, sub-agents. An event naming an agent or a prompt outside
+    /// the step is dropped: it cannot come from the step's own agent, and
+    /// a node must not be able to raise it.
     fn outward(&self, event: Event) -> Option<Event> {
         let prefix = &self.args.prefix;
         let agent = |inner: &str| outer_agent_id(prefix, &self.path, inner);
@@ -348,15 +536,15 @@ impl StepState {
                 arguments,
                 reason,
             } => Event::ApprovalRequested {
-                id: approval(&id),
-                agent_id: agent(&agent_id),
+                id: approval(&id)?,
+                agent_id: agent(&agent_id)?,
                 call_id,
                 tool,
                 arguments,
                 reason,
             },
             Event::ApprovalResolved { id, outcome } => Event::ApprovalResolved {
-                id: approval(&id),
+                id: approval(&id)?,
                 outcome,
             },
             Event::PermissionDecision {
@@ -366,7 +554,7 @@ impl StepState {
                 decision,
                 line,
             } => Event::PermissionDecision {
-                agent_id: agent(&agent_id),
+                agent_id: agent(&agent_id)?,
                 call_id,
                 tool,
                 decision,
@@ -379,7 +567,7 @@ impl StepState {
                 posture,
                 depth,
             } => Event::AgentSpawned {
-                agent_id: agent(&agent_id),
+                agent_id: agent(&agent_id)?,
                 role,
                 model,
                 posture,
@@ -391,7 +579,7 @@ impl StepState {
                 summary,
                 verified,
             } => Event::AgentCompleted {
-                agent_id: agent(&agent_id),
+                agent_id: agent(&agent_id)?,
                 status,
                 summary,
                 verified,
@@ -425,4 +613,10 @@ fn human(d: Duration) -> String {
     } else {
         format!("{}ms", d.as_millis())
     }
+}
+
+/// The tokens a turn spent; counts a node reports are taken as they come,
+/// so they saturate rather than overflow.
+fn spent(usage: &Usage) -> u64 {
+    usage.prompt_tokens.saturating_add(usage.completion_tokens)
 }

@@ -8,7 +8,7 @@
 //! stored, so what a consumer saw is what a resume finds. Cancel requests
 //! left in the store by other processes are taken twice a second.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -24,7 +24,10 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
 use super::ids::{inner_approval_id, parse_outer, step_prefix};
-use super::step::{StepActor, StepArgs, StepMsg};
+use super::step::{Placement, StepActor, StepArgs, StepMsg, Unplaced};
+use crate::cluster::Cluster;
+use crate::cluster::places::Place;
+use crate::cluster::wire::Order;
 use crate::scheduler::{Effect, Input, InstanceId, Report, Scheduler, Target};
 
 /// Cancel requests from other processes are looked for this often.
@@ -100,6 +103,8 @@ pub struct SupervisorArgs {
     pub roles: std::collections::BTreeMap<String, RoleConfig>,
     /// Gets the report when the run is over.
     pub done: oneshot::Sender<Report>,
+    /// The nodes steps may run on; `None` runs every step here.
+    pub cluster: Option<Cluster>,
 }
 
 /// The supervisor.
@@ -109,6 +114,15 @@ pub struct SupervisorActor;
 struct Live {
     actor: ActorRef<StepMsg>,
     path: AgentPath,
+    /// The slot it holds, with a cluster.
+    place: Option<Place>,
+}
+
+/// An attempt waiting for a free slot.
+struct Waiting {
+    id: InstanceId,
+    prompt: String,
+    scope: Vec<String>,
 }
 
 /// Its state.
@@ -121,6 +135,11 @@ pub struct SupervisorState {
     roles: std::collections::BTreeMap<String, RoleConfig>,
     next_agent: u32,
     live: HashMap<InstanceId, Live>,
+    cluster: Option<Cluster>,
+    /// Attempts waiting for a slot, first first.
+    waiting: VecDeque<Waiting>,
+    /// The node each instance's current attempt runs on.
+    nodes: HashMap<InstanceId, String>,
     /// Every agent an instance's attempts ran on, last last.
     agents: HashMap<InstanceId, String>,
     tokens: HashMap<InstanceId, u64>,
@@ -152,6 +171,9 @@ impl Actor for SupervisorActor {
             roles: args.roles,
             next_agent: args.next_agent,
             live: HashMap::new(),
+            cluster: args.cluster,
+            waiting: VecDeque::new(),
+            nodes: HashMap::new(),
             agents: HashMap::new(),
             tokens: HashMap::new(),
             dirty: BTreeSet::new(),
@@ -207,6 +229,7 @@ impl Actor for SupervisorActor {
                 state.finish_if_done(&myself).await;
             }
             SupervisorMsg::Poll => {
+                state.place_waiting(&myself).await;
                 let store = state.caller.services.store.clone();
                 let run_id = state.run_id.clone();
                 let me = myself.clone();
@@ -248,7 +271,9 @@ impl Actor for SupervisorActor {
                     .find(|(_, l)| l.actor.get_id() == cell.get_id())
                     .map(|(id, _)| *id);
                 if let Some(id) = crashed {
-                    state.live.remove(&id);
+                    if let Some(live) = state.live.remove(&id) {
+                        state.release(&live);
+                    }
                     let effects = state.scheduler.step(Input::AttemptFailed {
                         id,
                         reason: format!("the step crashed: {error}"),
@@ -257,7 +282,18 @@ impl Actor for SupervisorActor {
                 }
             }
             SupervisionEvent::ActorTerminated(cell, ..) => {
-                state.live.retain(|_, l| l.actor.get_id() != cell.get_id());
+                let ended: Vec<InstanceId> = state
+                    .live
+                    .iter()
+                    .filter(|(_, l)| l.actor.get_id() == cell.get_id())
+                    .map(|(id, _)| *id)
+                    .collect();
+                for id in ended {
+                    if let Some(live) = state.live.remove(&id) {
+                        state.release(&live);
+                    }
+                }
+                state.place_waiting(&myself).await;
                 state.finish_if_done(&myself).await;
             }
             _ => {}
@@ -278,7 +314,8 @@ impl SupervisorState {
             StepReport::Failed { reason } => Input::AttemptFailed { id, reason },
             StepReport::Checked { passed, detail } => Input::Checked { id, passed, detail },
             StepReport::Tokens(n) => {
-                *self.tokens.entry(id).or_default() += n;
+                let spent = self.tokens.entry(id).or_default();
+                *spent = spent.saturating_add(n);
                 self.dirty.insert(id);
                 Input::Tokens(n)
             }
@@ -321,6 +358,7 @@ impl SupervisorState {
                         item,
                         state: state.to_string(),
                         agent_id: id.and_then(|id| self.agents.get(&id).cloned()),
+                        node: id.and_then(|id| self.nodes.get(&id).cloned()),
                         reason,
                         tokens: id.and_then(|id| self.tokens.get(&id).copied()).unwrap_or(0),
                     };
@@ -351,6 +389,7 @@ impl SupervisorState {
                     }
                 },
                 Effect::Stop { id } => {
+                    self.waiting.retain(|w| w.id != id);
                     if let Some(live) = self.live.get(&id) {
                         let _ = live.actor.cast(StepMsg::Stop);
                     }
@@ -387,7 +426,33 @@ impl SupervisorState {
         self.finish_if_done(myself).await;
     }
 
-    /// Starts an attempt: the step's agent spec, then its actor.
+    /// Gives back the slot an ended attempt held.
+    fn release(&self, live: &Live) {
+        if let (Some(cluster), Some(place)) = (&self.cluster, &live.place) {
+            cluster.release(place);
+        }
+    }
+
+    /// Starts the waiting attempts that now find a slot, first first.
+    async fn place_waiting(&mut self, myself: &ActorRef<SupervisorMsg>) {
+        while let Some(next) = self.waiting.pop_front() {
+            let Some(place) = self.take_place() else {
+                self.waiting.push_front(next);
+                return;
+            };
+            self.dispatch_at(myself, next.id, next.prompt, next.scope, Some(place))
+                .await;
+        }
+    }
+
+    /// A slot for the next attempt; `None` without a cluster, or when
+    /// every place is full.
+    fn take_place(&self) -> Option<Place> {
+        let cluster = self.cluster.as_ref()?;
+        cluster.take(self.caller.spec.workspace.root())
+    }
+
+    /// Starts an attempt when a slot is free, else queues it.
     async fn dispatch(
         &mut self,
         myself: &ActorRef<SupervisorMsg>,
@@ -395,11 +460,53 @@ impl SupervisorState {
         prompt: String,
         scope: Vec<String>,
     ) {
+        if self.cluster.is_none() {
+            return self.dispatch_at(myself, id, prompt, scope, None).await;
+        }
+        match self.take_place() {
+            Some(place) if self.waiting.is_empty() => {
+                self.dispatch_at(myself, id, prompt, scope, Some(place))
+                    .await;
+            }
+            taken => {
+                if let Some(place) = taken {
+                    self.release_place(&place);
+                }
+                self.waiting.push_back(Waiting { id, prompt, scope });
+                Box::pin(self.place_waiting(myself)).await;
+            }
+        }
+    }
+
+    fn release_place(&self, place: &Place) {
+        if let Some(cluster) = &self.cluster {
+            cluster.release(place);
+        }
+    }
+
+    /// Starts an attempt at `place`: the step's agent spec, then its actor.
+    async fn dispatch_at(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        id: InstanceId,
+        prompt: String,
+        scope: Vec<String>,
+        place: Option<Place>,
+    ) {
         self.next_agent += 1;
         let path = AgentPath::root().child(self.next_agent);
+        // Kept to place the attempt again if its node turns out to be gone.
+        let again = Waiting {
+            id,
+            prompt: prompt.clone(),
+            scope: scope.clone(),
+        };
         let spec = match self.spec_for(id, &path, scope) {
             Ok(spec) => spec,
             Err(reason) => {
+                if let Some(place) = &place {
+                    self.release_place(place);
+                }
                 let effects = self.scheduler.step(Input::AttemptFailed { id, reason });
                 return Box::pin(self.perform(myself, effects)).await;
             }
@@ -409,13 +516,31 @@ impl SupervisorState {
         let services = match self.services_for(step.role.as_deref()) {
             Ok(services) => services,
             Err(reason) => {
+                if let Some(place) = &place {
+                    self.release_place(place);
+                }
                 let effects = self.scheduler.step(Input::AttemptFailed { id, reason });
                 return Box::pin(self.perform(myself, effects)).await;
+            }
+        };
+        let placement = match (&self.cluster, &place) {
+            (Some(cluster), Some(Place::Node(node))) => {
+                self.nodes.insert(id, node.clone());
+                Placement::Remote {
+                    cluster: cluster.clone(),
+                    node: node.clone(),
+                    order: Box::new(self.order(&spec, &prompt)),
+                }
+            }
+            _ => {
+                self.nodes.remove(&id);
+                Placement::Local
             }
         };
         let args = StepArgs {
             id,
             prefix: step_prefix(&step.name, id.index),
+            place: placement,
             supervisor: myself.clone(),
             sandbox: spec.sandbox.clone(),
             tmp: spec.paths.dir.join("tmp"),
@@ -427,15 +552,54 @@ impl SupervisorState {
         };
         match Actor::spawn_linked(None, StepActor, args, myself.get_cell()).await {
             Ok((actor, _)) => {
-                self.live.insert(id, Live { actor, path });
+                self.live.insert(id, Live { actor, path, place });
             }
             Err(err) => {
+                if let Some(place) = &place {
+                    self.release_place(place);
+                }
+                let why = match err {
+                    ractor::SpawnErr::StartupFailed(inner) => {
+                        if inner.downcast_ref::<Unplaced>().is_some() {
+                            // Its node is gone before it started: elsewhere,
+                            // not counted as an attempt.
+                            tracing::info!(run_id = %self.run_id, %inner, "a step goes elsewhere");
+                            self.nodes.remove(&id);
+                            self.waiting.push_front(again);
+                            return Box::pin(self.place_waiting(myself)).await;
+                        }
+                        inner.to_string()
+                    }
+                    other => other.to_string(),
+                };
                 let effects = self.scheduler.step(Input::AttemptFailed {
                     id,
-                    reason: format!("the step could not start: {err}"),
+                    reason: format!("the step could not start: {why}"),
                 });
                 Box::pin(self.perform(myself, effects)).await;
             }
+        }
+    }
+
+    /// What a node is sent for a step agent: the agent's settings, its
+    /// authority and its caller's, to be checked there.
+    fn order(&self, spec: &AgentSpec, prompt: &str) -> Order {
+        let caller = &self.caller;
+        Order {
+            coordinator: String::new(),
+            attempt: 0,
+            run_id: spec.session_id.clone(),
+            path: spec.path.clone(),
+            role: spec.role.clone(),
+            caller: (&caller.spec.authority).into(),
+            authority: (&spec.authority).into(),
+            live: (caller.live.mode(), caller.live.posture()),
+            model: spec.model.clone(),
+            system_prompt: spec.prompt.clone(),
+            max_iterations: spec.max_iterations,
+            workspace: spec.workspace.root().to_path_buf(),
+            interactive: spec.interactive,
+            prompt: prompt.to_string(),
         }
     }
 
@@ -574,7 +738,8 @@ impl SupervisorState {
                 output: inst.output.clone(),
                 reason: inst.reason.clone(),
                 attempts: i64::from(inst.attempts),
-                tokens: self.tokens.get(&id).copied().unwrap_or(0) as i64,
+                tokens: i64::try_from(self.tokens.get(&id).copied().unwrap_or(0))
+                    .unwrap_or(i64::MAX),
             },
         ))
     }
@@ -618,7 +783,11 @@ impl SupervisorState {
     /// The run ends once the machine is done, every state is stored and
     /// every step actor has stopped.
     async fn finish_if_done(&mut self, myself: &ActorRef<SupervisorMsg>) {
-        if self.report.is_none() || self.flushing || !self.dirty.is_empty() || !self.live.is_empty()
+        if self.report.is_none()
+            || self.flushing
+            || !self.dirty.is_empty()
+            || !self.live.is_empty()
+            || !self.waiting.is_empty()
         {
             return;
         }

@@ -408,6 +408,25 @@ fn the_token_budget_stops_the_run() {
     assert_eq!(report.counts[&State::Cancelled], 3);
 }
 
+/// Token counts come from the step's agent, on a node from another
+/// machine: a count near `u64::MAX` saturates the run's total instead of
+/// overflowing (a panic here would take the run down).
+#[test]
+fn tokens_reported_past_u64_max_saturate() {
+    let mut run = Run::new(
+        "[workflow.budget]\ntokens = 100\n[[steps]]\nname = \"x\"\nprompt = \"a\"\n",
+        1,
+    );
+    run.input(Input::Tokens(u64::MAX));
+    run.input(Input::Tokens(u64::MAX));
+    let report = run.report();
+    assert_eq!(report.tokens, u64::MAX);
+    assert_eq!(
+        report.halted.as_deref(),
+        Some("the run's token budget (100) is spent")
+    );
+}
+
 #[test]
 fn the_agent_budget_stops_starting_agents() {
     let text = "[workflow.budget]\nagents = 2\n[[steps]]\nname = \"x\"\nfor_each = [1, 2, 3]\nprompt = \"{{item}}\"\n";
