@@ -100,15 +100,11 @@ async fn mock(latency: Duration) -> MockServer {
     server
 }
 
-/// User plus system CPU time of this process.
+/// User plus system CPU time of this process, every thread, to the
+/// nanosecond (/proc's ticks are 10 ms).
 fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("stat");
-    let after = stat.rsplit_once(')').expect("comm").1;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    // Fields 14 and 15 (utime, stime), counted from the state (field 3).
-    let ticks: u64 =
-        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
-    Duration::from_millis(ticks * 10)
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 fn resident_bytes() -> u64 {
