@@ -24,6 +24,7 @@
 //! - [`workflow_view`]: a workflow run's progress and final table, with no I/O.
 //! - [`goal_cmd`]: `cadre exec --goal` flags, goal exit codes, `cadre goal show|pause|resume|clear|budget`.
 //! - [`render`]: text, json and stream-json renderings of the event stream.
+//! - [`printable`]: control characters in text for a terminal made visible.
 //! - [`spinner`]: the spinner a terminal shows while a turn waits for the
 //!   model.
 //! - [`exit`]: exit codes.
@@ -48,6 +49,7 @@ pub mod goal_cmd;
 pub mod launch;
 pub mod mcp_cmd;
 pub mod out;
+pub mod printable;
 pub mod render;
 pub mod restore_cmd;
 pub mod sessions_cmd;
