@@ -29,6 +29,8 @@ pub async fn attach(config: &RunConfig, workspace: &std::path::Path) -> Attached
     let mut registry = ToolRegistry::new();
     let mcp = McpHub::start(config.mcp_servers.clone(), workspace, &mut registry).await;
     for (name, failure) in mcp.failures() {
+        let failure = failure.to_string();
+        let failure = crate::printable::printable(&failure);
         crate::errln!("cadre: MCP server '{name}' did not start: {failure}; going on without it");
     }
     let snapshots = config

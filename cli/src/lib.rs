@@ -25,6 +25,7 @@
 //! - [`cluster_cmd`]: `cadre node`, and the nodes of `workflow run --nodes`.
 //! - [`goal_cmd`]: `cadre exec --goal` flags, goal exit codes, `cadre goal show|pause|resume|clear|budget`.
 //! - [`render`]: text, json and stream-json renderings of the event stream.
+//! - [`printable`]: control characters in text for a terminal made visible.
 //! - [`spinner`]: the spinner a terminal shows while a turn waits for the
 //!   model.
 //! - [`exit`]: exit codes.
@@ -50,6 +51,7 @@ pub mod goal_cmd;
 pub mod launch;
 pub mod mcp_cmd;
 pub mod out;
+pub mod printable;
 pub mod render;
 pub mod restore_cmd;
 pub mod sessions_cmd;

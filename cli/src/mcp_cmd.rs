@@ -33,7 +33,8 @@ pub async fn run(
         McpAction::List => {
             let mut registry = ToolRegistry::new();
             let hub = McpHub::start(config.mcp_servers, workspace.root(), &mut registry).await;
-            crate::outln!("{}", render_reports(&hub.reports().await));
+            let report = render_reports(&hub.reports().await);
+            crate::outln!("{}", crate::printable::printable(&report));
             hub.shutdown().await;
             Ok(exit::SUCCESS)
         }

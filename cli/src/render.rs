@@ -117,8 +117,10 @@ impl Renderer {
 
     fn text(&mut self, event: &Event) {
         if let Some(piece) = self.view.event(event) {
-            self.spinner.before_write(&piece.text);
-            crate::out::text(piece.stream == Stream::Out, &piece.text);
+            // What a file, a command or the model wrote never drives the terminal.
+            let text = crate::printable::printable(&piece.text);
+            self.spinner.before_write(&text);
+            crate::out::text(piece.stream == Stream::Out, &text);
         }
         self.spinner.after(event);
     }

@@ -2,11 +2,14 @@
 //! restore takes the lease of the session that recorded the snapshot, so it
 //! is refused while that session runs in another process (use `/restore`
 //! there); it records a snapshot first, so it can be undone, and stores a
-//! `workspace.restored` event in the session's transcript.
+//! `workspace.restored` event in the session's transcript and a note for the
+//! model after its conversation.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use cadre_runtime::config::{Config, ConfigPaths};
+use cadre_runtime::message::Message;
 use cadre_runtime::snapshot::{Mark, SnapshotError, Snapshots};
 use cadre_runtime::store::{LeaseOwner, Store, StoreError, store_path};
 
@@ -123,17 +126,25 @@ pub fn run(
                 label: format!("before restoring {} (cadre restore apply)", &found.id[..12]),
             };
             let restored = snapshots.restore(&found.id, Some(&before));
-            let event = restored.map(|report| report.into_event(false));
+            let event = restored.map(|report| (report.note(), report.into_event(false)));
             if stored {
-                if let Ok(event) = &event
+                if let Ok((note, event)) = &event
                     && let Ok(json) = serde_json::to_string(event)
                 {
-                    // The session's transcript says what happened to its workspace.
-                    let _ = store.append(&session_id, &[], &[json], &[]);
+                    // The session's transcript says what happened to its
+                    // workspace, and its conversation tells the model.
+                    let seq = store
+                        .conversation(&session_id)
+                        .map_or(0, |messages| messages.len() as i64);
+                    let note: Vec<_> = note
+                        .iter()
+                        .map(|note| (seq, Arc::new(Message::user(note.clone()))))
+                        .collect();
+                    let _ = store.append(&session_id, &note, &[json], &[]);
                 }
                 let _ = store.release_lease(&session_id, &owner);
             }
-            let event = event.map_err(snapshot_error)?;
+            let (_, event) = event.map_err(snapshot_error)?;
             crate::outln!("{}", restored_text(&event, &followup));
             Ok(exit::SUCCESS)
         }

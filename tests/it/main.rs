@@ -15,6 +15,7 @@ mod goals;
 mod kernel;
 mod mcp;
 mod mcp_cli;
+mod mcp_hostile;
 mod permissions;
 mod plan_lifecycle;
 mod plan_mode;

@@ -42,7 +42,7 @@ fn server(name: &str, trusted: bool) -> McpServerConfig {
 
 /// A session with `servers`, whose model makes `calls` one by one and then
 /// answers; returns the events of that turn and the session.
-async fn run(
+pub(crate) async fn run(
     builder: SessionBuilder,
     mock: &MockServer,
     calls: &[(&str, Value)],
@@ -66,7 +66,7 @@ async fn run(
 }
 
 /// The names of the tools the first model request offered.
-fn offered(mock: &MockServer) -> Vec<String> {
+pub(crate) fn offered(mock: &MockServer) -> Vec<String> {
     mock.requests()[0]["tools"]
         .as_array()
         .into_iter()
@@ -81,7 +81,7 @@ fn results(events: &[Event]) -> Vec<(String, String)> {
     tool_results(events)
 }
 
-fn pair(name: &str, code: &str) -> (String, String) {
+pub(crate) fn pair(name: &str, code: &str) -> (String, String) {
     (name.to_string(), code.to_string())
 }
 

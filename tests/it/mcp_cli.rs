@@ -245,6 +245,17 @@ text = "done"
         (Some("original".into()), Some("keep me".into()), None)
     );
 
+    // The session's conversation ends with a note for the model.
+    let store = cadre::runtime::store::Store::open(&cadre::runtime::store::store_path(data.path()))
+        .expect("store");
+    let conversation = store.conversation(&session).expect("conversation");
+    match conversation.last() {
+        Some(cadre::runtime::message::Message::User { content }) => {
+            assert!(content.contains("Removed: new.txt"), "{content}");
+        }
+        other => panic!("no note: {other:?}"),
+    }
+
     let mut args = vec!["restore", "apply", "0000"];
     args.extend(common);
     let out = cadre(&args).await;

@@ -147,7 +147,28 @@ async fn a_restore_brings_back_the_tree_a_turn_changed_and_keeps_the_conversatio
         .await
         .expect("state")
         .conversation;
-    assert_eq!(after, conversation, "the conversation is not rewritten");
+    assert_eq!(
+        after[..conversation.len()],
+        conversation[..],
+        "the conversation is not rewritten"
+    );
+    // A note after it tells the model at its next turn.
+    let note: Vec<&cadre::runtime::message::Message> = after[conversation.len()..]
+        .iter()
+        .map(|m| m.as_ref())
+        .collect();
+    let [cadre::runtime::message::Message::User { content }] = note[..] else {
+        panic!("no note after the conversation: {after:?}");
+    };
+    for said in [
+        "restored to snapshot",
+        "read them again",
+        "Put back: a.txt",
+        "Recreated: gone.txt",
+        "Removed: new/b.txt",
+    ] {
+        assert!(content.contains(said), "{said:?} not in {content}");
+    }
     session.shutdown().await;
 }
 

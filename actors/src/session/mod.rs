@@ -699,7 +699,8 @@ impl SessionState {
     /// Puts the workspace back as a snapshot recorded it, after recording
     /// it as it is now. The handler waits for the restore (on the blocking
     /// pool): no turn may start while files are being put back. The
-    /// conversation is kept; the event, stored in the transcript, records it.
+    /// conversation is kept, and a note added after it tells the model; the
+    /// event, stored in the transcript, records it too.
     async fn restore(&mut self, snapshot: String, dry_run: bool) {
         let Some(snapshots) = self.spec.snapshots.clone() else {
             return self.reject("restore", "this session records no snapshots");
@@ -716,6 +717,10 @@ impl SessionState {
         match restored {
             Ok(Ok(report)) => {
                 tracing::info!(parent: &self.span, snapshot = %report.snapshot, dry_run, "workspace restored");
+                if let (false, Some(note)) = (dry_run, report.note()) {
+                    // The model learns of it at its next turn.
+                    self.record(Arc::new(Message::user(note)));
+                }
                 self.emit(report.into_event(dry_run));
             }
             Ok(Err(err)) => self.reject("restore", err.to_string()),

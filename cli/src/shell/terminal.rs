@@ -107,7 +107,12 @@ impl Terminal {
     }
 
     /// Shows a piece of text; streamed text waits for the end of its line.
-    pub fn show(&mut self, piece: Piece) {
+    /// Control characters are made visible first: what a file, a command,
+    /// the model or an MCP server wrote never drives the terminal.
+    pub fn show(&mut self, mut piece: Piece) {
+        if let std::borrow::Cow::Owned(text) = crate::printable::printable(&piece.text) {
+            piece.text = text;
+        }
         for line in self.partial.push(piece) {
             self.send(line);
         }

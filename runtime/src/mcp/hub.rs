@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::config::McpServerConfig;
 use super::server::{McpServer, ServerState, StartFailure};
-use super::tools::definition;
+use super::tools::{MAX_TOOLS, MAX_TOOLS_BYTES, definition};
 use crate::tool::{Safety, Tool, ToolContext, ToolDefinition, ToolFuture, ToolRegistry};
 
 /// One server's tool, registered as `mcp_<server>_<tool>`.
@@ -118,6 +118,9 @@ impl McpHub {
                     entry.outcome = outcome;
                 }
                 Ok(tools) => {
+                    // A server cannot flood every model request: tools past
+                    // the count or the size are not offered, and said so.
+                    let mut bytes = 0;
                     for tool in &tools {
                         let remote = tool
                             .get("name")
@@ -128,6 +131,18 @@ impl McpHub {
                             continue;
                         }
                         let registered = definition(server.config(), tool).and_then(|def| {
+                            bytes += def.input_schema.to_string().len() + def.description.len();
+                            if entry.tools.len() >= MAX_TOOLS {
+                                return Err(format!(
+                                    "the server offers more than {MAX_TOOLS} tools"
+                                ));
+                            }
+                            if bytes > MAX_TOOLS_BYTES {
+                                return Err(format!(
+                                    "the server's tools take more than {} KiB of every request",
+                                    MAX_TOOLS_BYTES / 1024
+                                ));
+                            }
                             let shown = (def.name.clone(), def.safety);
                             let tool = Arc::new(McpTool {
                                 definition: def,

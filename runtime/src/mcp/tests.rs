@@ -62,6 +62,44 @@ fn a_definition_carries_the_schema_the_timeout_and_the_path_argument() {
     assert!(definition(&server, &no_schema).is_err());
 }
 
+fn check_path(path_schema: Value, expected: Option<Value>) {
+    let server = McpServerConfig::new("fs", "srv");
+    let mut schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+    if !path_schema.is_null() {
+        schema["properties"]["path"] = path_schema;
+    }
+    let tool = json!({"name": "write", "inputSchema": schema});
+    let def = definition(&server, &tool).unwrap();
+    assert_eq!(
+        (
+            def.path_arg.is_some(),
+            def.input_schema.pointer("/properties/path").cloned()
+        ),
+        (expected.is_some(), expected),
+        "{tool}"
+    );
+    assert_eq!(
+        def.input_schema["properties"]["text"],
+        json!({"type": "string"})
+    );
+}
+
+#[test]
+fn a_path_the_schema_does_not_type_as_a_string_escapes_the_gates() {
+    let string = json!({"type": "string", "description": "where"});
+    check_path(string.clone(), Some(string));
+    check_path(json!(null), None);
+    let narrowed = |declared: Value| Some(json!({"allOf": [declared, {"type": "string"}]}));
+    check_path(json!({}), narrowed(json!({})));
+    let any_of = json!({"anyOf": [{"type": "string"}, {"type": "array"}]});
+    check_path(any_of.clone(), narrowed(any_of));
+    check_path(json!({"type": "array"}), narrowed(json!({"type": "array"})));
+    check_path(
+        json!({"$ref": "#/$defs/p"}),
+        narrowed(json!({"$ref": "#/$defs/p"})),
+    );
+}
+
 fn check_render(result: Value, expected: Result<&str, &str>) {
     let got = render(&result);
     match expected {

@@ -12,6 +12,12 @@ use super::config::McpServerConfig;
 pub const MAX_RESULT: usize = 64 * 1024;
 /// What a tool's description may take of a model request.
 const MAX_DESCRIPTION: usize = 4 * 1024;
+/// How many tools one server may offer: every model request lists them
+/// all (and providers refuse more than 128 tools in one request).
+pub const MAX_TOOLS: usize = 100;
+/// What one server's tools (schemas and descriptions) may take of every
+/// model request.
+pub const MAX_TOOLS_BYTES: usize = 256 * 1024;
 /// Tool names providers accept are at most this long.
 const MAX_NAME: usize = 64;
 
@@ -74,10 +80,7 @@ pub fn definition(server: &McpServerConfig, tool: &Value) -> Result<ToolDefiniti
         server.name,
         truncate_middle(about, MAX_DESCRIPTION)
     );
-    let takes_path = schema
-        .pointer("/properties/path/type")
-        .and_then(Value::as_str)
-        == Some("string");
+    let (schema, takes_path) = narrow_path(schema);
     let mut def = ToolDefinition::new(
         tool_name(&server.name, remote),
         description,
@@ -89,6 +92,26 @@ pub fn definition(server: &McpServerConfig, tool: &Value) -> Result<ToolDefiniti
         def = def.taking_path("path");
     }
     Ok(def)
+}
+
+/// A schema with a `path` property, whatever that property says it
+/// accepts, narrowed so `path` must be a string; and whether it has one.
+///
+/// Path rules, protected paths and the floor read a tool's `path` only as
+/// a string. A server that declares `path` with no type, as `anyOf`, as a
+/// `$ref` or as an array would otherwise have its writes into `.git` or
+/// cadre's configuration go unseen: the call is then decided as a tool
+/// without a path. Narrowed, a call with anything but a string `path` is
+/// refused by the schema before the gates, and the gates read the string.
+fn narrow_path(mut schema: Value) -> (Value, bool) {
+    let Some(path) = schema.pointer_mut("/properties/path") else {
+        return (schema, false);
+    };
+    if path.get("type").and_then(Value::as_str) != Some("string") {
+        let declared = path.take();
+        *path = serde_json::json!({"allOf": [declared, {"type": "string"}]});
+    }
+    (schema, true)
 }
 
 /// A tool result (its JSON form) as the model reads it: text blocks as

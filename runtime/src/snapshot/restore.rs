@@ -53,6 +53,43 @@ impl RestoreReport {
         }
     }
 
+    /// The note a restore leaves in the conversation, so the model knows
+    /// the files it read or edited before may have changed back. The
+    /// conversation is never rewritten: the note is added after it. `None`
+    /// when the workspace already matched the snapshot.
+    pub fn note(&self) -> Option<String> {
+        if self.is_empty() {
+            return None;
+        }
+        let short = |id: &str| id.chars().take(12).collect::<String>();
+        let mut note = format!(
+            "[cadre] The workspace was restored to snapshot {}",
+            short(&self.snapshot)
+        );
+        if let Some(before) = &self.before {
+            note.push_str(&format!(
+                " (the state before it is snapshot {})",
+                short(before)
+            ));
+        }
+        note.push_str(". Files read or edited earlier in this conversation may differ now; read them again before relying on them.");
+        for (what, paths) in [
+            ("Put back", &self.restored),
+            ("Recreated", &self.recreated),
+            ("Removed", &self.removed),
+        ] {
+            if paths.is_empty() {
+                continue;
+            }
+            let shown: Vec<&str> = paths.iter().take(NOTE_PATHS).map(String::as_str).collect();
+            note.push_str(&format!("\n{what}: {}", shown.join(", ")));
+            if paths.len() > NOTE_PATHS {
+                note.push_str(&format!(" and {} more", paths.len() - NOTE_PATHS));
+            }
+        }
+        Some(note)
+    }
+
     /// Whether the workspace already matched the snapshot.
     pub fn is_empty(&self) -> bool {
         self.restored.is_empty()
@@ -61,6 +98,9 @@ impl RestoreReport {
             && self.skipped.is_empty()
     }
 }
+
+/// How many paths of each kind a restore's note names.
+const NOTE_PATHS: usize = 20;
 
 /// What turns tree `now` into tree `target`.
 /// A file the snapshot holds that is missing from `now` but on disk (it

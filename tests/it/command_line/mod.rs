@@ -6,6 +6,7 @@
 
 mod base_url;
 mod courtesies;
+mod escapes;
 mod examples;
 mod flags;
 mod followups;
