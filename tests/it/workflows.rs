@@ -4,6 +4,7 @@
 mod operate;
 mod resume;
 mod runs;
+mod verifier;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

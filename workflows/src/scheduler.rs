@@ -36,7 +36,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::{Check, ForEach, OnFailure, OutputKind, StepId, Workflow};
+use crate::model::{ForEach, OnFailure, OutputKind, StepId, Workflow};
 
 use outputs::{FILE_THRESHOLD, output_file};
 
@@ -340,10 +340,10 @@ impl Scheduler {
                     fx,
                 );
             }
-            Some(Check::Command(command)) => {
+            Some(check) => {
                 // The slot stays taken while the check runs.
                 self.set(id, State::Finalized, None, fx);
-                fx.push(Effect::RunCheck { id, command });
+                fx.push(Effect::RunCheck { id, check });
             }
         }
     }

@@ -13,12 +13,14 @@
 //! - `step`: one attempt of one instance: the step's agent, watchdogs,
 //!   the check, the ids the caller sees.
 //! - `check`: a check command under a read-only sandbox.
+//! - `verify`: a verifier agent's check: its authority, request, verdict.
 //! - `ids`: `step:<name>[<i>]:approval:<n>` and back.
 
 mod check;
 pub mod ids;
 mod step;
 pub mod supervisor;
+pub mod verify;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};

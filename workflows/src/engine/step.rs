@@ -6,7 +6,8 @@
 //! behind it (the evidence), the tokens, and the prompts and decisions the
 //! caller must see, with their ids made the step's. It keeps the watchdogs
 //! (a wall-clock timeout and an idle timeout with no model or tool
-//! progress), runs the check when asked, and reports one outcome per
+//! progress), runs the check when asked (a command, or a verifier agent:
+//! `verify`), and reports one outcome per
 //! phase to the supervisor. A crash of the agent fails this attempt only;
 //! a crash of this actor is the supervisor's supervision event, which
 //! fails the instance only.
@@ -25,7 +26,10 @@ use tokio::time::Instant;
 use super::check::{DEFAULT_CHECK_TIMEOUT, run_check};
 use super::ids::{outer_agent_id, outer_approval_id};
 use super::supervisor::{StepReport, SupervisorMsg};
+use super::verify::{VERIFIER_ROLE, outcome, read_verdict, verifier, verifier_request};
+use crate::model::Check;
 use crate::scheduler::InstanceId;
+use cadre_runtime::goal::Verdict;
 
 /// What a step attempt starts with.
 pub struct StepArgs {
@@ -62,10 +66,17 @@ pub enum StepMsg {
     Timeout,
     /// Time to look for progress.
     Watch,
-    /// Run the check.
-    Check(String),
+    /// Run the check; a verifier runs as agent `verifier` of the run.
+    Check {
+        /// The check.
+        check: Check,
+        /// The verifier's place in the run's tree (a verifier check).
+        verifier: Option<AgentPath>,
+    },
     /// The check ended.
     Checked(bool, String),
+    /// The verifier answered (and spent these tokens).
+    Verdict(Verdict, u64),
     /// Stop: cancel the agent's turn and end.
     Stop,
     /// Answer one of the agent's approval prompts (its own id).
@@ -84,6 +95,10 @@ pub struct StepState {
     agent: ActorRef<SessionMsg>,
     path: AgentPath,
     answer: String,
+    /// The accepted answer, for a verifier to judge.
+    claim: String,
+    /// The verifier agent, while it runs.
+    verifier: Option<ActorRef<SessionMsg>>,
     /// Every tool call of the attempt, `name subject`, with its outcome
     /// once it has one.
     calls: Vec<(String, String)>,
@@ -138,6 +153,8 @@ impl Actor for StepActor {
             agent: actor,
             path,
             answer: String::new(),
+            claim: String::new(),
+            verifier: None,
             calls: Vec::new(),
             tokens: 0,
             last_progress: Instant::now(),
@@ -180,7 +197,20 @@ impl Actor for StepActor {
                     ));
                 }
             }
-            StepMsg::Check(command) => {
+            StepMsg::Check {
+                check: Check::Verifier,
+                verifier,
+            } => state.verify(&myself, verifier).await,
+            StepMsg::Verdict(verdict, tokens) => {
+                state.verifier = None;
+                state.supervisor(StepReport::Tokens(tokens));
+                let (passed, detail) = outcome(&verdict);
+                let _ = myself.cast(StepMsg::Checked(passed, detail));
+            }
+            StepMsg::Check {
+                check: Check::Command(command),
+                ..
+            } => {
                 let workspace = state.args.spec.workspace.root().to_path_buf();
                 let sandbox = state.args.sandbox.clone();
                 let tmp = state.args.tmp.clone();
@@ -217,8 +247,16 @@ impl Actor for StepActor {
         event: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        // The agent ends when told to; only its crash matters.
-        if let SupervisionEvent::ActorFailed(_, error) = event {
+        // The agents end when told to; only a crash matters.
+        if let SupervisionEvent::ActorFailed(cell, error) = event {
+            let verifier = state.verifier.as_ref().map(|v| v.get_id());
+            if verifier == Some(cell.get_id()) {
+                state.verifier = None;
+                let (passed, detail) =
+                    outcome(&Verdict::Unavailable(format!("it crashed: {error}")));
+                let _ = myself.cast(StepMsg::Checked(passed, detail));
+                return Ok(());
+            }
             state.report_failure(format!("the step's agent crashed: {error}"));
             myself.stop(None);
         }
@@ -244,8 +282,64 @@ impl StepState {
     }
 
     fn stop_agent(&self) {
-        let _ = self.agent.cast(SessionMsg::Op(Op::Cancel));
-        let _ = self.agent.cast(SessionMsg::Op(Op::Shutdown));
+        for agent in std::iter::once(&self.agent).chain(&self.verifier) {
+            let _ = agent.cast(SessionMsg::Op(Op::Cancel));
+            let _ = agent.cast(SessionMsg::Op(Op::Shutdown));
+        }
+    }
+
+    /// Starts the verifier on the accepted answer; its verdict comes back
+    /// as [`StepMsg::Verdict`], within the step's timeout (else the
+    /// default check timeout).
+    async fn verify(&mut self, myself: &ActorRef<StepMsg>, path: Option<AgentPath>) {
+        let fail = |why: String| {
+            let (passed, detail) = outcome(&Verdict::Unavailable(why));
+            let _ = myself.cast(StepMsg::Checked(passed, detail));
+        };
+        let Some(path) = path else {
+            return fail("no place in the run's tree was given to it".into());
+        };
+        let (spec, services) = match verifier(&self.args.spec, &self.args.services, path) {
+            Ok(started) => started,
+            Err(why) => return fail(why),
+        };
+        let shown = Event::AgentSpawned {
+            agent_id: format!("{}:{VERIFIER_ROLE}", self.args.prefix),
+            role: VERIFIER_ROLE.into(),
+            model: spec
+                .model
+                .clone()
+                .unwrap_or_else(|| services.model.model().to_string()),
+            posture: spec.authority.posture,
+            depth: spec.path.depth() as u32,
+        };
+        let SpawnedAgent { actor, events, .. } =
+            match spawn_agent(spec, services, Some(myself.get_cell())).await {
+                Ok(spawned) => spawned,
+                Err(e) => return fail(format!("it could not start: {e}")),
+            };
+        let calls: Vec<String> = self.calls.iter().map(|(_, c)| c.clone()).collect();
+        let request = verifier_request(&self.args.prompt, &self.claim, &calls);
+        if actor.cast(SessionMsg::Op(Op::user(request))).is_err() {
+            return fail("it stopped at once".into());
+        }
+        self.supervisor(StepReport::Event(Box::new(shown)));
+        self.verifier = Some(actor.clone());
+        let limit = self.args.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT);
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let (verdict, tokens) = tokio::time::timeout(limit, read_verdict(events))
+                .await
+                .unwrap_or_else(|_| {
+                    (
+                        Verdict::Unavailable(format!("it did not answer within {}", human(limit))),
+                        0,
+                    )
+                });
+            let _ = actor.cast(SessionMsg::Op(Op::Cancel));
+            let _ = actor.cast(SessionMsg::Op(Op::Shutdown));
+            let _ = me.cast(StepMsg::Verdict(verdict, tokens));
+        });
     }
 
     fn agent_event(&mut self, event: Event) {
@@ -284,6 +378,7 @@ impl StepState {
                 ));
                 if !std::mem::replace(&mut self.reported, true) {
                     let output = std::mem::take(&mut self.answer);
+                    self.claim.clone_from(&output);
                     let calls = self.calls.iter().map(|(_, c)| c.clone()).collect();
                     self.supervisor(StepReport::Answered { output, calls });
                 }

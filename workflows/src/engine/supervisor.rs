@@ -25,6 +25,7 @@ use tokio::sync::oneshot;
 
 use super::ids::{inner_approval_id, parse_outer, step_prefix};
 use super::step::{StepActor, StepArgs, StepMsg};
+use crate::model::Check;
 use crate::scheduler::{Effect, Input, InstanceId, Report, Scheduler, Target};
 
 /// Cancel requests from other processes are looked for this often.
@@ -337,9 +338,15 @@ impl SupervisorState {
                 Effect::Dispatch {
                     id, prompt, scope, ..
                 } => self.dispatch(myself, id, prompt, scope).await,
-                Effect::RunCheck { id, command } => match self.live.get(&id) {
+                Effect::RunCheck { id, check } => match self.live.get(&id) {
                     Some(live) => {
-                        let _ = live.actor.cast(StepMsg::Check(command));
+                        // A verifier is an agent of the run, numbered like
+                        // the steps' (so a resume numbers after it).
+                        let verifier = (check == Check::Verifier).then(|| {
+                            self.next_agent += 1;
+                            AgentPath::root().child(self.next_agent)
+                        });
+                        let _ = live.actor.cast(StepMsg::Check { check, verifier });
                     }
                     None => {
                         let more = self.scheduler.step(Input::Checked {

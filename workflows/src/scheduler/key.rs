@@ -27,7 +27,10 @@ pub fn instance_key(
         "model": step.model,
         "output": match step.output { OutputKind::Text => "text", OutputKind::Json => "json" },
         "output_schema": step.output_schema,
-        "check": step.check.as_ref().map(|c| match c { Check::Command(command) => command.clone() }),
+        "check": step.check.as_ref().map(|c| match c {
+            Check::Command(command) => command.clone(),
+            Check::Verifier => "{verifier}".to_string(),
+        }),
         "upstream": upstream,
     });
     let digest = Sha256::digest(settings.to_string().as_bytes());

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::{InstanceId, Report, State};
-use crate::model::StepId;
+use crate::model::{Check, StepId};
 
 /// A result stored by an earlier run of the same workflow, by instance key.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,8 +127,8 @@ pub enum Effect {
     RunCheck {
         /// The instance.
         id: InstanceId,
-        /// The command.
-        command: String,
+        /// The check.
+        check: Check,
     },
     /// Stop an instance's agent (or check).
     Stop {
