@@ -1,6 +1,7 @@
 //! Workflows end to end through the library: a host, a mock server over
 //! real HTTP, the supervisor and its step agents, the store.
 
+mod admission;
 mod operate;
 mod resume;
 mod runs;

@@ -115,6 +115,10 @@ impl std::fmt::Display for State {
     }
 }
 
+/// How many times an instance goes back to the queue after transient
+/// model failures before such a failure counts as a failed attempt.
+pub const MAX_REQUEUES: u32 = 3;
+
 /// The scheduler of one run.
 #[derive(Debug, Clone)]
 pub struct Scheduler {
@@ -219,6 +223,12 @@ impl Scheduler {
                 if self.is(id, State::Dispatched) {
                     self.running -= 1;
                     self.attempt_failed(id, reason, &mut fx);
+                }
+            }
+            Input::Requeue { id, reason } => {
+                if self.is(id, State::Dispatched) {
+                    self.running -= 1;
+                    self.requeue(id, reason, &mut fx);
                 }
             }
             Input::Checked { id, passed, detail } => {
@@ -356,6 +366,26 @@ impl Scheduler {
         )
     }
 
+    /// An attempt hit a transient model failure: back to the queue, its
+    /// attempt not spent, while re-queues are left.
+    fn requeue(&mut self, id: InstanceId, reason: String, fx: &mut Vec<Effect>) {
+        let inst = self.inst(id);
+        if inst.requeues >= MAX_REQUEUES {
+            return self.attempt_failed(id, reason, fx);
+        }
+        inst.requeues += 1;
+        inst.attempts -= 1;
+        let n = inst.requeues;
+        self.set(
+            id,
+            State::Pending,
+            Some(format!(
+                "re-queued ({n} of {MAX_REQUEUES}) after a transient model failure: {reason}"
+            )),
+            fx,
+        );
+    }
+
     /// An attempt failed: retried while attempts are left, else failed.
     fn attempt_failed(&mut self, id: InstanceId, reason: String, fx: &mut Vec<Effect>) {
         let retries = self.workflow.steps[id.step].retries;
@@ -443,13 +473,21 @@ impl Scheduler {
             }
         }
         if self.halted.is_none() && !self.cancelled {
-            'dispatch: for s in 0..self.steps.len() {
+            // What was re-queued waits behind what has not run yet.
+            let steps = self.steps.len();
+            'dispatch: for (s, requeued) in [false, true]
+                .into_iter()
+                .flat_map(|r| (0..steps).map(move |s| (s, r)))
+            {
                 if self.steps[s].status != StepStatus::Running {
                     continue;
                 }
                 for index in 0..self.steps[s].instances.len() {
                     let id = InstanceId { step: s, index };
-                    if !self.is(id, State::Pending) {
+                    if !self
+                        .instance(id)
+                        .is_some_and(|i| i.state == State::Pending && (i.requeues > 0) == requeued)
+                    {
                         continue;
                     }
                     if self.running >= self.settings.max_parallel {

@@ -274,10 +274,16 @@ impl StepState {
 
     /// Reports the attempt failed, once, and ends the actor (and its agent).
     fn report_failure(&mut self, reason: String) {
+        self.report_once(StepReport::Failed { reason });
+    }
+
+    /// Reports how the attempt ended without an answer, once, and ends the
+    /// actor (and its agent).
+    fn report_once(&mut self, report: StepReport) {
         if std::mem::replace(&mut self.reported, true) {
             return;
         }
-        self.supervisor(StepReport::Failed { reason });
+        self.supervisor(report);
         self.myself.stop(None);
     }
 
@@ -394,13 +400,20 @@ impl StepState {
                 self.supervisor(StepReport::Tokens(
                     usage.prompt_tokens + usage.completion_tokens,
                 ));
-                if *category == FailureCategory::Infrastructure && !retryable && terminal(message) {
+                let infrastructure = *category == FailureCategory::Infrastructure;
+                if infrastructure && !retryable && terminal(message) {
                     self.supervisor(StepReport::Halt(format!(
                         "the model endpoint refused {}: {message}",
                         self.args.prefix
                     )));
                 }
-                self.report_failure(message.clone());
+                if infrastructure && *retryable {
+                    self.report_once(StepReport::Requeue {
+                        reason: message.clone(),
+                    });
+                } else {
+                    self.report_failure(message.clone());
+                }
                 let _ = self.agent.cast(SessionMsg::Op(Op::Shutdown));
             }
             _ => {}
@@ -500,13 +513,21 @@ impl StepState {
     }
 }
 
-/// Whether a model failure is one no retry and no other step fixes: the
-/// endpoint refused the credentials or the quota is gone. (The model
-/// client's message carries the status: `HTTP 401: …`.)
+/// Whether a model failure (one the client did not retry) is one no retry
+/// and no other step fixes: the endpoint refused the credentials (401,
+/// 403), wants payment (402), or the quota is gone (a 429 the client does
+/// not retry is an exhausted quota). The model client's message carries
+/// the status: `HTTP 401: …`.
 fn terminal(message: &str) -> bool {
-    ["HTTP 401", "HTTP 403", "insufficient_quota"]
-        .iter()
-        .any(|m| message.contains(m))
+    [
+        "HTTP 401",
+        "HTTP 402",
+        "HTTP 403",
+        "HTTP 429",
+        "insufficient_quota",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
 }
 
 fn human(d: Duration) -> String {

@@ -46,6 +46,12 @@ pub enum StepReport {
         /// Why.
         reason: String,
     },
+    /// The model endpoint failed in a way that may pass later (after the
+    /// client's own retries): back to the queue.
+    Requeue {
+        /// Why.
+        reason: String,
+    },
     /// The check ran.
     Checked {
         /// Exit 0.
@@ -277,6 +283,7 @@ impl SupervisorState {
         let input = match report {
             StepReport::Answered { output, calls } => Input::Answered { id, output, calls },
             StepReport::Failed { reason } => Input::AttemptFailed { id, reason },
+            StepReport::Requeue { reason } => Input::Requeue { id, reason },
             StepReport::Checked { passed, detail } => Input::Checked { id, passed, detail },
             StepReport::Tokens(n) => {
                 *self.tokens.entry(id).or_default() += n;

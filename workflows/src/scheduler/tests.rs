@@ -573,3 +573,41 @@ fn an_answer_that_breaks_its_schema_is_not_accepted() {
         "{reason}"
     );
 }
+
+#[test]
+fn a_transient_model_failure_requeues_behind_what_waits_without_spending_a_retry() {
+    let mut run = Run::new(
+        "[[steps]]\nname = \"x\"\nfor_each = [0, 1, 2]\nprompt = \"{{item}}\"\n",
+        1,
+    );
+    assert_eq!(run.names(), ["x[0]"]);
+    let requeue = |run: &mut Run, name: &str| {
+        let id = run.id(name);
+        run.live.retain(|(n, _, _)| n != name);
+        run.input(Input::Requeue {
+            id,
+            reason: "HTTP 429: slow down".into(),
+        });
+    };
+    requeue(&mut run, "x[0]");
+    // x[0] waits behind x[1] and x[2], which had not run yet.
+    assert_eq!(run.state("x", 0), State::Pending);
+    assert_eq!(run.names(), ["x[1]"]);
+    run.answer("x[1]", "one");
+    run.answer("x[2]", "two");
+    assert_eq!(run.names(), ["x[0]"]);
+    // Re-queues spend no attempt; past the limit, it is a failed attempt
+    // (no retries left: failed).
+    for _ in 1..MAX_REQUEUES {
+        requeue(&mut run, "x[0]");
+        assert_eq!(run.names(), ["x[0]"]);
+    }
+    let x0 = run.s.instance(run.id("x[0]")).expect("x[0]");
+    assert_eq!((x0.attempts, x0.requeues), (1, MAX_REQUEUES));
+    requeue(&mut run, "x[0]");
+    assert_eq!(run.state("x", 0), State::Failed);
+    assert_eq!(
+        run.report().steps[0].instances[0].reason.as_deref(),
+        Some("HTTP 429: slow down")
+    );
+}

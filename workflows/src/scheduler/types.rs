@@ -66,6 +66,18 @@ pub enum Input {
         /// Why.
         reason: String,
     },
+    /// An attempt's model requests failed in a way that may pass later
+    /// (429, 5xx, a dropped connection, after the model client's own
+    /// retries): the instance goes back to the queue, behind what waits,
+    /// without spending one of its `retries` (at most
+    /// [`MAX_REQUEUES`](super::MAX_REQUEUES) times, then it is a failed
+    /// attempt).
+    Requeue {
+        /// The instance.
+        id: InstanceId,
+        /// Why.
+        reason: String,
+    },
     /// An instance's check ran.
     Checked {
         /// The instance.
@@ -186,6 +198,8 @@ pub struct Instance {
     pub calls: Vec<String>,
     /// Taken from an earlier run.
     pub restored: bool,
+    /// Times it went back to the queue after a transient model failure.
+    pub requeues: u32,
 }
 
 impl Instance {
@@ -200,6 +214,7 @@ impl Instance {
             key: None,
             calls: Vec::new(),
             restored: false,
+            requeues: 0,
         }
     }
 
