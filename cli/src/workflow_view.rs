@@ -232,8 +232,10 @@ pub fn table(report: &Report) -> String {
         tokens(report.tokens),
     ));
     if let Some(why) = &report.halted {
-        out.push_str(&format!("stopped early: {why}
-"));
+        out.push_str(&format!(
+            "stopped early: {why}
+"
+        ));
     }
     out
 }

@@ -98,3 +98,39 @@ async fn an_exhausted_quota_stops_dispatching_and_says_so() {
         "an exhausted quota is not retried"
     );
 }
+
+#[tokio::test]
+async fn a_steps_sub_agents_spend_the_runs_token_budget() {
+    let mock = MockServer::start().await;
+    mock.respond_with(|request| {
+        let prompt = prompt_of(request);
+        Some(match (prompt.as_str(), answered(request)) {
+            ("delegate", 0) => Reply::sse(&tool_call_chunks(
+                "a1",
+                "agent",
+                &json!({"action": "spawn", "prompt": "sub work"}),
+            )),
+            ("delegate", _) => Reply::sse(&text_chunks("delegated")),
+            ("sub work", _) => Reply::sse(&text_chunks("sub done")),
+            _ => Reply::sse(&text_chunks("after")),
+        })
+    });
+    let h = Harness::new(&mock).await;
+    // The step spends 27 + 15 tokens itself and its sub-agent 15: only
+    // with the sub-agent's is the budget of 50 spent before `then` starts.
+    let text = "[workflow]\nname = \"nested\"\nbudget = { tokens = 50 }\n[[steps]]\nname = \"lead\"\nprompt = \"delegate\"\n[[steps]]\nname = \"then\"\nneeds = [\"lead\"]\nprompt = \"go on\"\n";
+    let done = h.run(text, Posture::Bypass, None).await;
+    assert!(
+        mock.requests().iter().any(|r| prompt_of(r) == "sub work"),
+        "the sub-agent never ran"
+    );
+    assert_eq!(done.report.tokens, 57);
+    assert_eq!(
+        done.report.halted.as_deref(),
+        Some("the run's token budget (50) is spent")
+    );
+    assert!(
+        !mock.requests().iter().any(|r| prompt_of(r) == "go on"),
+        "a step started past the budget"
+    );
+}

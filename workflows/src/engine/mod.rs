@@ -15,9 +15,11 @@
 //! - `check`: a check command under a read-only sandbox.
 //! - `verify`: a verifier agent's check: its authority, request, verdict.
 //! - `ids`: `step:<name>[<i>]:approval:<n>` and back.
+//! - `meter`: a step's sub-agents' tokens, counted as the step's.
 
 mod check;
 pub mod ids;
+mod meter;
 mod step;
 pub mod supervisor;
 pub mod verify;

@@ -41,6 +41,9 @@ pub struct StepArgs {
     pub supervisor: ActorRef<SupervisorMsg>,
     /// The agent to start.
     pub spec: AgentSpec,
+    /// The caller's roles and models, unmetered (the verifier's model
+    /// comes from here; its tokens are counted from its turn).
+    pub subagents: Option<std::sync::Arc<cadre_actors::session::Subagents>>,
     /// Its services.
     pub services: AgentServices,
     /// The rendered prompt.
@@ -305,7 +308,12 @@ impl StepState {
         let Some(path) = path else {
             return fail("no place in the run's tree was given to it".into());
         };
-        let (spec, services) = match verifier(&self.args.spec, &self.args.services, path) {
+        let (spec, services) = match verifier(
+            &self.args.spec,
+            self.args.subagents.as_deref(),
+            &self.args.services,
+            path,
+        ) {
             Ok(started) => started,
             Err(why) => return fail(why),
         };

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use cadre_actors::delegation::Caller;
@@ -24,6 +25,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
 use super::ids::{inner_approval_id, parse_outer, step_prefix};
+use super::meter::metered;
 use super::step::{StepActor, StepArgs, StepMsg};
 use crate::model::Check;
 use crate::scheduler::{Effect, Input, InstanceId, Report, Scheduler, Target};
@@ -411,13 +413,18 @@ impl SupervisorState {
     ) {
         self.next_agent += 1;
         let path = AgentPath::root().child(self.next_agent);
-        let spec = match self.spec_for(id, &path, scope) {
+        let mut spec = match self.spec_for(id, &path, scope) {
             Ok(spec) => spec,
             Err(reason) => {
                 let effects = self.scheduler.step(Input::AttemptFailed { id, reason });
                 return Box::pin(self.perform(myself, effects)).await;
             }
         };
+        // What its sub-agents spend is the step's.
+        let plain = spec.subagents.clone();
+        spec.subagents = plain
+            .as_deref()
+            .map(|s| Arc::new(metered(s, myself.clone(), id)));
         let step = &self.scheduler.workflow().steps[id.step];
         self.agents.insert(id, spec.row_id());
         let services = match self.services_for(step.role.as_deref()) {
@@ -434,6 +441,7 @@ impl SupervisorState {
             sandbox: spec.sandbox.clone(),
             tmp: spec.paths.dir.join("tmp"),
             spec,
+            subagents: plain,
             services,
             prompt,
             timeout: step.timeout,

@@ -16,6 +16,7 @@
 
 use cadre_actors::events::Events;
 use cadre_actors::kernel::{AgentServices, AgentSpec};
+use cadre_actors::session::Subagents;
 use cadre_runtime::Mode;
 use cadre_runtime::agent::AgentPath;
 use cadre_runtime::config::RoleConfig;
@@ -35,13 +36,11 @@ const CALLS_SHOWN: usize = 60;
 /// and the services it runs with.
 pub(super) fn verifier(
     step: &AgentSpec,
+    subagents: Option<&Subagents>,
     services: &AgentServices,
     path: AgentPath,
 ) -> Result<(AgentSpec, AgentServices), String> {
-    let configured = step
-        .subagents
-        .as_ref()
-        .and_then(|s| s.roles.get(VERIFIER_ROLE).cloned());
+    let configured = subagents.and_then(|s| s.roles.get(VERIFIER_ROLE).cloned());
     // Whatever the configuration says, the verifier reads only.
     let role = RoleConfig {
         mode: Some(Mode::Plan),
@@ -58,7 +57,7 @@ pub(super) fn verifier(
         .map_err(|e| format!("the verifier's authority: {e}"))?;
     let mut services = services.clone();
     if configured.is_some()
-        && let Some(subagents) = &step.subagents
+        && let Some(subagents) = subagents
     {
         services.model = subagents
             .models
