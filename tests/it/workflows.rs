@@ -2,6 +2,7 @@
 //! real HTTP, the supervisor and its step agents, the store.
 
 mod admission;
+mod dry_run;
 mod operate;
 mod resume;
 mod runs;
