@@ -232,15 +232,20 @@ impl Scheduler {
                 }
             }
             Input::Checked { id, passed, detail } => {
-                if self.is(id, State::Finalized) && self.checking(id) {
-                    self.running -= 1;
-                    if passed {
+                let merging = self.instance(id).is_some_and(|i| i.merging);
+                if self.is(id, State::Finalized) && self.checking(id) && !merging {
+                    if passed && self.workflow.steps[id.step].merge {
+                        self.merge(id, &mut fx);
+                    } else if passed {
+                        self.running -= 1;
                         self.set(id, State::Verified, None, &mut fx);
                     } else {
+                        self.running -= 1;
                         self.attempt_failed(id, format!("check failed: {detail}"), &mut fx);
                     }
                 }
             }
+            Input::Merged { id, result } => self.merged(id, result, &mut fx),
             Input::Cancel(target) => self.cancel(target, &mut fx),
             Input::Tokens(n) => {
                 self.tokens += n;
@@ -324,6 +329,7 @@ impl Scheduler {
             return self.attempt_failed(id, why, fx);
         }
         let check = step.check.clone();
+        let step_merges = step.merge;
         let output = match &json {
             Some(v) if step.output == OutputKind::Json => v.to_string(),
             _ => output,
@@ -336,6 +342,8 @@ impl Scheduler {
         inst.calls = calls;
         fx.push(Effect::Output { id, output, file });
         match check {
+            // The slot stays taken, the state dispatched, while it merges.
+            None if step_merges => self.merge(id, fx),
             None => {
                 self.running -= 1;
                 self.set(id, State::Finalized, None, fx);
@@ -366,6 +374,39 @@ impl Scheduler {
         )
     }
 
+    /// Asks for the instance's worktree to be merged back.
+    fn merge(&mut self, id: InstanceId, fx: &mut Vec<Effect>) {
+        self.inst(id).merging = true;
+        fx.push(Effect::Merge { id });
+    }
+
+    /// The merge ended: the instance is verified (with a check) or
+    /// finalized, or failed at once when its changes could not come back
+    /// (a conflict is not retried: the workspace moved under it).
+    fn merged(
+        &mut self,
+        id: InstanceId,
+        result: Result<Vec<String>, String>,
+        fx: &mut Vec<Effect>,
+    ) {
+        let Some(inst) = self.instance(id) else {
+            return;
+        };
+        if !inst.merging || inst.state.is_terminal() {
+            return;
+        }
+        self.inst(id).merging = false;
+        self.running -= 1;
+        match result {
+            Ok(_) if self.checking(id) => self.set(id, State::Verified, None, fx),
+            Ok(_) => {
+                self.set(id, State::Finalized, None, fx);
+                self.settle_step(id.step, fx);
+            }
+            Err(why) => self.set(id, State::Failed, Some(why), fx),
+        }
+    }
+
     /// An attempt hit a transient model failure: back to the queue, its
     /// attempt not spent, while re-queues are left.
     fn requeue(&mut self, id: InstanceId, reason: String, fx: &mut Vec<Effect>) {
@@ -390,6 +431,7 @@ impl Scheduler {
     fn attempt_failed(&mut self, id: InstanceId, reason: String, fx: &mut Vec<Effect>) {
         let retries = self.workflow.steps[id.step].retries;
         let attempts = self.instance(id).map_or(0, |i| i.attempts);
+        self.inst(id).merging = false;
         if attempts <= retries && !self.cancelled && self.halted.is_none() {
             let inst = self.inst(id);
             inst.output = None;

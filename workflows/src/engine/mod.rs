@@ -23,6 +23,7 @@ mod meter;
 mod step;
 pub mod supervisor;
 pub mod verify;
+pub mod worktree;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};

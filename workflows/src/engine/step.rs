@@ -27,6 +27,7 @@ use super::check::{DEFAULT_CHECK_TIMEOUT, run_check};
 use super::ids::{outer_agent_id, outer_approval_id};
 use super::supervisor::{StepReport, SupervisorMsg};
 use super::verify::{VERIFIER_ROLE, outcome, read_verdict, verifier, verifier_request};
+use super::worktree::{MergeError, Worktree};
 use crate::model::Check;
 use crate::scheduler::InstanceId;
 use cadre_runtime::goal::Verdict;
@@ -48,6 +49,8 @@ pub struct StepArgs {
     pub services: AgentServices,
     /// The rendered prompt.
     pub prompt: String,
+    /// Run in a git worktree of this name (`isolation = "worktree"`).
+    pub worktree: Option<String>,
     /// Wall-clock limit of the attempt.
     pub timeout: Option<Duration>,
     /// Limit on a stretch with no progress.
@@ -80,6 +83,10 @@ pub enum StepMsg {
     Checked(bool, String),
     /// The verifier answered (and spent these tokens).
     Verdict(Verdict, u64),
+    /// Bring the worktree's changes back.
+    Merge,
+    /// The merge ended.
+    Merged(Result<Vec<String>, String>),
     /// Stop: cancel the agent's turn and end.
     Stop,
     /// Answer one of the agent's approval prompts (its own id).
@@ -102,6 +109,8 @@ pub struct StepState {
     claim: String,
     /// The verifier agent, while it runs.
     verifier: Option<ActorRef<SessionMsg>>,
+    /// The step's own worktree.
+    worktree: Option<Worktree>,
     /// Every tool call of the attempt, `name subject`, with its outcome
     /// once it has one.
     calls: Vec<(String, String)>,
@@ -120,9 +129,24 @@ impl Actor for StepActor {
     async fn pre_start(
         &self,
         myself: ActorRef<Self::Msg>,
-        args: StepArgs,
+        mut args: StepArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let path = args.spec.path.clone();
+        let worktree = match args.worktree.clone() {
+            Some(name) => {
+                let workspace = args.spec.workspace.root().to_path_buf();
+                let made = tokio::task::spawn_blocking(move || Worktree::create(&workspace, &name))
+                    .await
+                    .map_err(|e| format!("the step's worktree: {e}"))??;
+                args.spec.workspace = args
+                    .spec
+                    .workspace
+                    .moved_to(&made.workspace)
+                    .map_err(|e| format!("the step's worktree: {e}"))?;
+                Some(made)
+            }
+            None => None,
+        };
         let SpawnedAgent {
             actor, mut events, ..
         } = spawn_agent(
@@ -158,6 +182,7 @@ impl Actor for StepActor {
             answer: String::new(),
             claim: String::new(),
             verifier: None,
+            worktree,
             calls: Vec::new(),
             tokens: 0,
             last_progress: Instant::now(),
@@ -209,6 +234,20 @@ impl Actor for StepActor {
                 state.supervisor(StepReport::Tokens(tokens));
                 let (passed, detail) = outcome(&verdict);
                 let _ = myself.cast(StepMsg::Checked(passed, detail));
+            }
+            StepMsg::Merge => {
+                let me = myself.clone();
+                let Some(worktree) = state.worktree.clone() else {
+                    let _ = me.cast(StepMsg::Merged(Err("the step has no worktree".into())));
+                    return Ok(());
+                };
+                tokio::task::spawn_blocking(move || {
+                    let _ = me.cast(StepMsg::Merged(merge_back(&worktree)));
+                });
+            }
+            StepMsg::Merged(result) => {
+                state.supervisor(StepReport::Merged(result));
+                myself.stop(None);
             }
             StepMsg::Check {
                 check: Check::Command(command),
@@ -536,6 +575,30 @@ fn terminal(message: &str) -> bool {
     ]
     .iter()
     .any(|m| message.contains(m))
+}
+
+/// Merges a worktree back, and removes it when everything came back; a
+/// conflict keeps it for a person and says where.
+fn merge_back(worktree: &Worktree) -> Result<Vec<String>, String> {
+    match worktree.merge() {
+        Ok(files) => {
+            if let Err(why) = worktree.remove() {
+                tracing::warn!(%why, worktree = %worktree.path.display(), "a merged worktree could not be removed");
+            }
+            Ok(files)
+        }
+        Err(MergeError::Conflict(files)) => Err(format!(
+            "merge conflict: {} changed in the workspace too; nothing was brought back, and the \
+             step's worktree is kept at {} (branch {})",
+            files.join(", "),
+            worktree.path.display(),
+            worktree.branch()
+        )),
+        Err(MergeError::Failed(why)) => Err(format!(
+            "the merge failed: {why}; the step's worktree is kept at {}",
+            worktree.path.display()
+        )),
+    }
 }
 
 fn human(d: Duration) -> String {

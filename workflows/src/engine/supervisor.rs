@@ -27,7 +27,7 @@ use tokio::sync::oneshot;
 use super::ids::{inner_approval_id, parse_outer, step_prefix};
 use super::meter::metered;
 use super::step::{StepActor, StepArgs, StepMsg};
-use crate::model::Check;
+use crate::model::{Check, Isolation};
 use crate::scheduler::{Effect, Input, InstanceId, Report, Scheduler, Target};
 
 /// Cancel requests from other processes are looked for this often.
@@ -54,6 +54,8 @@ pub enum StepReport {
         /// Why.
         reason: String,
     },
+    /// The worktree was merged back (the files), or not (why).
+    Merged(Result<Vec<String>, String>),
     /// The check ran.
     Checked {
         /// Exit 0.
@@ -286,6 +288,7 @@ impl SupervisorState {
             StepReport::Answered { output, calls } => Input::Answered { id, output, calls },
             StepReport::Failed { reason } => Input::AttemptFailed { id, reason },
             StepReport::Requeue { reason } => Input::Requeue { id, reason },
+            StepReport::Merged(result) => Input::Merged { id, result },
             StepReport::Checked { passed, detail } => Input::Checked { id, passed, detail },
             StepReport::Tokens(n) => {
                 *self.tokens.entry(id).or_default() += n;
@@ -366,6 +369,18 @@ impl SupervisorState {
                         Box::pin(self.perform(myself, more)).await;
                     }
                 },
+                Effect::Merge { id } => match self.live.get(&id) {
+                    Some(live) => {
+                        let _ = live.actor.cast(StepMsg::Merge);
+                    }
+                    None => {
+                        let more = self.scheduler.step(Input::Merged {
+                            id,
+                            result: Err("the step ended before its changes could be merged".into()),
+                        });
+                        Box::pin(self.perform(myself, more)).await;
+                    }
+                },
                 Effect::Stop { id } => {
                     if let Some(live) = self.live.get(&id) {
                         let _ = live.actor.cast(StepMsg::Stop);
@@ -389,8 +404,9 @@ impl SupervisorState {
                         index: fan_out.then_some(id.index as u64),
                         output: cadre_runtime::tool::truncate_middle(&output, 2000),
                     });
-                    // Without a check, the attempt is over.
+                    // Without a check or a merge, the attempt is over.
                     if name.check.is_none()
+                        && !name.merge
                         && let Some(live) = self.live.get(&id)
                     {
                         let _ = live.actor.cast(StepMsg::Stop);
@@ -442,6 +458,10 @@ impl SupervisorState {
             tmp: spec.paths.dir.join("tmp"),
             spec,
             subagents: plain,
+            worktree: (step.isolation == Isolation::Worktree).then(|| {
+                let run: String = self.run_id.chars().take(8).collect();
+                format!("{run}-{}-{}-{}", step.name, id.index, self.next_agent)
+            }),
             services,
             prompt,
             timeout: step.timeout,

@@ -22,6 +22,7 @@ struct Run {
     /// Every instance ever dispatched, by name, in order.
     dispatched: Vec<String>,
     checks: Vec<String>,
+    merges: Vec<String>,
     stopped: Vec<String>,
     report: Option<Report>,
     most_running: usize,
@@ -44,6 +45,7 @@ impl Run {
             live: Vec::new(),
             dispatched: Vec::new(),
             checks: Vec::new(),
+            merges: Vec::new(),
             stopped: Vec::new(),
             report: None,
             most_running: 0,
@@ -61,6 +63,7 @@ impl Run {
                     self.live.push((name, id, prompt));
                 }
                 Effect::RunCheck { id, .. } => self.checks.push(self.s.name(id)),
+                Effect::Merge { id } => self.merges.push(self.s.name(id)),
                 Effect::Stop { id } => {
                     let name = self.s.name(id);
                     self.live.retain(|(n, _, _)| n != &name);
@@ -610,4 +613,46 @@ fn a_transient_model_failure_requeues_behind_what_waits_without_spending_a_retry
         run.report().steps[0].instances[0].reason.as_deref(),
         Some("HTTP 429: slow down")
     );
+}
+
+#[test]
+fn a_merging_step_holds_its_slot_and_counts_only_once_merged() {
+    let text = "[[steps]]\nname = \"a\"\nprompt = \"A\"\nisolation = \"worktree\"\nmerge = true\n[[steps]]\nname = \"b\"\nprompt = \"B\"\nisolation = \"worktree\"\nmerge = true\ncheck = \"true\"\n[[steps]]\nname = \"c\"\nneeds = [\"a\"]\nprompt = \"C\"\n[[steps]]\nname = \"d\"\nneeds = [\"b\"]\nprompt = \"D\"\n";
+    let mut run = Run::new(text, 1);
+    let a = run.id("a");
+    run.input(Input::Answered {
+        id: a,
+        output: "done".into(),
+        calls: vec!["write_file x → ok".into()],
+    });
+    // Merging: still dispatched, the slot held, nothing after it started.
+    assert_eq!(run.merges, ["a"]);
+    assert_eq!(run.state("a", 0), State::Dispatched);
+    assert_eq!(run.s.running(), 1);
+    run.input(Input::Merged {
+        id: a,
+        result: Ok(vec!["x".into()]),
+    });
+    assert_eq!(run.state("a", 0), State::Finalized);
+    // b: answered, checked, then merged; a conflict fails it at once.
+    let b = InstanceId { step: 1, index: 0 };
+    run.input(Input::Answered {
+        id: b,
+        output: "done".into(),
+        calls: vec!["write_file x → ok".into()],
+    });
+    run.input(Input::Checked {
+        id: b,
+        passed: true,
+        detail: String::new(),
+    });
+    assert_eq!(run.merges, ["a", "b"]);
+    assert_eq!(run.state("b", 0), State::Finalized);
+    run.input(Input::Merged {
+        id: b,
+        result: Err("merge conflict: x".into()),
+    });
+    assert_eq!(run.state("b", 0), State::Failed);
+    let d = run.s.workflow().step_id("d").expect("d");
+    assert_eq!(run.s.steps()[d].instances[0].state, State::Blocked);
 }

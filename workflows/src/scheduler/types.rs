@@ -87,6 +87,14 @@ pub enum Input {
         /// What it printed, or why it did not run.
         detail: String,
     },
+    /// A `merge = true` instance's worktree was merged back (`Ok`, the
+    /// files brought back) or not (`Err`, why: a conflict fails it).
+    Merged {
+        /// The instance.
+        id: InstanceId,
+        /// What came of it.
+        result: Result<Vec<String>, String>,
+    },
     /// Cancel something.
     Cancel(Target),
     /// Tokens spent by a step or one of its sub-agents.
@@ -141,6 +149,12 @@ pub enum Effect {
         id: InstanceId,
         /// The check.
         check: Check,
+    },
+    /// Bring an instance's worktree changes back into the workspace; its
+    /// answer was accepted and its check (if any) passed.
+    Merge {
+        /// The instance.
+        id: InstanceId,
     },
     /// Stop an instance's agent (or check).
     Stop {
@@ -200,6 +214,9 @@ pub struct Instance {
     pub restored: bool,
     /// Times it went back to the queue after a transient model failure.
     pub requeues: u32,
+    /// Its worktree is being merged back (it holds its slot, and its result
+    /// does not count yet).
+    pub merging: bool,
 }
 
 impl Instance {
@@ -215,6 +232,7 @@ impl Instance {
             calls: Vec::new(),
             restored: false,
             requeues: 0,
+            merging: false,
         }
     }
 
