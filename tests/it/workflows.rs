@@ -7,6 +7,7 @@ mod operate;
 mod resume;
 mod runs;
 mod verifier;
+mod worktree;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
