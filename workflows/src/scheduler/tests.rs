@@ -248,7 +248,10 @@ fn a_failing_step_blocks_its_dependents_while_siblings_finish() {
         text.contains("- d blocked: needs 'b', which failed"),
         "{text}"
     );
-    assert!(text.contains("- c (finalized): three"), "{text}");
+    assert!(
+        text.contains("- c (finalized): three\n  calls made: list_dir . → ok\n"),
+        "{text}"
+    );
 }
 
 #[test]
