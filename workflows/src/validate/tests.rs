@@ -209,3 +209,29 @@ fn a_verifier_check_validates() {
         Some(crate::model::Check::Verifier)
     );
 }
+
+#[test]
+fn an_operate_plan_may_ask_for_a_verifier_and_a_merged_worktree() {
+    let plan = serde_json::json!({
+        "workflow": {"name": "op"},
+        "steps": [{
+            "name": "a",
+            "prompt": "x",
+            "check": {"verifier": true},
+            "isolation": "worktree",
+            "merge": true
+        }]
+    });
+    let text = crate::format::json_to_toml(&plan).expect("toml");
+    let step = validate(&source(&text), &Options::default())
+        .map(|v| v.workflow.steps[0].clone())
+        .unwrap_or_else(|e| panic!("{}", e.render()));
+    assert_eq!(
+        (step.check, step.isolation, step.merge),
+        (
+            Some(crate::model::Check::Verifier),
+            crate::model::Isolation::Worktree,
+            true
+        )
+    );
+}
