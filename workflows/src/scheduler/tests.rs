@@ -659,3 +659,16 @@ fn a_merging_step_holds_its_slot_and_counts_only_once_merged() {
     let d = run.s.workflow().step_id("d").expect("d");
     assert_eq!(run.s.steps()[d].instances[0].state, State::Blocked);
 }
+
+#[test]
+fn a_worktree_steps_key_says_so_and_other_keys_stay_as_stored() {
+    let key = |extra: &str| {
+        let w = workflow(&format!("[[steps]]\nname = \"a\"\nprompt = \"A\"\n{extra}"));
+        instance_key(&w.steps[0], None, "A", &[], &[])
+    };
+    let plain = key("");
+    let isolated = key("isolation = \"worktree\"\n");
+    let merged = key("isolation = \"worktree\"\nmerge = true\n");
+    assert!(plain != isolated && isolated != merged && plain != merged);
+    assert_eq!(key("isolation = \"none\"\n"), plain);
+}
