@@ -390,12 +390,22 @@ impl Output {
 
 /// What `--dry-run` prints: the instances that would launch, their roles,
 /// modes and models, and the limits.
+/// The model a step uses when neither it nor its role names one, as a
+/// person reads it.
+fn model_name(choice: &crate::config::ModelChoice) -> String {
+    use crate::config::ModelChoice;
+    match choice {
+        ModelChoice::Server { model, .. } => model.clone(),
+        ModelChoice::Script(path) => format!("the script {}", path.display()),
+        ModelChoice::ScriptText { name, .. } => format!("the script {name}"),
+        ModelChoice::Demo => "the built-in demo".to_string(),
+        ModelChoice::Client(client) => client.model().to_string(),
+    }
+}
+
 fn dry_run(workflow: &Workflow, config: &RunConfig, max_parallel: Option<u32>) -> String {
     let parallel = max_parallel.map_or(workflow.max_parallel, |m| m.min(workflow.max_parallel));
-    let model = match &config.model {
-        crate::config::ModelChoice::Server { model, .. } => model.clone(),
-        other => format!("{other:?}"),
-    };
+    let model = model_name(&config.model);
     let mut out = format!(
         "workflow {} · {} · up to {parallel} at once · posture {} (ceiling {})\n",
         workflow.name,
@@ -442,10 +452,7 @@ fn dry_run(workflow: &Workflow, config: &RunConfig, max_parallel: Option<u32>) -
             },
             step.check
                 .as_ref()
-                .map(|c| match c {
-                    cadre_workflows::model::Check::Command(command) =>
-                        format!(" · check `{command}`"),
-                })
+                .map(|c| format!(" · check {}", c.describe()))
                 .unwrap_or_default()
         ));
     }

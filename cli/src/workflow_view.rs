@@ -231,6 +231,12 @@ pub fn table(report: &Report) -> String {
         if report.all_checks_passed { "yes" } else { "no" },
         tokens(report.tokens),
     ));
+    if let Some(why) = &report.halted {
+        out.push_str(&format!(
+            "stopped early: {why}
+"
+        ));
+    }
     out
 }
 
@@ -291,6 +297,26 @@ mod tests {
                 "  list    finalized                      1m05s 1.5k tok",
                 "  review  1/3 done · 1 running · 1 failed     10s 4.5k tok",
             ]
+        );
+    }
+
+    #[test]
+    fn the_table_says_why_a_run_stopped_early() {
+        let report = Report {
+            status: "failed".into(),
+            counts: Default::default(),
+            all_ran: false,
+            all_checks_passed: true,
+            halted: Some("the model endpoint refused step:x[0]: HTTP 401".into()),
+            tokens: 0,
+            steps: Vec::new(),
+        };
+        assert_eq!(
+            table(&report),
+            "STEP  STATUS       ITEMS  NOTE
+failed: 0 verified, 0 finalized, 0 failed, 0 blocked, 0 cancelled · every step ran: no · every check passed: yes · 0 tokens
+stopped early: the model endpoint refused step:x[0]: HTTP 401
+"
         );
     }
 }

@@ -1,9 +1,13 @@
 //! Workflows end to end through the library: a host, a mock server over
 //! real HTTP, the supervisor and its step agents, the store.
 
+mod admission;
+mod dry_run;
 mod operate;
 mod resume;
 mod runs;
+mod verifier;
+mod worktree;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -75,6 +75,19 @@ pub enum Check {
     /// A command run in the workspace under a read-only sandbox; exit 0
     /// verifies.
     Command(String),
+    /// A read-only verifier agent judges the answer against the step's
+    /// prompt and the calls behind it; `VERDICT: PASS` verifies.
+    Verifier,
+}
+
+impl Check {
+    /// How it is shown: the command, or `verifier`.
+    pub fn describe(&self) -> String {
+        match self {
+            Check::Command(command) => format!("`{command}`"),
+            Check::Verifier => "the verifier".to_string(),
+        }
+    }
 }
 
 /// What a fan-out does when an item fails.

@@ -36,7 +36,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::{Check, ForEach, OnFailure, OutputKind, StepId, Workflow};
+use crate::model::{ForEach, OnFailure, OutputKind, StepId, Workflow};
 
 use outputs::{FILE_THRESHOLD, output_file};
 
@@ -114,6 +114,10 @@ impl std::fmt::Display for State {
         f.write_str(self.as_str())
     }
 }
+
+/// How many times an instance goes back to the queue after transient
+/// model failures before such a failure counts as a failed attempt.
+pub const MAX_REQUEUES: u32 = 3;
 
 /// The scheduler of one run.
 #[derive(Debug, Clone)]
@@ -221,16 +225,27 @@ impl Scheduler {
                     self.attempt_failed(id, reason, &mut fx);
                 }
             }
-            Input::Checked { id, passed, detail } => {
-                if self.is(id, State::Finalized) && self.checking(id) {
+            Input::Requeue { id, reason } => {
+                if self.is(id, State::Dispatched) {
                     self.running -= 1;
-                    if passed {
+                    self.requeue(id, reason, &mut fx);
+                }
+            }
+            Input::Checked { id, passed, detail } => {
+                let merging = self.instance(id).is_some_and(|i| i.merging);
+                if self.is(id, State::Finalized) && self.checking(id) && !merging {
+                    if passed && self.workflow.steps[id.step].merge {
+                        self.merge(id, &mut fx);
+                    } else if passed {
+                        self.running -= 1;
                         self.set(id, State::Verified, None, &mut fx);
                     } else {
+                        self.running -= 1;
                         self.attempt_failed(id, format!("check failed: {detail}"), &mut fx);
                     }
                 }
             }
+            Input::Merged { id, result } => self.merged(id, result, &mut fx),
             Input::Cancel(target) => self.cancel(target, &mut fx),
             Input::Tokens(n) => {
                 self.tokens = self.tokens.saturating_add(n);
@@ -314,6 +329,7 @@ impl Scheduler {
             return self.attempt_failed(id, why, fx);
         }
         let check = step.check.clone();
+        let step_merges = step.merge;
         let output = match &json {
             Some(v) if step.output == OutputKind::Json => v.to_string(),
             _ => output,
@@ -326,6 +342,8 @@ impl Scheduler {
         inst.calls = calls;
         fx.push(Effect::Output { id, output, file });
         match check {
+            // The slot stays taken, the state dispatched, while it merges.
+            None if step_merges => self.merge(id, fx),
             None => {
                 self.running -= 1;
                 self.set(id, State::Finalized, None, fx);
@@ -340,10 +358,10 @@ impl Scheduler {
                     fx,
                 );
             }
-            Some(Check::Command(command)) => {
+            Some(check) => {
                 // The slot stays taken while the check runs.
                 self.set(id, State::Finalized, None, fx);
-                fx.push(Effect::RunCheck { id, command });
+                fx.push(Effect::RunCheck { id, check });
             }
         }
     }
@@ -356,10 +374,64 @@ impl Scheduler {
         )
     }
 
+    /// Asks for the instance's worktree to be merged back.
+    fn merge(&mut self, id: InstanceId, fx: &mut Vec<Effect>) {
+        self.inst(id).merging = true;
+        fx.push(Effect::Merge { id });
+    }
+
+    /// The merge ended: the instance is verified (with a check) or
+    /// finalized, or failed at once when its changes could not come back
+    /// (a conflict is not retried: the workspace moved under it).
+    fn merged(
+        &mut self,
+        id: InstanceId,
+        result: Result<Vec<String>, String>,
+        fx: &mut Vec<Effect>,
+    ) {
+        let Some(inst) = self.instance(id) else {
+            return;
+        };
+        if !inst.merging || inst.state.is_terminal() {
+            return;
+        }
+        self.inst(id).merging = false;
+        self.running -= 1;
+        match result {
+            Ok(_) if self.checking(id) => self.set(id, State::Verified, None, fx),
+            Ok(_) => {
+                self.set(id, State::Finalized, None, fx);
+                self.settle_step(id.step, fx);
+            }
+            Err(why) => self.set(id, State::Failed, Some(why), fx),
+        }
+    }
+
+    /// An attempt hit a transient model failure: back to the queue, its
+    /// attempt not spent, while re-queues are left.
+    fn requeue(&mut self, id: InstanceId, reason: String, fx: &mut Vec<Effect>) {
+        let inst = self.inst(id);
+        if inst.requeues >= MAX_REQUEUES {
+            return self.attempt_failed(id, reason, fx);
+        }
+        inst.requeues += 1;
+        inst.attempts -= 1;
+        let n = inst.requeues;
+        self.set(
+            id,
+            State::Pending,
+            Some(format!(
+                "re-queued ({n} of {MAX_REQUEUES}) after a transient model failure: {reason}"
+            )),
+            fx,
+        );
+    }
+
     /// An attempt failed: retried while attempts are left, else failed.
     fn attempt_failed(&mut self, id: InstanceId, reason: String, fx: &mut Vec<Effect>) {
         let retries = self.workflow.steps[id.step].retries;
         let attempts = self.instance(id).map_or(0, |i| i.attempts);
+        self.inst(id).merging = false;
         if attempts <= retries && !self.cancelled && self.halted.is_none() {
             let inst = self.inst(id);
             inst.output = None;
@@ -443,13 +515,21 @@ impl Scheduler {
             }
         }
         if self.halted.is_none() && !self.cancelled {
-            'dispatch: for s in 0..self.steps.len() {
+            // What was re-queued waits behind what has not run yet.
+            let steps = self.steps.len();
+            'dispatch: for (s, requeued) in [false, true]
+                .into_iter()
+                .flat_map(|r| (0..steps).map(move |s| (s, r)))
+            {
                 if self.steps[s].status != StepStatus::Running {
                     continue;
                 }
                 for index in 0..self.steps[s].instances.len() {
                     let id = InstanceId { step: s, index };
-                    if !self.is(id, State::Pending) {
+                    if !self
+                        .instance(id)
+                        .is_some_and(|i| i.state == State::Pending && (i.requeues > 0) == requeued)
+                    {
                         continue;
                     }
                     if self.running >= self.settings.max_parallel {

@@ -464,13 +464,7 @@ impl Validator<'_> {
             .map_or(default_cap, |n| n as usize);
         let isolation = match raw.isolation.as_ref().map(|i| (i, i.get_ref().as_str())) {
             None | Some((_, "none")) => Isolation::None,
-            Some((i, "worktree")) => {
-                self.error(
-                    span(i),
-                    format!("step '{name}': isolation = \"worktree\" is not available yet; run the step in the workspace with a scope"),
-                );
-                Isolation::Worktree
-            }
+            Some((_, "worktree")) => Isolation::Worktree,
             Some((i, other)) => {
                 self.error(
                     span(i),
@@ -574,11 +568,7 @@ impl Validator<'_> {
             toml::Value::Table(t)
                 if t.get("verifier") == Some(&toml::Value::Boolean(true)) && t.len() == 1 =>
             {
-                self.error(
-                    span(check),
-                    format!("step '{name}': check = {{ verifier = true }} is not available yet; give a command (exit 0 = verified)"),
-                );
-                None
+                Some(Check::Verifier)
             }
             _ => {
                 self.error(

@@ -71,6 +71,19 @@ impl Subagents {
         self
     }
 
+    /// The same roles, limit (one pool of slots) and engine, with role
+    /// clients from `models` (a workflow step meters what its subtree
+    /// spends this way).
+    pub fn with_models(&self, models: Arc<dyn ModelSource>) -> Self {
+        Self {
+            roles: self.roles.clone(),
+            models,
+            slots: self.slots.clone(),
+            limit: self.limit,
+            workflows: self.workflows.clone(),
+        }
+    }
+
     /// The workflow engine, when the host has one.
     pub fn workflows(&self) -> Option<&Arc<dyn crate::delegation::Delegation>> {
         self.workflows.as_ref()

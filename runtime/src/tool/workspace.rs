@@ -61,6 +61,16 @@ impl Workspace {
         self
     }
 
+    /// The same confinement (trusted directories, trust mode) at another
+    /// root, which must exist: a workflow step's own git worktree.
+    pub fn moved_to(&self, root: impl AsRef<Path>) -> std::io::Result<Self> {
+        Ok(Self {
+            trusted: self.trusted.clone(),
+            trust_all: self.trust_all,
+            ..Self::new(root)?
+        })
+    }
+
     /// The workspace root, symlinks resolved.
     pub fn root(&self) -> &Path {
         &self.real_root

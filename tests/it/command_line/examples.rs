@@ -122,6 +122,8 @@ async fn every_example_does_what_its_comment_says_with_the_command_shown() {
         let all = format!("{}{}", out[0].stdout, out[0].stderr);
         assert!(all.contains("release-notes"), "{all}");
         assert!(all.contains("blocked"), "{all}");
+        // The summary passed its verifier.
+        assert!(all.contains("summary: verified"), "{all}");
     })
     .await;
 

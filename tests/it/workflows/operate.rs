@@ -148,7 +148,10 @@ async fn a_valid_plan_runs_and_its_report_names_completed_and_blocked_steps() {
         })
         .expect("a workflow result");
     assert!(report.contains("workflow failed"), "{report}");
-    assert!(report.contains("- docs (finalized): DOCS-DONE"), "{report}");
+    assert!(
+        report.contains("- docs (finalized): DOCS-DONE\n  calls made: none\n"),
+        "{report}"
+    );
     assert!(report.contains("- code failed"), "{report}");
     assert!(
         report.contains("- ship blocked: needs 'code', which failed"),

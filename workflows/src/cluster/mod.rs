@@ -197,6 +197,11 @@ impl Cluster {
         self.places().take(workspace)
     }
 
+    /// Takes a slot on the coordinator, or `None` to wait.
+    pub fn take_local(&self) -> Option<Place> {
+        self.places().take_local()
+    }
+
     /// Gives a slot back.
     pub fn release(&self, place: &Place) {
         self.places().release(place);

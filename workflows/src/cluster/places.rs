@@ -123,6 +123,17 @@ impl Places {
         Some(place)
     }
 
+    /// Takes a slot on the coordinator, for an attempt that must run here
+    /// (its worktree or its verifier is here), or `None` to wait. With no
+    /// local slots at all it runs here anyway: there is nowhere else.
+    pub fn take_local(&mut self) -> Option<Place> {
+        if self.local.free() == 0 && self.local.slots > 0 {
+            return None;
+        }
+        self.local.running += 1;
+        Some(Place::Local)
+    }
+
     /// Gives back the slot `place` took.
     pub fn release(&mut self, place: &Place) {
         let slots = match place {

@@ -13,12 +13,17 @@
 //! - `step`: one attempt of one instance: the step's agent, watchdogs,
 //!   the check, the ids the caller sees.
 //! - `check`: a check command under a read-only sandbox.
+//! - `verify`: a verifier agent's check: its authority, request, verdict.
 //! - `ids`: `step:<name>[<i>]:approval:<n>` and back.
+//! - `meter`: a step's sub-agents' tokens, counted as the step's.
 
 pub(crate) mod check;
 pub mod ids;
+mod meter;
 mod step;
 pub mod supervisor;
+pub mod verify;
+pub mod worktree;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};

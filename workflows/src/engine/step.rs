@@ -6,8 +6,8 @@
 //! behind it (the evidence), the tokens, and the prompts and decisions the
 //! caller must see, with their ids made the step's. It keeps the watchdogs
 //! (a wall-clock timeout and an idle timeout with no model or tool
-//! progress), runs the check when asked, and reports one outcome per
-//! phase to the supervisor. A crash of the agent fails this attempt only;
+//! progress), runs the check when asked (a command, or a verifier agent:
+//! `verify`), and reports one outcome per phase to the supervisor. A crash of the agent fails this attempt only;
 //! a crash of this actor is the supervisor's supervision event, which
 //! fails the instance only.
 
@@ -25,10 +25,14 @@ use tokio::time::Instant;
 use super::check::{DEFAULT_CHECK_TIMEOUT, run_check};
 use super::ids::{outer_agent_id, outer_approval_id};
 use super::supervisor::{StepReport, SupervisorMsg};
+use super::verify::{VERIFIER_ROLE, outcome, read_verdict, verifier, verifier_request};
+use super::worktree::{MergeError, Worktree};
 use crate::cluster::link::{Remote, StartFailure};
 use crate::cluster::wire::Order;
 use crate::cluster::{Cluster, HEARTBEAT_TIMEOUT, RemoteAgent};
+use crate::model::Check;
 use crate::scheduler::InstanceId;
+use cadre_runtime::goal::Verdict;
 
 /// Where an attempt's agent runs.
 pub enum Placement {
@@ -55,10 +59,16 @@ pub struct StepArgs {
     pub supervisor: ActorRef<SupervisorMsg>,
     /// The agent to start.
     pub spec: AgentSpec,
+    /// The caller's roles and models, unmetered (the verifier's model
+    /// comes from here; its tokens are counted from its turn).
+    pub subagents: Option<std::sync::Arc<cadre_actors::session::Subagents>>,
     /// Its services.
     pub services: AgentServices,
     /// The rendered prompt.
     pub prompt: String,
+    /// Run in a git worktree of this name (`isolation = "worktree"`; a
+    /// local attempt only).
+    pub worktree: Option<String>,
     /// Wall-clock limit of the attempt.
     pub timeout: Option<Duration>,
     /// Limit on a stretch with no progress.
@@ -85,10 +95,21 @@ pub enum StepMsg {
     Timeout,
     /// Time to look for progress.
     Watch,
-    /// Run the check.
-    Check(String),
+    /// Run the check; a verifier runs as agent `verifier` of the run.
+    Check {
+        /// The check.
+        check: Check,
+        /// The verifier's place in the run's tree (a verifier check).
+        verifier: Option<AgentPath>,
+    },
     /// The check ended.
     Checked(bool, String),
+    /// The verifier answered (and spent these tokens).
+    Verdict(Verdict, u64),
+    /// Bring the worktree's changes back.
+    Merge,
+    /// The merge ended.
+    Merged(Result<Vec<String>, String>),
     /// Stop: cancel the agent's turn and end.
     Stop,
     /// Answer one of the agent's approval prompts (its own id).
@@ -201,6 +222,12 @@ pub struct StepState {
     /// fails at once.
     lost: Option<String>,
     answer: String,
+    /// The accepted answer, for a verifier to judge.
+    claim: String,
+    /// The verifier agent, while it runs.
+    verifier: Option<ActorRef<SessionMsg>>,
+    /// The step's own worktree.
+    worktree: Option<Worktree>,
     /// Every tool call of the attempt, `name subject`, with its outcome
     /// once it has one.
     calls: Vec<(String, String)>,
@@ -222,6 +249,24 @@ impl Actor for StepActor {
         mut args: StepArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let path = args.spec.path.clone();
+        let worktree = match args.worktree.clone() {
+            Some(_) if matches!(args.place, Placement::Remote { .. }) => {
+                return Err("a worktree step runs on the coordinator, not on a node".into());
+            }
+            Some(name) => {
+                let workspace = args.spec.workspace.root().to_path_buf();
+                let made = tokio::task::spawn_blocking(move || Worktree::create(&workspace, &name))
+                    .await
+                    .map_err(|e| format!("the step's worktree: {e}"))??;
+                args.spec.workspace = args
+                    .spec
+                    .workspace
+                    .moved_to(&made.workspace)
+                    .map_err(|e| format!("the step's worktree: {e}"))?;
+                Some(made)
+            }
+            None => None,
+        };
         let agent = match std::mem::replace(&mut args.place, Placement::Local) {
             Placement::Local => start_local(&myself, &args).await?,
             Placement::Remote {
@@ -251,6 +296,9 @@ impl Actor for StepActor {
             checking: false,
             lost: None,
             answer: String::new(),
+            claim: String::new(),
+            verifier: None,
+            worktree,
             calls: Vec::new(),
             tokens: 0,
             last_progress: Instant::now(),
@@ -305,7 +353,37 @@ impl Actor for StepActor {
                     ));
                 }
             }
-            StepMsg::Check(command) => {
+            StepMsg::Check {
+                check: Check::Verifier,
+                verifier,
+            } => {
+                state.checking = true;
+                state.verify(&myself, verifier).await;
+            }
+            StepMsg::Verdict(verdict, tokens) => {
+                state.verifier = None;
+                state.supervisor(StepReport::Tokens(tokens));
+                let (passed, detail) = outcome(&verdict);
+                let _ = myself.cast(StepMsg::Checked(passed, detail));
+            }
+            StepMsg::Merge => {
+                let me = myself.clone();
+                let Some(worktree) = state.worktree.clone() else {
+                    let _ = me.cast(StepMsg::Merged(Err("the step has no worktree".into())));
+                    return Ok(());
+                };
+                tokio::task::spawn_blocking(move || {
+                    let _ = me.cast(StepMsg::Merged(merge_back(&worktree)));
+                });
+            }
+            StepMsg::Merged(result) => {
+                state.supervisor(StepReport::Merged(result));
+                myself.stop(None);
+            }
+            StepMsg::Check {
+                check: Check::Command(command),
+                ..
+            } => {
                 state.checking = true;
                 if let Agent::Remote(remote) = &state.agent {
                     let timeout = state.args.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT);
@@ -379,8 +457,16 @@ impl Actor for StepActor {
         event: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        // The agent ends when told to; only its crash matters.
-        if let SupervisionEvent::ActorFailed(_, error) = event {
+        // The agents end when told to; only a crash matters.
+        if let SupervisionEvent::ActorFailed(cell, error) = event {
+            let verifier = state.verifier.as_ref().map(|v| v.get_id());
+            if verifier == Some(cell.get_id()) {
+                state.verifier = None;
+                let (passed, detail) =
+                    outcome(&Verdict::Unavailable(format!("it crashed: {error}")));
+                let _ = myself.cast(StepMsg::Checked(passed, detail));
+                return Ok(());
+            }
             state.report_failure(format!("the step's agent crashed: {error}"));
             myself.stop(None);
         }
@@ -398,16 +484,85 @@ impl StepState {
 
     /// Reports the attempt failed, once, and ends the actor (and its agent).
     fn report_failure(&mut self, reason: String) {
+        self.report_once(StepReport::Failed { reason });
+    }
+
+    /// Reports how the attempt ended without an answer, once, and ends the
+    /// actor (and its agent).
+    fn report_once(&mut self, report: StepReport) {
         if std::mem::replace(&mut self.reported, true) {
             return;
         }
-        self.supervisor(StepReport::Failed { reason });
+        self.supervisor(report);
         self.myself.stop(None);
     }
 
     fn stop_agent(&self) {
         self.agent.op(Op::Cancel);
         self.agent.op(Op::Shutdown);
+        if let Some(verifier) = &self.verifier {
+            let _ = verifier.cast(SessionMsg::Op(Op::Cancel));
+            let _ = verifier.cast(SessionMsg::Op(Op::Shutdown));
+        }
+    }
+
+    /// Starts the verifier on the accepted answer; its verdict comes back
+    /// as [`StepMsg::Verdict`], within the step's timeout (else the
+    /// default check timeout).
+    async fn verify(&mut self, myself: &ActorRef<StepMsg>, path: Option<AgentPath>) {
+        let fail = |why: String| {
+            let (passed, detail) = outcome(&Verdict::Unavailable(why));
+            let _ = myself.cast(StepMsg::Checked(passed, detail));
+        };
+        let Some(path) = path else {
+            return fail("no place in the run's tree was given to it".into());
+        };
+        let (spec, services) = match verifier(
+            &self.args.spec,
+            self.args.subagents.as_deref(),
+            &self.args.services,
+            path,
+        ) {
+            Ok(started) => started,
+            Err(why) => return fail(why),
+        };
+        let shown = Event::AgentSpawned {
+            agent_id: format!("{}:{VERIFIER_ROLE}", self.args.prefix),
+            role: VERIFIER_ROLE.into(),
+            model: spec
+                .model
+                .clone()
+                .unwrap_or_else(|| services.model.model().to_string()),
+            posture: spec.authority.posture,
+            depth: spec.path.depth() as u32,
+        };
+        let SpawnedAgent { actor, events, .. } =
+            match spawn_agent(spec, services, Some(myself.get_cell())).await {
+                Ok(spawned) => spawned,
+                Err(e) => return fail(format!("it could not start: {e}")),
+            };
+        let calls: Vec<String> = self.calls.iter().map(|(_, c)| c.clone()).collect();
+        let request = verifier_request(&self.args.prompt, &self.claim, &calls);
+        if actor.cast(SessionMsg::Op(Op::user(request))).is_err() {
+            return fail("it stopped at once".into());
+        }
+        self.supervisor(StepReport::Event(Box::new(shown)));
+        self.verifier = Some(actor.clone());
+        let limit = self.args.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT);
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let (verdict, tokens) = tokio::time::timeout(limit, read_verdict(events))
+                .await
+                .unwrap_or_else(|_| {
+                    (
+                        Verdict::Unavailable(format!("it did not answer within {}", human(limit))),
+                        0,
+                    )
+                });
+            let _ = actor.cast(SessionMsg::Op(Op::Cancel));
+            let _ = actor.cast(SessionMsg::Op(Op::Shutdown));
+            let _ = me.cast(StepMsg::Verdict(verdict, tokens));
+        });
     }
 
     /// Where what the agent did stays.
@@ -460,6 +615,7 @@ impl StepState {
                 self.supervisor(StepReport::Tokens(spent));
                 if !std::mem::replace(&mut self.reported, true) {
                     let output = std::mem::take(&mut self.answer);
+                    self.claim.clone_from(&output);
                     let calls = self.calls.iter().map(|(_, c)| c.clone()).collect();
                     self.supervisor(StepReport::Answered { output, calls });
                 }
@@ -473,8 +629,8 @@ impl StepState {
                 ..
             } => {
                 self.supervisor(StepReport::Tokens(spent(usage)));
-                let refused =
-                    *category == FailureCategory::Infrastructure && !retryable && terminal(message);
+                let infrastructure = *category == FailureCategory::Infrastructure;
+                let refused = infrastructure && !retryable && terminal(message);
                 match &self.agent {
                     // The run's own endpoint refused: nothing more is sent.
                     Agent::Local(_) if refused => self.supervisor(StepReport::Halt(format!(
@@ -491,7 +647,13 @@ impl StepState {
                     }
                     _ => {}
                 }
-                self.report_failure(message.clone());
+                if infrastructure && *retryable {
+                    self.report_once(StepReport::Requeue {
+                        reason: message.clone(),
+                    });
+                } else {
+                    self.report_failure(message.clone());
+                }
                 self.agent.op(Op::Shutdown);
             }
             _ => {}
@@ -593,13 +755,45 @@ impl StepState {
     }
 }
 
-/// Whether a model failure is one no retry and no other step fixes: the
-/// endpoint refused the credentials or the quota is gone. (The model
-/// client's message carries the status: `HTTP 401: …`.)
+/// Whether a model failure (one the client did not retry) is one no retry
+/// and no other step fixes: the endpoint refused the credentials (401,
+/// 403), wants payment (402), or the quota is gone (a 429 the client does
+/// not retry is an exhausted quota). The model client's message carries
+/// the status: `HTTP 401: …`.
 fn terminal(message: &str) -> bool {
-    ["HTTP 401", "HTTP 403", "insufficient_quota"]
-        .iter()
-        .any(|m| message.contains(m))
+    [
+        "HTTP 401",
+        "HTTP 402",
+        "HTTP 403",
+        "HTTP 429",
+        "insufficient_quota",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
+}
+
+/// Merges a worktree back, and removes it when everything came back; a
+/// conflict keeps it for a person and says where.
+fn merge_back(worktree: &Worktree) -> Result<Vec<String>, String> {
+    match worktree.merge() {
+        Ok(files) => {
+            if let Err(why) = worktree.remove() {
+                tracing::warn!(%why, worktree = %worktree.path.display(), "a merged worktree could not be removed");
+            }
+            Ok(files)
+        }
+        Err(MergeError::Conflict(files)) => Err(format!(
+            "merge conflict: {} changed in the workspace too; nothing was brought back, and the \
+             step's worktree is kept at {} (branch {})",
+            files.join(", "),
+            worktree.path.display(),
+            worktree.branch()
+        )),
+        Err(MergeError::Failed(why)) => Err(format!(
+            "the merge failed: {why}; the step's worktree is kept at {}",
+            worktree.path.display()
+        )),
+    }
 }
 
 fn human(d: Duration) -> String {

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use cadre_actors::delegation::Caller;
@@ -24,10 +25,12 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
 use super::ids::{inner_approval_id, parse_outer, step_prefix};
+use super::meter::metered;
 use super::step::{Placement, StepActor, StepArgs, StepMsg, Unplaced};
 use crate::cluster::Cluster;
 use crate::cluster::places::Place;
 use crate::cluster::wire::Order;
+use crate::model::{Check, Isolation};
 use crate::scheduler::{Effect, Input, InstanceId, Report, Scheduler, Target};
 
 /// Cancel requests from other processes are looked for this often.
@@ -48,6 +51,14 @@ pub enum StepReport {
         /// Why.
         reason: String,
     },
+    /// The model endpoint failed in a way that may pass later (after the
+    /// client's own retries): back to the queue.
+    Requeue {
+        /// Why.
+        reason: String,
+    },
+    /// The worktree was merged back (the files), or not (why).
+    Merged(Result<Vec<String>, String>),
     /// The check ran.
     Checked {
         /// Exit 0.
@@ -312,6 +323,8 @@ impl SupervisorState {
         let input = match report {
             StepReport::Answered { output, calls } => Input::Answered { id, output, calls },
             StepReport::Failed { reason } => Input::AttemptFailed { id, reason },
+            StepReport::Requeue { reason } => Input::Requeue { id, reason },
+            StepReport::Merged(result) => Input::Merged { id, result },
             StepReport::Checked { passed, detail } => Input::Checked { id, passed, detail },
             StepReport::Tokens(n) => {
                 let spent = self.tokens.entry(id).or_default();
@@ -375,15 +388,33 @@ impl SupervisorState {
                 Effect::Dispatch {
                     id, prompt, scope, ..
                 } => self.dispatch(myself, id, prompt, scope).await,
-                Effect::RunCheck { id, command } => match self.live.get(&id) {
+                Effect::RunCheck { id, check } => match self.live.get(&id) {
                     Some(live) => {
-                        let _ = live.actor.cast(StepMsg::Check(command));
+                        // A verifier is an agent of the run, numbered like
+                        // the steps' (so a resume numbers after it).
+                        let verifier = (check == Check::Verifier).then(|| {
+                            self.next_agent += 1;
+                            AgentPath::root().child(self.next_agent)
+                        });
+                        let _ = live.actor.cast(StepMsg::Check { check, verifier });
                     }
                     None => {
                         let more = self.scheduler.step(Input::Checked {
                             id,
                             passed: false,
                             detail: "the step ended before its check could run".into(),
+                        });
+                        Box::pin(self.perform(myself, more)).await;
+                    }
+                },
+                Effect::Merge { id } => match self.live.get(&id) {
+                    Some(live) => {
+                        let _ = live.actor.cast(StepMsg::Merge);
+                    }
+                    None => {
+                        let more = self.scheduler.step(Input::Merged {
+                            id,
+                            result: Err("the step ended before its changes could be merged".into()),
                         });
                         Box::pin(self.perform(myself, more)).await;
                     }
@@ -412,8 +443,9 @@ impl SupervisorState {
                         index: fan_out.then_some(id.index as u64),
                         output: cadre_runtime::tool::truncate_middle(&output, 2000),
                     });
-                    // Without a check, the attempt is over.
+                    // Without a check or a merge, the attempt is over.
                     if name.check.is_none()
+                        && !name.merge
                         && let Some(live) = self.live.get(&id)
                     {
                         let _ = live.actor.cast(StepMsg::Stop);
@@ -436,7 +468,7 @@ impl SupervisorState {
     /// Starts the waiting attempts that now find a slot, first first.
     async fn place_waiting(&mut self, myself: &ActorRef<SupervisorMsg>) {
         while let Some(next) = self.waiting.pop_front() {
-            let Some(place) = self.take_place() else {
+            let Some(place) = self.take_place(next.id) else {
                 self.waiting.push_front(next);
                 return;
             };
@@ -445,10 +477,15 @@ impl SupervisorState {
         }
     }
 
-    /// A slot for the next attempt; `None` without a cluster, or when
-    /// every place is full.
-    fn take_place(&self) -> Option<Place> {
+    /// A slot for the next attempt of `id`; `None` without a cluster, or
+    /// when every place it may use is full. A step in a worktree of its own
+    /// or judged by a verifier runs on the coordinator, where both are.
+    fn take_place(&self, id: InstanceId) -> Option<Place> {
         let cluster = self.cluster.as_ref()?;
+        let step = &self.scheduler.workflow().steps[id.step];
+        if step.isolation == Isolation::Worktree || step.check == Some(Check::Verifier) {
+            return cluster.take_local();
+        }
         cluster.take(self.caller.spec.workspace.root())
     }
 
@@ -463,7 +500,7 @@ impl SupervisorState {
         if self.cluster.is_none() {
             return self.dispatch_at(myself, id, prompt, scope, None).await;
         }
-        match self.take_place() {
+        match self.take_place(id) {
             Some(place) if self.waiting.is_empty() => {
                 self.dispatch_at(myself, id, prompt, scope, Some(place))
                     .await;
@@ -501,7 +538,7 @@ impl SupervisorState {
             prompt: prompt.clone(),
             scope: scope.clone(),
         };
-        let spec = match self.spec_for(id, &path, scope) {
+        let mut spec = match self.spec_for(id, &path, scope) {
             Ok(spec) => spec,
             Err(reason) => {
                 if let Some(place) = &place {
@@ -511,6 +548,11 @@ impl SupervisorState {
                 return Box::pin(self.perform(myself, effects)).await;
             }
         };
+        // What its sub-agents spend is the step's.
+        let plain = spec.subagents.clone();
+        spec.subagents = plain
+            .as_deref()
+            .map(|s| Arc::new(metered(s, myself.clone(), id)));
         let step = &self.scheduler.workflow().steps[id.step];
         self.agents.insert(id, spec.row_id());
         let services = match self.services_for(step.role.as_deref()) {
@@ -545,6 +587,11 @@ impl SupervisorState {
             sandbox: spec.sandbox.clone(),
             tmp: spec.paths.dir.join("tmp"),
             spec,
+            subagents: plain,
+            worktree: (step.isolation == Isolation::Worktree).then(|| {
+                let run: String = self.run_id.chars().take(8).collect();
+                format!("{run}-{}-{}-{}", step.name, id.index, self.next_agent)
+            }),
             services,
             prompt,
             timeout: step.timeout,

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::model::{Check, OutputKind, Step};
+use crate::model::{Check, Isolation, OutputKind, Step};
 
 /// The key of one instance: SHA-256 over everything that decides its work.
 pub fn instance_key(
@@ -17,7 +17,7 @@ pub fn instance_key(
     scope: &[String],
     upstream: &[String],
 ) -> String {
-    let settings = json!({
+    let mut settings = json!({
         "step": step.name,
         "item": item,
         "prompt": prompt,
@@ -27,9 +27,17 @@ pub fn instance_key(
         "model": step.model,
         "output": match step.output { OutputKind::Text => "text", OutputKind::Json => "json" },
         "output_schema": step.output_schema,
-        "check": step.check.as_ref().map(|c| match c { Check::Command(command) => command.clone() }),
+        "check": step.check.as_ref().map(|c| match c {
+            Check::Command(command) => command.clone(),
+            Check::Verifier => "{verifier}".to_string(),
+        }),
         "upstream": upstream,
     });
+    // Only a worktree step's key says where it ran, so the keys of runs
+    // stored before worktrees existed still match.
+    if step.isolation == Isolation::Worktree {
+        settings["isolation"] = json!({"worktree": true, "merge": step.merge});
+    }
     let digest = Sha256::digest(settings.to_string().as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -181,6 +181,9 @@ impl Report {
                         },
                         cut(inst.output.as_deref().unwrap_or_default().trim())
                     ));
+                    if !inst.restored {
+                        out.push_str(&format!("  calls made: {}\n", calls_line(&inst.calls)));
+                    }
                 }
             }
             if step.instances.is_empty() {
@@ -241,4 +244,25 @@ impl Report {
         out.push_str(&format!("- {next}\n"));
         out
     }
+}
+
+/// The most calls a report lists per instance.
+const CALLS_LISTED: usize = 12;
+
+/// The calls an instance really made, as one line: the evidence behind
+/// its answer, whatever the answer claims.
+fn calls_line(calls: &[String]) -> String {
+    if calls.is_empty() {
+        return "none".into();
+    }
+    let mut line = calls
+        .iter()
+        .take(CALLS_LISTED)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join("; ");
+    if calls.len() > CALLS_LISTED {
+        line.push_str(&format!("; and {} more", calls.len() - CALLS_LISTED));
+    }
+    line
 }

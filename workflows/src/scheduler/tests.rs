@@ -22,6 +22,7 @@ struct Run {
     /// Every instance ever dispatched, by name, in order.
     dispatched: Vec<String>,
     checks: Vec<String>,
+    merges: Vec<String>,
     stopped: Vec<String>,
     report: Option<Report>,
     most_running: usize,
@@ -44,6 +45,7 @@ impl Run {
             live: Vec::new(),
             dispatched: Vec::new(),
             checks: Vec::new(),
+            merges: Vec::new(),
             stopped: Vec::new(),
             report: None,
             most_running: 0,
@@ -61,6 +63,7 @@ impl Run {
                     self.live.push((name, id, prompt));
                 }
                 Effect::RunCheck { id, .. } => self.checks.push(self.s.name(id)),
+                Effect::Merge { id } => self.merges.push(self.s.name(id)),
                 Effect::Stop { id } => {
                     let name = self.s.name(id);
                     self.live.retain(|(n, _, _)| n != &name);
@@ -245,7 +248,10 @@ fn a_failing_step_blocks_its_dependents_while_siblings_finish() {
         text.contains("- d blocked: needs 'b', which failed"),
         "{text}"
     );
-    assert!(text.contains("- c (finalized): three"), "{text}");
+    assert!(
+        text.contains("- c (finalized): three\n  calls made: list_dir . → ok\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -591,4 +597,97 @@ fn an_answer_that_breaks_its_schema_is_not_accepted() {
         reason.starts_with("the answer does not match output_schema: 1 is not of type"),
         "{reason}"
     );
+}
+
+#[test]
+fn a_transient_model_failure_requeues_behind_what_waits_without_spending_a_retry() {
+    let mut run = Run::new(
+        "[[steps]]\nname = \"x\"\nfor_each = [0, 1, 2]\nprompt = \"{{item}}\"\n",
+        1,
+    );
+    assert_eq!(run.names(), ["x[0]"]);
+    let requeue = |run: &mut Run, name: &str| {
+        let id = run.id(name);
+        run.live.retain(|(n, _, _)| n != name);
+        run.input(Input::Requeue {
+            id,
+            reason: "HTTP 429: slow down".into(),
+        });
+    };
+    requeue(&mut run, "x[0]");
+    // x[0] waits behind x[1] and x[2], which had not run yet.
+    assert_eq!(run.state("x", 0), State::Pending);
+    assert_eq!(run.names(), ["x[1]"]);
+    run.answer("x[1]", "one");
+    run.answer("x[2]", "two");
+    assert_eq!(run.names(), ["x[0]"]);
+    // Re-queues spend no attempt; past the limit, it is a failed attempt
+    // (no retries left: failed).
+    for _ in 1..MAX_REQUEUES {
+        requeue(&mut run, "x[0]");
+        assert_eq!(run.names(), ["x[0]"]);
+    }
+    let x0 = run.s.instance(run.id("x[0]")).expect("x[0]");
+    assert_eq!((x0.attempts, x0.requeues), (1, MAX_REQUEUES));
+    requeue(&mut run, "x[0]");
+    assert_eq!(run.state("x", 0), State::Failed);
+    assert_eq!(
+        run.report().steps[0].instances[0].reason.as_deref(),
+        Some("HTTP 429: slow down")
+    );
+}
+
+#[test]
+fn a_merging_step_holds_its_slot_and_counts_only_once_merged() {
+    let text = "[[steps]]\nname = \"a\"\nprompt = \"A\"\nisolation = \"worktree\"\nmerge = true\n[[steps]]\nname = \"b\"\nprompt = \"B\"\nisolation = \"worktree\"\nmerge = true\ncheck = \"true\"\n[[steps]]\nname = \"c\"\nneeds = [\"a\"]\nprompt = \"C\"\n[[steps]]\nname = \"d\"\nneeds = [\"b\"]\nprompt = \"D\"\n";
+    let mut run = Run::new(text, 1);
+    let a = run.id("a");
+    run.input(Input::Answered {
+        id: a,
+        output: "done".into(),
+        calls: vec!["write_file x → ok".into()],
+    });
+    // Merging: still dispatched, the slot held, nothing after it started.
+    assert_eq!(run.merges, ["a"]);
+    assert_eq!(run.state("a", 0), State::Dispatched);
+    assert_eq!(run.s.running(), 1);
+    run.input(Input::Merged {
+        id: a,
+        result: Ok(vec!["x".into()]),
+    });
+    assert_eq!(run.state("a", 0), State::Finalized);
+    // b: answered, checked, then merged; a conflict fails it at once.
+    let b = InstanceId { step: 1, index: 0 };
+    run.input(Input::Answered {
+        id: b,
+        output: "done".into(),
+        calls: vec!["write_file x → ok".into()],
+    });
+    run.input(Input::Checked {
+        id: b,
+        passed: true,
+        detail: String::new(),
+    });
+    assert_eq!(run.merges, ["a", "b"]);
+    assert_eq!(run.state("b", 0), State::Finalized);
+    run.input(Input::Merged {
+        id: b,
+        result: Err("merge conflict: x".into()),
+    });
+    assert_eq!(run.state("b", 0), State::Failed);
+    let d = run.s.workflow().step_id("d").expect("d");
+    assert_eq!(run.s.steps()[d].instances[0].state, State::Blocked);
+}
+
+#[test]
+fn a_worktree_steps_key_says_so_and_other_keys_stay_as_stored() {
+    let key = |extra: &str| {
+        let w = workflow(&format!("[[steps]]\nname = \"a\"\nprompt = \"A\"\n{extra}"));
+        instance_key(&w.steps[0], None, "A", &[], &[])
+    };
+    let plain = key("");
+    let isolated = key("isolation = \"worktree\"\n");
+    let merged = key("isolation = \"worktree\"\nmerge = true\n");
+    assert!(plain != isolated && isolated != merged && plain != merged);
+    assert_eq!(key("isolation = \"none\"\n"), plain);
 }

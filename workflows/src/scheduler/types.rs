@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::{InstanceId, Report, State};
-use crate::model::StepId;
+use crate::model::{Check, StepId};
 
 /// A result stored by an earlier run of the same workflow, by instance key.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +66,18 @@ pub enum Input {
         /// Why.
         reason: String,
     },
+    /// An attempt's model requests failed in a way that may pass later
+    /// (429, 5xx, a dropped connection, after the model client's own
+    /// retries): the instance goes back to the queue, behind what waits,
+    /// without spending one of its `retries` (at most
+    /// [`MAX_REQUEUES`](super::MAX_REQUEUES) times, then it is a failed
+    /// attempt).
+    Requeue {
+        /// The instance.
+        id: InstanceId,
+        /// Why.
+        reason: String,
+    },
     /// An instance's check ran.
     Checked {
         /// The instance.
@@ -74,6 +86,14 @@ pub enum Input {
         passed: bool,
         /// What it printed, or why it did not run.
         detail: String,
+    },
+    /// A `merge = true` instance's worktree was merged back (`Ok`, the
+    /// files brought back) or not (`Err`, why: a conflict fails it).
+    Merged {
+        /// The instance.
+        id: InstanceId,
+        /// What came of it.
+        result: Result<Vec<String>, String>,
     },
     /// Cancel something.
     Cancel(Target),
@@ -127,8 +147,14 @@ pub enum Effect {
     RunCheck {
         /// The instance.
         id: InstanceId,
-        /// The command.
-        command: String,
+        /// The check.
+        check: Check,
+    },
+    /// Bring an instance's worktree changes back into the workspace; its
+    /// answer was accepted and its check (if any) passed.
+    Merge {
+        /// The instance.
+        id: InstanceId,
     },
     /// Stop an instance's agent (or check).
     Stop {
@@ -186,6 +212,11 @@ pub struct Instance {
     pub calls: Vec<String>,
     /// Taken from an earlier run.
     pub restored: bool,
+    /// Times it went back to the queue after a transient model failure.
+    pub requeues: u32,
+    /// Its worktree is being merged back (it holds its slot, and its result
+    /// does not count yet).
+    pub merging: bool,
 }
 
 impl Instance {
@@ -200,6 +231,8 @@ impl Instance {
             key: None,
             calls: Vec::new(),
             restored: false,
+            requeues: 0,
+            merging: false,
         }
     }
 

@@ -128,7 +128,7 @@ fn syntax_errors_and_unknown_keys_have_places() {
 fn step_fields_are_checked() {
     check(
         &format!(
-            "{HEAD}[[steps]]\nname = \"Bad Name\"\nprompt = \"x\"\noutput = \"yaml\"\ntimeout = \"soon\"\nretries = 99\nmin_success = 1\ncheck = {{ verifier = true }}\n"
+            "{HEAD}[[steps]]\nname = \"Bad Name\"\nprompt = \"x\"\noutput = \"yaml\"\ntimeout = \"soon\"\nretries = 99\nmin_success = 1\ncheck = {{ verifier = false }}\n"
         ),
         &[
             "wf.toml:4:8: step name 'Bad Name' must be lowercase letters, digits, '_' and '-'",
@@ -136,7 +136,7 @@ fn step_fields_are_checked() {
             "wf.toml:7:11: step 'Bad Name': timeout 'soon' is not a duration such as 30s, 10m or 1h",
             "wf.toml:8:11: step 'Bad Name': retries must be between 0 and 10",
             "wf.toml:9:15: step 'Bad Name': min_success needs for_each",
-            "wf.toml:10:9: step 'Bad Name': check = { verifier = true } is not available yet; give a command (exit 0 = verified)",
+            "wf.toml:10:9: step 'Bad Name': check must be a command (a non-empty string) or { verifier = true }",
         ],
     );
 }
@@ -193,4 +193,45 @@ fn a_json_plan_validates_like_a_file_without_positions() {
         "workflow: step 'b' needs 'zz', which is not a step of this workflow"
     );
     assert!(crate::format::json_to_toml(&serde_json::json!([1])).is_err());
+}
+
+#[test]
+fn a_verifier_check_validates() {
+    check(
+        &format!("{HEAD}[[steps]]\nname = \"a\"\nprompt = \"x\"\ncheck = {{ verifier = true }}\n"),
+        &[],
+    );
+    let text =
+        format!("{HEAD}[[steps]]\nname = \"a\"\nprompt = \"x\"\ncheck = {{ verifier = true }}\n");
+    let workflow = validate(&source(&text), &Options::default()).map(|v| v.workflow);
+    assert_eq!(
+        workflow.ok().and_then(|w| w.steps[0].check.clone()),
+        Some(crate::model::Check::Verifier)
+    );
+}
+
+#[test]
+fn an_operate_plan_may_ask_for_a_verifier_and_a_merged_worktree() {
+    let plan = serde_json::json!({
+        "workflow": {"name": "op"},
+        "steps": [{
+            "name": "a",
+            "prompt": "x",
+            "check": {"verifier": true},
+            "isolation": "worktree",
+            "merge": true
+        }]
+    });
+    let text = crate::format::json_to_toml(&plan).expect("toml");
+    let step = validate(&source(&text), &Options::default())
+        .map(|v| v.workflow.steps[0].clone())
+        .unwrap_or_else(|e| panic!("{}", e.render()));
+    assert_eq!(
+        (step.check, step.isolation, step.merge),
+        (
+            Some(crate::model::Check::Verifier),
+            crate::model::Isolation::Worktree,
+            true
+        )
+    );
 }

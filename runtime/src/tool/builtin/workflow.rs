@@ -36,7 +36,15 @@ impl Workflow {
                     "mode": {"type": "string", "enum": ["plan", "work"], "description": "plan makes the step read-only"},
                     "role": {"type": "string"},
                     "scope": {"type": "array", "items": {"type": "string"}, "description": "Globs the step may write, relative to the workspace"},
-                    "check": {"type": "string", "description": "A command run read-only in the workspace; exit 0 verifies the step"},
+                    "check": {
+                        "description": "A command run read-only in the workspace (exit 0 verifies the step), or {\"verifier\": true}: a read-only verifier agent judges the answer against the calls behind it",
+                        "anyOf": [
+                            {"type": "string"},
+                            {"type": "object", "properties": {"verifier": {"const": true}}, "required": ["verifier"], "additionalProperties": false}
+                        ]
+                    },
+                    "isolation": {"type": "string", "enum": ["none", "worktree"], "description": "worktree: the step works in a git worktree of its own"},
+                    "merge": {"type": "boolean", "description": "With isolation worktree: bring the step's changes back once it succeeds (a file changed in the workspace too fails it)"},
                     "timeout": {"type": "string", "description": "e.g. 10m"},
                     "retries": {"type": "integer", "minimum": 0, "maximum": 10},
                     "on_failure": {"type": "string", "enum": ["continue", "fail_fast"]},
@@ -97,3 +105,6 @@ impl Tool for Workflow {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -67,3 +67,19 @@ fn a_released_slot_is_taken_again_and_a_lost_node_is_never_chosen() {
     assert_eq!(places.take(ws), Some(Place::Node("b".into())));
     assert_eq!(places.placed().get("a"), Some(&2));
 }
+
+#[test]
+fn an_attempt_that_must_run_here_takes_only_local_slots() {
+    let mut places = Places::new(1);
+    places.join("a", 4, vec![PathBuf::from("/ws")]);
+    assert_eq!(places.take_local(), Some(Place::Local));
+    // The one local slot is taken: it waits, though the node has four.
+    assert_eq!(places.take_local(), None);
+    places.release(&Place::Local);
+    assert_eq!(places.take_local(), Some(Place::Local));
+    // With no local slots at all it runs here anyway: nowhere else can.
+    let mut none_here = Places::new(0);
+    none_here.join("a", 4, vec![PathBuf::from("/ws")]);
+    assert_eq!(none_here.take_local(), Some(Place::Local));
+    assert_eq!(none_here.take_local(), Some(Place::Local));
+}

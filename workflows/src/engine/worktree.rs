@@ -1,0 +1,240 @@
+//! `isolation = "worktree"` and `merge = true`: a step in a git worktree of
+//! its own, and its changes brought back.
+//!
+//! The worktree is made with git2 from the workspace repository's `HEAD`
+//! commit, on a branch `cadre-wt/<name>`, at `<workspace>/.cadre/worktrees/
+//! <name>` (a `.gitignore` there keeps it out of the repository's status).
+//! It lies under the workspace's `.cadre`, which the caller's agents may not
+//! write, and outside cadre's data directory, which no agent may write: the
+//! step's own workspace is the worktree (the same subdirectory of it as the
+//! workspace is of its repository), so it writes there and nowhere else.
+//!
+//! Merging compares the worktree's files (tracked and new, `.gitignore`d
+//! ones left out) with the commit it started from. A changed file is
+//! brought back when the workspace still holds that commit's version of it
+//! (or already holds the step's); otherwise someone else changed it too and
+//! that is a conflict. The merge is all or nothing: any conflict (or a
+//! symlink on the way, which it never writes through) brings nothing back,
+//! fails the step naming the files, and keeps the worktree and its branch
+//! for a person. A clean merge removes both.
+
+use std::path::{Path, PathBuf};
+
+use git2::{BranchType, Delta, DiffOptions, Oid, Repository, WorktreeAddOptions};
+
+/// A step's worktree.
+#[derive(Debug, Clone)]
+pub struct Worktree {
+    /// Its name (`.git/worktrees/<name>`, the branch `cadre-wt/<name>`).
+    pub name: String,
+    /// Its root.
+    pub path: PathBuf,
+    /// The step's workspace in it.
+    pub workspace: PathBuf,
+    /// The repository's working directory.
+    repo: PathBuf,
+    /// The commit it started from.
+    base: Oid,
+}
+
+/// Why a merge brought nothing back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeError {
+    /// These files (relative to the repository) changed in the workspace
+    /// too, or lie behind a symlink.
+    Conflict(Vec<String>),
+    /// git or the file system failed.
+    Failed(String),
+}
+
+fn err(what: &str) -> impl Fn(git2::Error) -> String + '_ {
+    move |e| format!("{what}: {}", e.message())
+}
+
+fn io(what: &str) -> impl Fn(std::io::Error) -> String + '_ {
+    move |e| format!("{what}: {e}")
+}
+
+impl Worktree {
+    /// The branch the worktree is on.
+    pub fn branch(&self) -> String {
+        format!("cadre-wt/{}", self.name)
+    }
+
+    /// Makes worktree `name` of the repository `workspace` is in, from its
+    /// `HEAD` commit.
+    pub fn create(workspace: &Path, name: &str) -> Result<Worktree, String> {
+        let repo = Repository::discover(workspace).map_err(|_| {
+            format!(
+                "isolation = \"worktree\" needs a git repository, and {} is not in one",
+                workspace.display()
+            )
+        })?;
+        let root = repo
+            .workdir()
+            .ok_or_else(|| "the workspace's repository is bare".to_string())?
+            .canonicalize()
+            .map_err(io("the repository's directory"))?;
+        let real = workspace
+            .canonicalize()
+            .map_err(io("the workspace's directory"))?;
+        let inner = real
+            .strip_prefix(&root)
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
+        let head = repo
+            .head()
+            .and_then(|h| h.peel_to_commit())
+            .map_err(err("the repository has no commit to start a worktree from"))?;
+        let dir = real.join(".cadre").join("worktrees");
+        std::fs::create_dir_all(&dir).map_err(io("the worktrees' directory"))?;
+        let ignore = dir.join(".gitignore");
+        if !ignore.exists() {
+            std::fs::write(&ignore, "*\n").map_err(io("the worktrees' .gitignore"))?;
+        }
+        let path = dir.join(name);
+        let branch = repo
+            .branch(&format!("cadre-wt/{name}"), &head, false)
+            .map_err(err("the worktree's branch"))?;
+        let mut options = WorktreeAddOptions::new();
+        options.reference(Some(branch.get()));
+        repo.worktree(name, &path, Some(&options))
+            .map_err(err("the worktree"))?;
+        let workspace = path.join(&inner);
+        std::fs::create_dir_all(&workspace).map_err(io("the step's workspace in the worktree"))?;
+        Ok(Worktree {
+            name: name.to_string(),
+            path,
+            workspace,
+            repo: root,
+            base: head.id(),
+        })
+    }
+
+    /// Brings the worktree's changes back into the repository's working
+    /// directory: every changed file (relative to the repository), or
+    /// nothing.
+    pub fn merge(&self) -> Result<Vec<String>, MergeError> {
+        let failed = MergeError::Failed;
+        let tree = Repository::open(&self.path).map_err(|e| failed(err("the worktree")(e)))?;
+        let base = tree
+            .find_commit(self.base)
+            .and_then(|c| c.tree())
+            .map_err(|e| failed(err("the worktree's starting commit")(e)))?;
+        let mut options = DiffOptions::new();
+        options
+            .include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_typechange(true);
+        let diff = tree
+            .diff_tree_to_workdir(Some(&base), Some(&mut options))
+            .map_err(|e| failed(err("the worktree's changes")(e)))?;
+        let mut changes: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+        let mut conflicts = Vec::new();
+        for delta in diff.deltas() {
+            let deleted = delta.status() == Delta::Deleted;
+            let file = if deleted {
+                delta.old_file()
+            } else {
+                delta.new_file()
+            };
+            let Some(rel) = file.path() else {
+                continue;
+            };
+            let name = rel.to_string_lossy().into_owned();
+            let theirs = self.path.join(rel);
+            let new = if deleted {
+                None
+            } else {
+                match std::fs::symlink_metadata(&theirs) {
+                    Ok(meta) if meta.file_type().is_symlink() => {
+                        conflicts.push(format!("{name} (a symlink)"));
+                        continue;
+                    }
+                    Ok(_) => Some(std::fs::read(&theirs).map_err(|e| failed(io(&name)(e)))?),
+                    Err(e) => return Err(failed(io(&name)(e))),
+                }
+            };
+            let old = base
+                .get_path(rel)
+                .ok()
+                .and_then(|entry| entry.to_object(&tree).ok()?.into_blob().ok())
+                .map(|blob| blob.content().to_vec());
+            let ours = self.repo.join(rel);
+            if behind_symlink(&self.repo, rel) {
+                conflicts.push(format!("{name} (behind a symlink in the workspace)"));
+                continue;
+            }
+            let now = match std::fs::read(&ours) {
+                Ok(bytes) => Some(bytes),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(failed(io(&name)(e))),
+            };
+            if now == new {
+                continue;
+            }
+            if now != old {
+                conflicts.push(name);
+                continue;
+            }
+            changes.push((name, new));
+        }
+        if !conflicts.is_empty() {
+            conflicts.sort();
+            return Err(MergeError::Conflict(conflicts));
+        }
+        let mut merged = Vec::new();
+        for (name, new) in changes {
+            let ours = self.repo.join(&name);
+            match new {
+                Some(bytes) => {
+                    if let Some(dir) = ours.parent() {
+                        std::fs::create_dir_all(dir).map_err(|e| failed(io(&name)(e)))?;
+                    }
+                    std::fs::write(&ours, bytes).map_err(|e| failed(io(&name)(e)))?;
+                    if let Ok(meta) = std::fs::metadata(self.path.join(&name)) {
+                        let _ = std::fs::set_permissions(&ours, meta.permissions());
+                    }
+                }
+                None => match std::fs::remove_file(&ours) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(failed(io(&name)(e))),
+                },
+            }
+            merged.push(name);
+        }
+        merged.sort();
+        Ok(merged)
+    }
+
+    /// Removes the worktree, its git administration and its branch.
+    pub fn remove(&self) -> Result<(), String> {
+        std::fs::remove_dir_all(&self.path).map_err(io("the worktree"))?;
+        let repo = Repository::open(&self.repo).map_err(err("the repository"))?;
+        if let Ok(worktree) = repo.find_worktree(&self.name) {
+            let mut options = git2::WorktreePruneOptions::new();
+            options.valid(true).working_tree(true);
+            worktree
+                .prune(Some(&mut options))
+                .map_err(err("the worktree's administration"))?;
+        }
+        if let Ok(mut branch) = repo.find_branch(&self.branch(), BranchType::Local) {
+            branch.delete().map_err(err("the worktree's branch"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether a directory on the way from `root` to `rel`, or `rel` itself,
+/// is a symlink (a merge never writes through one).
+fn behind_symlink(root: &Path, rel: &Path) -> bool {
+    let mut here = root.to_path_buf();
+    rel.components().any(|c| {
+        here.push(c);
+        std::fs::symlink_metadata(&here).is_ok_and(|m| m.file_type().is_symlink())
+    })
+}
+
+#[cfg(test)]
+mod tests;
