@@ -149,13 +149,22 @@ async fn a_never_sessions_remote_sub_agent_cannot_write() {
     });
     let dirs = dirs();
     let mut a = Node::start("a", dirs.0.path(), 2, &mock, SECRET).await;
-    let run = exec_on(&dirs, &mock, &[&a.addr], &["--posture", "never"], "delegate");
+    let run = exec_on(
+        &dirs,
+        &mock,
+        &[&a.addr],
+        &["--posture", "never"],
+        "delegate",
+    );
     let out = finish(run).await;
     assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
     let events = events(&out);
     let session = events[0]["session_id"].as_str().expect("session id");
     a.wait_for(&format!("started agent {session}/1")).await;
-    assert!(!dirs.0.path().join("out.txt").exists(), "the remote child wrote");
+    assert!(
+        !dirs.0.path().join("out.txt").exists(),
+        "the remote child wrote"
+    );
     let denied: Vec<&Value> = of(&events, "permission.decision")
         .into_iter()
         .filter(|e| e["tool"] == "write_file" && e["agent_id"] == "1")

@@ -710,8 +710,7 @@ impl SessionState {
     /// A child agent crashed: its waiters get the failure. False when the
     /// failed actor was not a child.
     pub(super) async fn agent_crashed(&mut self, cell: ractor::ActorId, error: &str) -> bool {
-        let Some((path, _role, waiters)) =
-            self.children.table.crashed(|h| h.actor.id() == cell)
+        let Some((path, _role, waiters)) = self.children.table.crashed(|h| h.actor.id() == cell)
         else {
             return false;
         };

@@ -64,7 +64,8 @@ pub struct RemoteStart {
 
 /// What [`ChildPlacement::start`] resolves to: the child on a node,
 /// `None` to run it here, or why it was refused.
-pub type PlacementFuture = Pin<Box<dyn Future<Output = Result<Option<RemoteStart>, String>> + Send>>;
+pub type PlacementFuture =
+    Pin<Box<dyn Future<Output = Result<Option<RemoteStart>, String>> + Send>>;
 
 /// Places a session's children on nodes.
 pub trait ChildPlacement: Send + Sync + 'static {
@@ -115,6 +116,8 @@ pub struct RemoteState {
     store: StoreHandle,
     events: EventSender,
     node: String,
+    /// The child's agent id (its path).
+    agent: String,
     ops: Box<dyn Fn(Op) + Send + Sync>,
     done: Option<Box<dyn FnOnce() + Send + Sync>>,
     recorder: Recorder,
@@ -179,6 +182,7 @@ impl Actor for RemoteChildActor {
             store,
             events,
             node,
+            agent: spec.path.to_string(),
             ops,
             done: Some(done),
             recorder: Recorder::default(),
@@ -206,6 +210,10 @@ impl Actor for RemoteChildActor {
                 }
             }
             RemoteMsg::News(ChildNews::Event(envelope)) => {
+                if !own(&envelope.event, &state.agent) {
+                    tracing::warn!(node = %state.node, "a remote sub-agent's event names another agent; dropped");
+                    return Ok(());
+                }
                 for message in state.recorder.push(&envelope.event) {
                     state.store_message(message);
                 }
@@ -231,12 +239,38 @@ impl Actor for RemoteChildActor {
     }
 }
 
+/// Whether `event` names only the child `agent` (a node could otherwise
+/// raise a prompt under the parent's id, or another child's, and have a
+/// person's answer reach it).
+pub fn own(event: &Event, agent: &str) -> bool {
+    let agent_ok = |id: &str| id == agent;
+    let prompt_ok = |id: &str| {
+        id.strip_prefix("agent:")
+            .and_then(|rest| rest.strip_prefix(agent))
+            .is_some_and(|rest| rest.starts_with(':'))
+    };
+    match event {
+        Event::ApprovalRequested { id, agent_id, .. } => agent_ok(agent_id) && prompt_ok(id),
+        Event::ApprovalResolved { id, .. } => prompt_ok(id),
+        Event::PermissionDecision { agent_id, .. } => agent_ok(agent_id),
+        // A remote child starts no children of its own.
+        Event::AgentSpawned { .. }
+        | Event::AgentStatusChanged { .. }
+        | Event::AgentCompleted { .. } => false,
+        _ => true,
+    }
+}
+
 impl RemoteState {
     fn store_message(&mut self, message: Message) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.store
-            .append(&self.row, vec![(seq, Arc::new(message))], Vec::new(), Vec::new());
+        self.store.append(
+            &self.row,
+            vec![(seq, Arc::new(message))],
+            Vec::new(),
+            Vec::new(),
+        );
     }
 }
 

@@ -1,7 +1,7 @@
 use cadre_runtime::message::{Message, ToolCall};
 use cadre_runtime::protocol::{Event, ToolStatus, Usage};
 
-use super::Recorder;
+use super::{Recorder, own};
 
 fn call(id: &str) -> Event {
     Event::ToolCall {
@@ -98,4 +98,31 @@ fn a_remote_childs_events_become_its_conversation() {
         }],
         vec![],
     );
+}
+
+#[test]
+fn a_remote_childs_events_naming_another_agent_are_dropped() {
+    let asked = |id: &str, agent: &str| Event::ApprovalRequested {
+        id: id.into(),
+        agent_id: agent.into(),
+        call_id: "c".into(),
+        tool: "bash".into(),
+        arguments: serde_json::json!({}),
+        reason: String::new(),
+    };
+    let check = |event: Event, expected: bool| assert_eq!(own(&event, "1"), expected, "{event:?}");
+    check(asked("agent:1:approval:1", "1"), true);
+    // The parent's own prompt, another child's, a prefix of another id.
+    check(asked("approval:1", "1"), false);
+    check(asked("agent:2:approval:1", "1"), false);
+    check(asked("agent:12:approval:1", "1"), false);
+    check(asked("agent:1:approval:1", "2"), false);
+    check(
+        Event::ApprovalResolved {
+            id: "approval:3".into(),
+            outcome: cadre_runtime::protocol::ApprovalOutcome::AllowOnce,
+        },
+        false,
+    );
+    check(said("x"), true);
 }
