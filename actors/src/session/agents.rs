@@ -28,7 +28,7 @@ use cadre_runtime::tool::{AgentHost, AgentRequest, ErrorCode, ToolError, ToolFut
 use ractor::{ActorRef, RpcReplyPort};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::remote::{ChildPlacement, RemoteArgs, RemoteChild, RemoteChildActor, RemoteMsg};
+use super::remote::{ChildPlacement, RemoteMsg};
 use super::{SessionMsg, SessionState};
 use crate::events::EventSink;
 use crate::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
@@ -458,44 +458,19 @@ impl SessionState {
             .model
             .clone()
             .unwrap_or_else(|| model.model().to_string());
-        // Only a session's own children go to nodes: a node keeps no rows
-        // for a deeper parent.
-        let placement = env.placement.as_ref().filter(|_| self.spec.is_session());
-        if let (Some(placement), Some(prompt)) = (placement, prompt) {
-            let child = RemoteChild {
-                spec: spec.clone(),
-                caller: self.current_authority(),
-                prompt: prompt.to_string(),
-            };
-            let placed = placement.start(child).await.map_err(|why| {
-                ToolError::failed(format!("the sub-agent could not start: {why}"))
-            })?;
-            if let Some(start) = placed {
-                let (events, stream) = crate::events::channel();
-                let args = RemoteArgs {
-                    row: spec.row_id(),
-                    spec,
-                    store: self.store.clone(),
-                    events,
-                    prompt: prompt.to_string(),
-                    start,
-                };
-                let (actor, _) =
-                    ractor::Actor::spawn_linked(None, RemoteChildActor, args, myself.get_cell())
-                        .await
-                        .map_err(|e| {
-                            ToolError::failed(format!("the sub-agent could not start: {e}"))
-                        })?;
-                self.pump_child(myself, path, role_name, stream);
-                return Ok(SpawnedChild {
-                    handle: ChildHandle {
-                        actor: ChildActor::Remote(actor),
-                        slot: Some(slot),
-                    },
-                    model: model_name,
-                    prompted: true,
-                });
-            }
+        if let (Some(placement), Some(prompt)) = (&env.placement, prompt)
+            && let Some((actor, stream)) =
+                self.place_child(myself, placement, &spec, prompt).await?
+        {
+            self.pump_child(myself, path, role_name, stream);
+            return Ok(SpawnedChild {
+                handle: ChildHandle {
+                    actor: ChildActor::Remote(actor),
+                    slot: Some(slot),
+                },
+                model: model_name,
+                prompted: true,
+            });
         }
         let services = AgentServices {
             model,

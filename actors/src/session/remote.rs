@@ -21,6 +21,7 @@ use std::sync::Arc;
 use cadre_runtime::agent::Authority;
 use cadre_runtime::message::{Message, ToolCall};
 use cadre_runtime::protocol::{Envelope, Event, Op};
+use cadre_runtime::tool::ToolError;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::mpsc;
 
@@ -236,6 +237,47 @@ impl Actor for RemoteChildActor {
             done();
         }
         Ok(())
+    }
+}
+
+impl super::SessionState {
+    /// Starts a new child on a node when the placement finds it a slot:
+    /// its stand-in, linked to this agent, and its events; `None` to run
+    /// it here. Only a session's own children go to nodes: a node keeps no
+    /// rows for a deeper parent.
+    pub(super) async fn place_child(
+        &self,
+        myself: &ActorRef<super::SessionMsg>,
+        placement: &Arc<dyn ChildPlacement>,
+        spec: &AgentSpec,
+        prompt: &str,
+    ) -> Result<Option<(ActorRef<RemoteMsg>, crate::events::Events)>, ToolError> {
+        if !self.spec.is_session() {
+            return Ok(None);
+        }
+        let child = RemoteChild {
+            spec: spec.clone(),
+            caller: self.current_authority(),
+            prompt: prompt.to_string(),
+        };
+        let failed =
+            |why: String| ToolError::failed(format!("the sub-agent could not start: {why}"));
+        let Some(start) = placement.start(child).await.map_err(failed)? else {
+            return Ok(None);
+        };
+        let (events, stream) = crate::events::channel();
+        let args = RemoteArgs {
+            row: spec.row_id(),
+            spec: spec.clone(),
+            store: self.store.clone(),
+            events,
+            prompt: prompt.to_string(),
+            start,
+        };
+        let (actor, _) = Actor::spawn_linked(None, RemoteChildActor, args, myself.get_cell())
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        Ok(Some((actor, stream)))
     }
 }
 
