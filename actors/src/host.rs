@@ -134,6 +134,7 @@ pub struct HostBuilder {
     max_subagents: u32,
     sandbox: SandboxConfig,
     workflows: Option<Arc<dyn Delegation>>,
+    placement: Option<Arc<dyn crate::session::remote::ChildPlacement>>,
     model_requests: Option<u32>,
 }
 
@@ -157,6 +158,7 @@ impl HostBuilder {
             max_subagents: 8,
             sandbox: SandboxConfig::default(),
             workflows: None,
+            placement: None,
             model_requests: None,
         }
     }
@@ -173,6 +175,13 @@ impl HostBuilder {
     /// `workflow` tool); without one the tool is not offered.
     pub fn workflows(mut self, engine: Arc<dyn Delegation>) -> Self {
         self.workflows = Some(engine);
+        self
+    }
+
+    /// Where sessions' sub-agents may run besides this process (cluster
+    /// nodes); without it every sub-agent runs here.
+    pub fn placement(mut self, placement: Arc<dyn crate::session::remote::ChildPlacement>) -> Self {
+        self.placement = Some(placement);
         self
     }
 
@@ -327,6 +336,7 @@ impl HostBuilder {
             max_subagents: self.max_subagents,
             sandbox: Arc::new(self.sandbox),
             workflows: self.workflows,
+            placement: self.placement,
         })
     }
 
@@ -459,6 +469,7 @@ pub struct Host {
     max_subagents: u32,
     sandbox: Arc<SandboxConfig>,
     workflows: Option<Arc<dyn Delegation>>,
+    placement: Option<Arc<dyn crate::session::remote::ChildPlacement>>,
 }
 
 impl Host {
@@ -532,8 +543,12 @@ impl Host {
     /// Sub-agent roles, models and limits, and the workflow engine.
     fn subagents(&self) -> Arc<Subagents> {
         let subagents = Subagents::new(self.roles.clone(), self.models.clone(), self.max_subagents);
-        Arc::new(match &self.workflows {
+        let subagents = match &self.workflows {
             Some(engine) => subagents.with_workflows(engine.clone()),
+            None => subagents,
+        };
+        Arc::new(match &self.placement {
+            Some(placement) => subagents.with_placement(placement.clone()),
             None => subagents,
         })
     }

@@ -30,6 +30,10 @@ pub struct Cli {
     /// before a subcommand, which would ignore them.
     #[command(flatten)]
     pub session: SessionArgs,
+
+    /// The shell's nodes, for its sub-agents and delegated workflows' steps.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 /// The subcommands.
@@ -462,6 +466,10 @@ pub struct ExecArgs {
     /// A goal to drive to a verified end.
     #[command(flatten)]
     pub goal: crate::goal_cmd::GoalFlags,
+
+    /// Nodes to run sub-agents (and delegated workflows' steps) on.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 
     /// The session: model, mode, permissions, directories.
     #[command(flatten)]

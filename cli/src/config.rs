@@ -31,6 +31,9 @@ pub use cadre_actors::host::ModelChoice;
 pub struct RunConfig {
     /// The prompt, if any.
     pub prompt: Option<String>,
+    /// The nodes its sub-agents may run on (`--nodes`, `[cluster]`); `None`
+    /// runs every one here.
+    pub cluster: Option<cadre_workflows::cluster::Cluster>,
     /// A goal to set before the prompt (`exec --goal`).
     pub goal: Option<cadre_runtime::goal::GoalAction>,
     /// A new session, or which stored one to resume.
@@ -284,6 +287,7 @@ impl RunConfig {
             .workspace(&workspace, current_dir.as_deref());
         Ok(Self {
             prompt: None,
+            cluster: None,
             goal: None,
             resume,
             approve_plan: false,

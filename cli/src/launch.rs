@@ -8,6 +8,8 @@ use std::sync::Arc;
 use cadre_actors::SessionHandle;
 use cadre_actors::host::{Host, HostError, Resume as HostResume, SessionOptions, Started};
 use cadre_runtime::protocol::{Event, ModeSource};
+use cadre_workflows::cluster::child::ClusterPlacement;
+use cadre_workflows::engine::Engine;
 
 use crate::config::{Resume, RunConfig};
 use crate::exit::CliError;
@@ -112,6 +114,15 @@ pub async fn host(config: &RunConfig) -> Result<Host, CliError> {
         Some(max) => builder.model_requests(max),
         None => builder,
     };
+    // With nodes, sessions' sub-agents and delegated workflows' steps may
+    // run on them; without, nothing of the cluster is built.
+    let (builder, engine) = match &config.cluster {
+        Some(cluster) => (
+            builder.placement(Arc::new(ClusterPlacement::new(cluster.clone()))),
+            Engine::new().with_cluster(cluster.clone()),
+        ),
+        None => (builder, Engine::new()),
+    };
     builder
         .model(config.model.clone())
         .retry(config.retry)
@@ -121,7 +132,7 @@ pub async fn host(config: &RunConfig) -> Result<Host, CliError> {
         .roles(config.roles.clone())
         .max_subagents(config.max_subagents)
         .sandbox(config.sandbox.clone())
-        .workflows(Arc::new(cadre_workflows::engine::Engine::new()))
+        .workflows(Arc::new(engine))
         .build()
         .await
         .map_err(host_error)

@@ -113,7 +113,7 @@ pub fn main() -> ExitCode {
         logging,
     };
     finish(match cli.command {
-        None => run_shell(cli.session, cli.prompt, env, globals),
+        None => run_shell(cli.session, cli.cluster, cli.prompt, env, globals),
         Some(Command::Exec(args)) => run_exec(*args, env, globals),
         // Settings need no async runtime; not starting one keeps `config` fast.
         Some(Command::Sessions(args)) => offline_store(args.data_dir.clone(), &env)
@@ -194,8 +194,13 @@ fn run_exec(
         let config_dir = globals.config_dir.as_deref();
         let files = load_config(&args.session, &env, config_dir)?;
         let defaults = load_defaults(config_dir)?;
+        let cluster_args = std::mem::take(&mut args.cluster);
+        let cluster_settings = files.settings.cluster.clone();
+        let for_cluster = env.clone();
         let mut config = RunConfig::from_args(args, env, files, defaults)?;
         globals.apply(&mut config);
+        config.cluster =
+            cluster_cmd::coordinator(&cluster_args, &cluster_settings, &for_cluster).await?;
         exec::run(config).await
     })
 }
@@ -203,6 +208,7 @@ fn run_exec(
 /// The shell; `prompt`, when given, is its first message.
 fn run_shell(
     args: args::SessionArgs,
+    cluster: args::ClusterArgs,
     prompt: Option<String>,
     env: Environment,
     globals: Globals,
@@ -212,8 +218,12 @@ fn run_shell(
         let config_dir = globals.config_dir.as_deref();
         let files = load_config(&args, &env, config_dir)?;
         let defaults = load_defaults(config_dir)?;
+        let cluster_settings = files.settings.cluster.clone();
+        let for_cluster = env.clone();
         let mut config = RunConfig::from_session(args, env, files, defaults)?;
         globals.apply(&mut config);
+        config.cluster =
+            cluster_cmd::coordinator(&cluster, &cluster_settings, &for_cluster).await?;
         config.prompt = prompt.filter(|p| !p.trim().is_empty());
         let settings = config_dir.map(Settings::in_dir);
         shell::run(config, settings).await

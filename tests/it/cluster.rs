@@ -27,7 +27,7 @@ use crate::support::cli::{Output, s, workflow_events};
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
 use crate::workflows::{Harness, answered, prompt_of};
 
-const SECRET: &str = "loopback-test-secret";
+pub(crate) const SECRET: &str = "loopback-test-secret";
 
 /// A free loopback port (taken and given back at once).
 fn free_port() -> u16 {
@@ -38,10 +38,10 @@ fn free_port() -> u16 {
 }
 
 /// A `cadre node` child process.
-struct Node {
+pub(crate) struct Node {
     name: String,
-    addr: String,
-    child: Child,
+    pub(crate) addr: String,
+    pub(crate) child: Child,
     /// Its stderr lines as they come.
     stderr: mpsc::UnboundedReceiver<String>,
     seen: Vec<String>,
@@ -50,7 +50,7 @@ struct Node {
 impl Node {
     /// Starts a node serving `workspace` with `slots`, on the mock model,
     /// and waits until it listens.
-    async fn start(
+    pub(crate) async fn start(
         name: &str,
         workspace: &Path,
         slots: u32,
@@ -131,7 +131,7 @@ impl Node {
     }
 
     /// Waits for a stderr line containing `needle`.
-    async fn wait_for(&mut self, needle: &str) -> String {
+    pub(crate) async fn wait_for(&mut self, needle: &str) -> String {
         let found = tokio::time::timeout(PATIENCE, async {
             while let Some(line) = self.stderr.recv().await {
                 self.seen.push(line.clone());
@@ -149,7 +149,7 @@ impl Node {
     }
 
     /// Every stderr line so far.
-    fn said(&mut self) -> Vec<String> {
+    pub(crate) fn said(&mut self) -> Vec<String> {
         while let Ok(line) = self.stderr.try_recv() {
             self.seen.push(line);
         }
@@ -212,7 +212,7 @@ fn coordinator(
         .expect("spawn cadre workflow run")
 }
 
-async fn finish(child: Child) -> Output {
+pub(crate) async fn finish(child: Child) -> Output {
     let output = tokio::time::timeout(PATIENCE * 3, child.wait_with_output())
         .await
         .expect("the run ended in time")

@@ -8,6 +8,7 @@ mod agents;
 mod cancel;
 mod cli;
 mod cluster;
+mod cluster_agents;
 mod command_line;
 mod crash;
 mod durability;

@@ -28,6 +28,7 @@ use cadre_runtime::tool::{AgentHost, AgentRequest, ErrorCode, ToolError, ToolFut
 use ractor::{ActorRef, RpcReplyPort};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::remote::{ChildPlacement, RemoteMsg};
 use super::{SessionMsg, SessionState};
 use crate::events::EventSink;
 use crate::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
@@ -45,6 +46,9 @@ pub struct Subagents {
     /// The workflow engine the Operate `workflow` tool delegates to;
     /// `None` leaves the tool out.
     workflows: Option<Arc<dyn crate::delegation::Delegation>>,
+    /// Where a session's children may run besides here; `None` runs every
+    /// child here.
+    placement: Option<Arc<dyn ChildPlacement>>,
 }
 
 impl Subagents {
@@ -62,7 +66,14 @@ impl Subagents {
             slots: Arc::new(Semaphore::new(limit)),
             limit,
             workflows: None,
+            placement: None,
         }
+    }
+
+    /// The same, placing a session's children on cluster nodes too.
+    pub fn with_placement(mut self, placement: Arc<dyn ChildPlacement>) -> Self {
+        self.placement = Some(placement);
+        self
     }
 
     /// The same, delegating the Operate `workflow` tool to `engine`.
@@ -73,7 +84,7 @@ impl Subagents {
 
     /// The same roles, limit (one pool of slots) and engine, with role
     /// clients from `models` (a workflow step meters what its subtree
-    /// spends this way).
+    /// spends this way), its children placed here.
     pub fn with_models(&self, models: Arc<dyn ModelSource>) -> Self {
         Self {
             roles: self.roles.clone(),
@@ -81,6 +92,8 @@ impl Subagents {
             slots: self.slots.clone(),
             limit: self.limit,
             workflows: self.workflows.clone(),
+            // A step's subtree stays with its step.
+            placement: None,
         }
     }
 
@@ -114,9 +127,34 @@ impl std::fmt::Debug for Subagents {
     }
 }
 
+/// A live child's actor: its agent here, or its stand-in for an agent on
+/// a node.
+#[derive(Clone)]
+pub(super) enum ChildActor {
+    Local(ActorRef<SessionMsg>),
+    Remote(ActorRef<RemoteMsg>),
+}
+
+impl ChildActor {
+    /// Sends the child an op; false when it is gone.
+    pub(super) fn op(&self, op: Op) -> bool {
+        match self {
+            ChildActor::Local(actor) => actor.cast(SessionMsg::Op(op)).is_ok(),
+            ChildActor::Remote(actor) => actor.cast(RemoteMsg::Op(op)).is_ok(),
+        }
+    }
+
+    fn id(&self) -> ractor::ActorId {
+        match self {
+            ChildActor::Local(actor) => actor.get_id(),
+            ChildActor::Remote(actor) => actor.get_id(),
+        }
+    }
+}
+
 /// How an agent reaches a live child.
 pub(super) struct ChildHandle {
-    pub(super) actor: ActorRef<SessionMsg>,
+    pub(super) actor: ChildActor,
     /// Held while the child works; released when its run ends.
     slot: Option<OwnedSemaphorePermit>,
 }
@@ -368,8 +406,20 @@ impl SessionState {
         let path = self.children.table.next_path();
         let posture = authority.posture;
         let depth = authority.depth;
-        let SpawnedChild { handle, model } = self
-            .start_child(myself, &path, &role_name, &role, authority, slot)
+        let SpawnedChild {
+            handle,
+            model,
+            prompted,
+        } = self
+            .start_child(
+                myself,
+                &path,
+                &role_name,
+                &role,
+                authority,
+                slot,
+                Some(&prompt),
+            )
             .await?;
         self.emit(Event::AgentSpawned {
             agent_id: path.to_string(),
@@ -378,7 +428,9 @@ impl SessionState {
             posture,
             depth,
         });
-        let _ = handle.actor.cast(SessionMsg::Op(Op::user(prompt)));
+        if !prompted {
+            handle.actor.op(Op::user(prompt));
+        }
         self.children
             .table
             .started(&path, handle, role_name.clone());
@@ -392,8 +444,11 @@ impl SessionState {
         })
     }
 
-    /// Spawns a child agent under this one through the kernel, with its
-    /// pump; a resumed child reads its stored conversation back.
+    /// Spawns a child agent under this one, with its pump: on a node when
+    /// a new child of a session (`prompt`) finds a free slot there, else
+    /// here through the kernel; a resumed child reads its stored
+    /// conversation back, here.
+    #[allow(clippy::too_many_arguments)]
     async fn start_child(
         &mut self,
         myself: &ActorRef<SessionMsg>,
@@ -402,6 +457,7 @@ impl SessionState {
         role: &RoleConfig,
         authority: Authority,
         slot: OwnedSemaphorePermit,
+        prompt: Option<&str>,
     ) -> Result<SpawnedChild, ToolError> {
         let env = self
             .spec
@@ -417,6 +473,20 @@ impl SessionState {
             .model
             .clone()
             .unwrap_or_else(|| model.model().to_string());
+        if let (Some(placement), Some(prompt)) = (&env.placement, prompt)
+            && let Some((actor, stream)) =
+                self.place_child(myself, placement, &spec, prompt).await?
+        {
+            self.pump_child(myself, path, role_name, stream);
+            return Ok(SpawnedChild {
+                handle: ChildHandle {
+                    actor: ChildActor::Remote(actor),
+                    slot: Some(slot),
+                },
+                model: model_name,
+                prompted: true,
+            });
+        }
         let services = AgentServices {
             model,
             tools: self.services.tools.clone(),
@@ -426,6 +496,25 @@ impl SessionState {
             spawn_agent(spec, services, Some(myself.get_cell()))
                 .await
                 .map_err(|e| ToolError::failed(format!("the sub-agent could not start: {e}")))?;
+        self.pump_child(myself, path, role_name, events);
+        Ok(SpawnedChild {
+            handle: ChildHandle {
+                actor: ChildActor::Local(actor),
+                slot: Some(slot),
+            },
+            model: model_name,
+            prompted: false,
+        })
+    }
+
+    /// Reads a child's events for its whole life (see [`pump`]).
+    fn pump_child(
+        &self,
+        myself: &ActorRef<SessionMsg>,
+        path: &AgentPath,
+        role_name: &str,
+        events: crate::events::Events,
+    ) {
         // The child's tools decide which calls are evidence and changes.
         let report = ReportBuilder::for_tools(
             &path.to_string(),
@@ -439,13 +528,6 @@ impl SessionState {
             self.events.clone(),
             myself.clone(),
         ));
-        Ok(SpawnedChild {
-            handle: ChildHandle {
-                actor,
-                slot: Some(slot),
-            },
-            model: model_name,
-        })
     }
 
     fn child_spec(
@@ -541,7 +623,15 @@ impl SessionState {
             // A child read back from the store: a new actor on its stored
             // conversation.
             let started = self
-                .start_child(myself, &path, &role_name, &role, authority.clone(), slot)
+                .start_child(
+                    myself,
+                    &path,
+                    &role_name,
+                    &role,
+                    authority.clone(),
+                    slot,
+                    None,
+                )
                 .await?;
             let actor = started.handle.actor.clone();
             if let Some(child) = self.children.table.get_mut(&path) {
@@ -550,7 +640,7 @@ impl SessionState {
             actor
         };
         self.record_child(&path, ChildState::Running, None).await;
-        let _ = handle.cast(SessionMsg::Op(Op::user(prompt)));
+        handle.op(Op::user(prompt));
         Ok(if background {
             Answer::Now(format!(
                 "agent {path} is working on the follow-up in the background"
@@ -610,8 +700,7 @@ impl SessionState {
     /// A child agent crashed: its waiters get the failure. False when the
     /// failed actor was not a child.
     pub(super) async fn agent_crashed(&mut self, cell: ractor::ActorId, error: &str) -> bool {
-        let Some((path, _role, waiters)) =
-            self.children.table.crashed(|h| h.actor.get_id() == cell)
+        let Some((path, _role, waiters)) = self.children.table.crashed(|h| h.actor.id() == cell)
         else {
             return false;
         };
@@ -646,7 +735,7 @@ impl SessionState {
     pub(super) fn stop_children(&self) {
         for (_, child) in self.children.table.iter() {
             if let Some(handle) = &child.handle {
-                let _ = handle.actor.cast(SessionMsg::Op(Op::Shutdown));
+                handle.actor.op(Op::Shutdown);
             }
         }
     }
@@ -663,6 +752,8 @@ enum Answer {
 struct SpawnedChild {
     handle: ChildHandle,
     model: String,
+    /// The child was sent its first message (a node sends it).
+    prompted: bool,
 }
 
 /// Reads a child's events for its whole life: builds its reports, tells the

@@ -358,7 +358,7 @@ impl SessionState {
                     id: id.to_string(),
                     decision: answer,
                 };
-                if child.actor.cast(SessionMsg::Op(op)).is_ok() {
+                if child.actor.op(op) {
                     return;
                 }
             }

@@ -23,6 +23,7 @@ mod agents;
 mod authority;
 mod goal;
 mod plan;
+pub mod remote;
 mod turns;
 
 pub use agents::Subagents;

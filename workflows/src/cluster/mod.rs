@@ -20,8 +20,10 @@
 //! - `server`: the node server both sides run, peers' events.
 //! - `node`: the node's service actor.
 //! - `link`: the coordinator's actor.
+//! - `child`: a session's sub-agents placed on nodes.
 
 pub mod admit;
+pub mod child;
 pub mod link;
 pub mod node;
 pub mod places;

@@ -1,0 +1,381 @@
+//! Sub-agents on other machines (D1): the `agent` tool's children placed on
+//! cluster nodes.
+//!
+//! The cluster lives above this crate (`cadre-workflows`), so a session
+//! knows it only as a [`ChildPlacement`]: given a new child (its spec with
+//! the authority narrowed here, the parent's authority now, the prompt), it
+//! starts the child on a node with a free slot and hands back how to reach
+//! it ([`RemoteStart`]), or says to run it here. A placed child is a
+//! [`RemoteChildActor`] in the parent's tree: linked to the parent like a
+//! local child (a lost node is its failure, which the parent's waiters
+//! read as the tool's result), forwarding the parent's ops (a follow-up,
+//! an approval answer, cancel, shutdown) to the node and the node's events
+//! to the parent's pump. The child's row, conversation and report are
+//! stored here, by the coordinator's store: the node keeps nothing that
+//! must survive.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use cadre_runtime::agent::Authority;
+use cadre_runtime::message::{Message, ToolCall};
+use cadre_runtime::protocol::{Envelope, Event, Op};
+use cadre_runtime::tool::ToolError;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio::sync::mpsc;
+
+use crate::events::EventSender;
+use crate::kernel::AgentSpec;
+use crate::store::{SessionOpen, StoreHandle, StoreRequest};
+
+/// A new child a placement may send to a node.
+pub struct RemoteChild {
+    /// The child as it would run here: its authority narrowed from the
+    /// parent's, its path, role, model, prompt and workspace.
+    pub spec: AgentSpec,
+    /// The parent's authority now, which the node checks the child's
+    /// against.
+    pub caller: Authority,
+    /// The first message.
+    pub prompt: String,
+}
+
+/// What the news from a remote child is.
+#[derive(Debug)]
+pub enum ChildNews {
+    /// One of its events.
+    Event(Box<Envelope>),
+    /// It is gone (its node lost, or its agent ended there): why.
+    Lost(String),
+}
+
+/// A child started on a node.
+pub struct RemoteStart {
+    /// The node's name.
+    pub node: String,
+    /// Sends the child an op.
+    pub ops: Box<dyn Fn(Op) + Send + Sync>,
+    /// Its news.
+    pub news: mpsc::UnboundedReceiver<ChildNews>,
+    /// Called once the child is over: the node stops its agent, the slot
+    /// is given back.
+    pub done: Box<dyn FnOnce() + Send + Sync>,
+}
+
+/// What [`ChildPlacement::start`] resolves to: the child on a node,
+/// `None` to run it here, or why it was refused.
+pub type PlacementFuture =
+    Pin<Box<dyn Future<Output = Result<Option<RemoteStart>, String>> + Send>>;
+
+/// Places a session's children on nodes.
+pub trait ChildPlacement: Send + Sync + 'static {
+    /// Starts `child` on a node with a free slot (which sends it the
+    /// prompt), or `None` when it should run here.
+    fn start(&self, child: RemoteChild) -> PlacementFuture;
+}
+
+impl std::fmt::Debug for dyn ChildPlacement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChildPlacement")
+    }
+}
+
+/// Messages to a remote child's actor.
+#[derive(Debug)]
+pub enum RemoteMsg {
+    /// An op from the parent.
+    Op(Op),
+    /// News from the node.
+    News(ChildNews),
+}
+
+impl ractor::Message for RemoteMsg {}
+
+/// A child on a node, as its parent holds it.
+pub struct RemoteChildActor;
+
+/// What it starts with.
+pub struct RemoteArgs {
+    /// The child's row in the coordinator's store.
+    pub row: String,
+    /// The child's spec (row, parent, role, mode, posture).
+    pub spec: AgentSpec,
+    /// The coordinator's store.
+    pub store: StoreHandle,
+    /// Where its events go (the parent's pump).
+    pub events: EventSender,
+    /// The first message, stored with its conversation.
+    pub prompt: String,
+    /// The child on its node.
+    pub start: RemoteStart,
+}
+
+/// Its state.
+pub struct RemoteState {
+    row: Arc<str>,
+    store: StoreHandle,
+    events: EventSender,
+    node: String,
+    /// The child's agent id (its path).
+    agent: String,
+    ops: Box<dyn Fn(Op) + Send + Sync>,
+    done: Option<Box<dyn FnOnce() + Send + Sync>>,
+    recorder: Recorder,
+    next_seq: i64,
+}
+
+impl Actor for RemoteChildActor {
+    type Msg = RemoteMsg;
+    type State = RemoteState;
+    type Arguments = RemoteArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: RemoteArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let RemoteArgs {
+            row,
+            spec,
+            store,
+            events,
+            prompt,
+            start,
+        } = args;
+        let RemoteStart {
+            node,
+            ops,
+            mut news,
+            done,
+        } = start;
+        let me = myself.clone();
+        tokio::spawn(async move {
+            while let Some(item) = news.recv().await {
+                if me.cast(RemoteMsg::News(item)).is_err() {
+                    return;
+                }
+            }
+        });
+        let parent = match spec.path.parent() {
+            Some(p) if !p.is_root() => format!("{}/{p}", spec.session_id),
+            _ => spec.session_id.clone(),
+        };
+        let open = SessionOpen {
+            id: row.clone(),
+            workspace: spec.workspace.root().to_path_buf(),
+            mode: spec.authority.mode,
+            mode_given: true,
+            posture: spec.authority.posture,
+            posture_given: true,
+            lease: false,
+            agent: Some((parent, spec.path.clone(), spec.role.clone())),
+        };
+        let opened = match store.ask(|reply| StoreRequest::Open(open, reply)).await {
+            Ok(opened) => opened,
+            Err(err) => {
+                done();
+                return Err(format!("the sub-agent's row could not be stored: {err}").into());
+            }
+        };
+        let mut state = RemoteState {
+            row: row.into(),
+            store,
+            events,
+            node,
+            agent: spec.path.to_string(),
+            ops,
+            done: Some(done),
+            recorder: Recorder::default(),
+            next_seq: opened.conversation.len() as i64,
+        };
+        state.store_message(Message::user(prompt));
+        Ok(state)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            RemoteMsg::Op(op) => {
+                if let Op::UserInput { text, .. } = &op {
+                    state.store_message(Message::user(text.clone()));
+                }
+                let shutdown = matches!(op, Op::Shutdown);
+                (state.ops)(op);
+                if shutdown {
+                    myself.stop(None);
+                }
+            }
+            RemoteMsg::News(ChildNews::Event(envelope)) => {
+                if !own(&envelope.event, &state.agent) {
+                    tracing::warn!(node = %state.node, "a remote sub-agent's event names another agent; dropped");
+                    return Ok(());
+                }
+                for message in state.recorder.push(&envelope.event) {
+                    state.store_message(message);
+                }
+                let _ = state.events.send(envelope);
+            }
+            RemoteMsg::News(ChildNews::Lost(reason)) => {
+                tracing::warn!(node = %state.node, %reason, "a remote sub-agent is lost");
+                return Err(reason.into());
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(done) = state.done.take() {
+            done();
+        }
+        Ok(())
+    }
+}
+
+impl super::SessionState {
+    /// Starts a new child on a node when the placement finds it a slot:
+    /// its stand-in, linked to this agent, and its events; `None` to run
+    /// it here. Only a session's own children go to nodes: a node keeps no
+    /// rows for a deeper parent.
+    pub(super) async fn place_child(
+        &self,
+        myself: &ActorRef<super::SessionMsg>,
+        placement: &Arc<dyn ChildPlacement>,
+        spec: &AgentSpec,
+        prompt: &str,
+    ) -> Result<Option<(ActorRef<RemoteMsg>, crate::events::Events)>, ToolError> {
+        if !self.spec.is_session() {
+            return Ok(None);
+        }
+        let child = RemoteChild {
+            spec: spec.clone(),
+            caller: self.current_authority(),
+            prompt: prompt.to_string(),
+        };
+        let failed =
+            |why: String| ToolError::failed(format!("the sub-agent could not start: {why}"));
+        let Some(start) = placement.start(child).await.map_err(failed)? else {
+            return Ok(None);
+        };
+        let (events, stream) = crate::events::channel();
+        let args = RemoteArgs {
+            row: spec.row_id(),
+            spec: spec.clone(),
+            store: self.store.clone(),
+            events,
+            prompt: prompt.to_string(),
+            start,
+        };
+        let (actor, _) = Actor::spawn_linked(None, RemoteChildActor, args, myself.get_cell())
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        Ok(Some((actor, stream)))
+    }
+}
+
+/// Whether `event` names only the child `agent` (a node could otherwise
+/// raise a prompt under the parent's id, or another child's, and have a
+/// person's answer reach it).
+pub fn own(event: &Event, agent: &str) -> bool {
+    let agent_ok = |id: &str| id == agent;
+    let prompt_ok = |id: &str| {
+        id.strip_prefix("agent:")
+            .and_then(|rest| rest.strip_prefix(agent))
+            .is_some_and(|rest| rest.starts_with(':'))
+    };
+    match event {
+        Event::ApprovalRequested { id, agent_id, .. } => agent_ok(agent_id) && prompt_ok(id),
+        Event::ApprovalResolved { id, .. } => prompt_ok(id),
+        Event::PermissionDecision { agent_id, .. } => agent_ok(agent_id),
+        // A remote child starts no children of its own.
+        Event::AgentSpawned { .. }
+        | Event::AgentStatusChanged { .. }
+        | Event::AgentCompleted { .. } => false,
+        _ => true,
+    }
+}
+
+impl RemoteState {
+    fn store_message(&mut self, message: Message) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.store.append(
+            &self.row,
+            vec![(seq, Arc::new(message))],
+            Vec::new(),
+            Vec::new(),
+        );
+    }
+}
+
+/// Builds a remote child's conversation from its events: each model
+/// response (its text and calls) and each call's result, as the events
+/// carry them (a result as shown, which may be cut for display).
+#[derive(Debug, Default)]
+pub struct Recorder {
+    /// The response being read: its text and calls.
+    response: Option<(String, Vec<ToolCall>)>,
+}
+
+impl Recorder {
+    /// The messages `event` completes.
+    pub fn push(&mut self, event: &Event) -> Vec<Message> {
+        let mut out = Vec::new();
+        match event {
+            Event::AssistantMessage { text, .. } => {
+                out.extend(self.flush());
+                self.response = Some((text.clone(), Vec::new()));
+            }
+            Event::ToolCall {
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                let arguments = match arguments {
+                    serde_json::Value::String(raw) => raw.clone(),
+                    other => other.to_string(),
+                };
+                self.response
+                    .get_or_insert_with(Default::default)
+                    .1
+                    .push(ToolCall {
+                        id: call_id.clone(),
+                        name: name.clone(),
+                        arguments,
+                    });
+            }
+            Event::ToolResult {
+                call_id, output, ..
+            } => {
+                out.extend(self.flush());
+                out.push(Message::Tool {
+                    call_id: call_id.clone(),
+                    content: output.clone(),
+                });
+            }
+            Event::TurnCompleted { .. } | Event::TurnFailed { .. } => out.extend(self.flush()),
+            _ => {}
+        }
+        out
+    }
+
+    fn flush(&mut self) -> Option<Message> {
+        let (content, tool_calls) = self.response.take()?;
+        Some(Message::Assistant {
+            content,
+            tool_calls,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

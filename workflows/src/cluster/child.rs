@@ -1,0 +1,120 @@
+//! A session's sub-agents on nodes: the [`ChildPlacement`] a coordinator's
+//! host gives its sessions.
+//!
+//! A child goes through the step machinery: a slot from the same
+//! placement table (by free slots, among the nodes serving its workspace),
+//! the same [`Order`] (the child's authority, narrowed here from the
+//! parent's, and the parent's, both checked again on the node, which
+//! narrows them by its ceiling), the same pulls bringing its events back
+//! and the same loss handling. A child that finds no node slot (the
+//! coordinator's own slots win, or every serving node is full, or none
+//! serves the workspace) runs here; one whose node turns out to be gone
+//! before it started runs here too.
+
+use cadre_actors::session::remote::{
+    ChildNews, ChildPlacement, PlacementFuture, RemoteChild, RemoteStart,
+};
+use cadre_runtime::protocol::Op;
+
+use super::Cluster;
+use super::link::{Remote, StartFailure};
+use super::places::Place;
+use super::wire::Order;
+
+/// Places a session's children on a coordinator's nodes.
+#[derive(Debug, Clone)]
+pub struct ClusterPlacement {
+    cluster: Cluster,
+}
+
+impl ClusterPlacement {
+    /// Children placed on `cluster`'s nodes.
+    pub fn new(cluster: Cluster) -> Self {
+        Self { cluster }
+    }
+}
+
+impl ChildPlacement for ClusterPlacement {
+    fn start(&self, child: RemoteChild) -> PlacementFuture {
+        let cluster = self.cluster.clone();
+        Box::pin(async move {
+            let workspace = child.spec.workspace.root().to_path_buf();
+            let node = match cluster.take(&workspace) {
+                Some(Place::Node(node)) => node,
+                Some(Place::Local) => {
+                    cluster.release(&Place::Local);
+                    return Ok(None);
+                }
+                None => return Ok(None),
+            };
+            let place = Place::Node(node.clone());
+            let Some(live) = child.spec.parent.clone() else {
+                cluster.release(&place);
+                return Ok(None);
+            };
+            let order = order(&child, &live);
+            let (remote, mut news) = match cluster.start(&node, order, live).await {
+                Ok(started) => started,
+                Err(StartFailure::Unreachable(why)) => {
+                    tracing::info!(%node, %why, "a sub-agent runs here: its node is gone");
+                    cluster.release(&place);
+                    return Ok(None);
+                }
+                Err(StartFailure::Refused(why)) => {
+                    cluster.release(&place);
+                    return Err(format!("node {node} did not start it: {why}"));
+                }
+            };
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            let from = node.clone();
+            tokio::spawn(async move {
+                while let Some(item) = news.recv().await {
+                    let item = match item {
+                        Remote::Event(envelope) => ChildNews::Event(envelope),
+                        // A child has no check.
+                        Remote::Checked(..) => continue,
+                        Remote::Ended(reason) => {
+                            ChildNews::Lost(format!("its agent on node {from} ended: {reason}"))
+                        }
+                        Remote::Lost(reason) => ChildNews::Lost(reason),
+                    };
+                    if tx.send(item).is_err() {
+                        return;
+                    }
+                }
+            });
+            let (sender, forget) = (remote.clone(), remote);
+            Ok(Some(RemoteStart {
+                node,
+                ops: Box::new(move |op: Op| sender.op(op)),
+                news: rx,
+                done: Box::new(move || {
+                    forget.forget();
+                    cluster.release(&place);
+                }),
+            }))
+        })
+    }
+}
+
+/// What a node is sent for a child: as for a step, the child's authority
+/// and its parent's, the parent's live mode and posture, and the prompt.
+fn order(child: &RemoteChild, live: &cadre_runtime::agent::LiveAuthority) -> Order {
+    let spec = &child.spec;
+    Order {
+        coordinator: String::new(),
+        attempt: 0,
+        run_id: spec.session_id.clone(),
+        path: spec.path.clone(),
+        role: spec.role.clone(),
+        caller: (&child.caller).into(),
+        authority: (&spec.authority).into(),
+        live: (live.mode(), live.posture()),
+        model: spec.model.clone(),
+        system_prompt: spec.prompt.clone(),
+        max_iterations: spec.max_iterations,
+        workspace: spec.workspace.root().to_path_buf(),
+        interactive: spec.interactive,
+        prompt: child.prompt.clone(),
+    }
+}
