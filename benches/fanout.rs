@@ -240,9 +240,14 @@ async fn start_mock(latency: Duration) -> (String, Arc<Mock>) {
     let app = Router::new()
         .route("/v1/chat/completions", post(answer))
         .with_state(mock.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
+    // A backlog for a thousand connections opened at once: tokio's default
+    // (1024) drops SYNs past it, and a dropped SYN is retried only after a
+    // second, which would be counted against both sides.
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind("127.0.0.1:0".parse().expect("address"))
         .expect("bind");
+    let listener = socket.listen(4096).expect("listen");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;

@@ -240,9 +240,14 @@ impl MockServer {
         let app = Router::new()
             .route("/v1/chat/completions", post(handle))
             .with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
+        // Room for a thousand connections opened at once (the workflow
+        // bench): past tokio's default backlog a SYN is dropped and retried
+        // only a second later.
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket
+            .bind("127.0.0.1:0".parse().expect("address"))
             .expect("bind");
+        let listener = socket.listen(4096).expect("listen");
         let addr = listener.local_addr().expect("addr");
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
