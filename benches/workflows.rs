@@ -4,8 +4,8 @@
 //!
 //! Reported per scenario, next to a bare async-openai loop doing the same
 //! requests (the same system prompt and tool schemas) with the same
-//! concurrency in the same process (the mock server runs in it too, so its
-//! CPU counts on both sides):
+//! concurrency in the same process (the mock server runs in a process of
+//! its own, so only the client's CPU and memory count):
 //! - wall / ideal, where ideal = ceil(N / parallel) × 2 × latency;
 //! - CPU per model call (user + system time of the process / 2N);
 //! - peak resident memory per live step (peak RSS growth / steps at once).
@@ -61,6 +61,12 @@ use mock::{MockServer, Reply, sse_body, text_chunks, tool_call_chunks};
 use serde_json::{Value, json};
 
 fn main() {
+    if let Some(ms) = std::env::var("WORKFLOWS_MOCK_LATENCY_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+    {
+        return serve_mock(Duration::from_millis(ms));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -76,6 +82,52 @@ fn main() {
             nodes::scenarios().await;
         }
     });
+}
+
+/// The mock server in a process of its own, so that only the client's CPU
+/// and memory are counted; it stops when dropped.
+struct MockProcess {
+    url: String,
+    child: std::process::Child,
+}
+
+impl MockProcess {
+    fn start(latency: Duration) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(std::env::current_exe().expect("exe"))
+            .env("WORKFLOWS_MOCK_LATENCY_MS", latency.as_millis().to_string())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the mock server");
+        let mut answers = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut url = String::new();
+        answers.read_line(&mut url).expect("the mock's url");
+        Self {
+            url: url.trim().to_string(),
+            child,
+        }
+    }
+}
+
+impl Drop for MockProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The mock server's side: serves until its input ends.
+fn serve_mock(latency: Duration) {
+    use std::io::Read;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let server = runtime.block_on(mock(latency));
+    println!("{}", server.url);
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    drop(server);
 }
 
 /// A mock whose every reply waits `latency`: the first request of a
@@ -152,7 +204,7 @@ struct Measured {
 }
 
 async fn scenario(n: usize, parallel: usize, latency: Duration) {
-    let server = mock(latency).await;
+    let server = MockProcess::start(latency);
     let ideal = latency * 2 * n.div_ceil(parallel) as u32;
     // SIDE=cadre or SIDE=bare measures one side alone (a fresh process has
     // no memory the other side's allocations left behind).
