@@ -16,6 +16,7 @@
 //! - `groups`: the registry of live process groups; [`kill_live_groups`].
 //! - `run`: [`run`], one command from spawn to end.
 
+mod check;
 mod env;
 mod groups;
 mod landlock;
@@ -28,6 +29,7 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 
+pub use check::{CheckRun, run_check};
 pub use env::{ALLOWED, DEFAULT_PATH, NEVER, inherited};
 pub use groups::{GroupGuard, kill_live_groups, live_groups};
 pub use landlock::{PINNED, SandboxStatus, sandbox_status};

@@ -9,15 +9,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use cadre_runtime::Mode;
-use cadre_runtime::permission::Posture;
-use cadre_runtime::sandbox::{CommandSpec, OutputLimits, Policy, SandboxConfig, run};
+use cadre_runtime::sandbox::SandboxConfig;
 
 /// How long a check may run when its step sets no timeout.
 pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// What a check printed, kept for the reason of a failure.
-const KEPT: usize = 2048;
 
 /// How a check ended: passed, and what it printed (or why it did not run).
 pub async fn run_check(
@@ -27,42 +22,6 @@ pub async fn run_check(
     sandbox: &SandboxConfig,
     timeout: Duration,
 ) -> (bool, String) {
-    // Read-only whatever the caller's posture: a check verifies, it does
-    // not change what it verifies.
-    let policy = Policy::resolve(Mode::Plan, Posture::Never, workspace, tmp, sandbox);
-    let spec = CommandSpec {
-        script: command,
-        cwd: workspace,
-        policy: &policy,
-        env: &sandbox.env,
-        tmp,
-        limits: OutputLimits {
-            head: KEPT,
-            tail: KEPT,
-            kill_after: sandbox.max_output,
-        },
-    };
-    match tokio::time::timeout(timeout, run(spec)).await {
-        Err(_) => (
-            false,
-            format!("`{command}` did not finish within {} s", timeout.as_secs()),
-        ),
-        Ok(Err(err)) => (false, format!("`{command}` could not run: {err}")),
-        Ok(Ok(finished)) => {
-            let code = finished
-                .status
-                .code()
-                .map_or_else(|| "killed by a signal".to_string(), |c| format!("exit {c}"));
-            let mut detail = format!("`{command}` → {code}");
-            for (name, capture) in [("stdout", &finished.stdout), ("stderr", &finished.stderr)] {
-                if !capture.is_empty() {
-                    detail.push_str(&format!("\n[{name}]\n{}", capture.render().trim_end()));
-                }
-            }
-            (
-                finished.status.success() && !finished.killed_for_output,
-                detail,
-            )
-        }
-    }
+    let ran = cadre_runtime::sandbox::run_check(command, workspace, tmp, sandbox, timeout).await;
+    (ran.passed(), ran.detail().to_string())
 }

@@ -21,7 +21,7 @@ use cadre_runtime::goal::{VERIFIER_PROMPT, Verdict, VerifyMode, parse_verdict, v
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::Posture;
 use cadre_runtime::protocol::{Envelope, Event, Op};
-use cadre_runtime::sandbox::{CommandSpec, OutputLimits, Policy, SandboxConfig, run};
+use cadre_runtime::sandbox::{CheckRun, SandboxConfig};
 use ractor::ActorRef;
 use tokio::sync::oneshot;
 
@@ -40,9 +40,6 @@ pub enum VerifierOutcome {
     /// It was stopped before it answered (a cancel, a shutdown).
     Cancelled,
 }
-
-/// The most characters of a check command's output kept as its gap.
-const KEPT: usize = 2048;
 
 impl SessionState {
     /// Starts verifying `claim` for the turn `turn_id`, which holds the
@@ -241,40 +238,9 @@ async fn check(
     if let Err(err) = std::fs::create_dir_all(tmp) {
         return Verdict::Unavailable(format!("the check's temp dir: {err}"));
     }
-    let policy = Policy::resolve(Mode::Plan, Posture::Never, workspace, tmp, sandbox);
-    let spec = CommandSpec {
-        script: command,
-        cwd: workspace,
-        policy: &policy,
-        env: &sandbox.env,
-        tmp,
-        limits: OutputLimits {
-            head: KEPT,
-            tail: KEPT,
-            kill_after: sandbox.max_output,
-        },
-    };
-    match tokio::time::timeout(timeout, run(spec)).await {
-        Err(_) => Verdict::Fail(vec![format!(
-            "`{command}` did not finish within {} s",
-            timeout.as_secs()
-        )]),
-        Ok(Err(err)) => Verdict::Unavailable(format!("`{command}` could not run: {err}")),
-        Ok(Ok(finished)) if finished.status.success() && !finished.killed_for_output => {
-            Verdict::Pass
-        }
-        Ok(Ok(finished)) => {
-            let code = finished
-                .status
-                .code()
-                .map_or_else(|| "killed by a signal".to_string(), |c| format!("exit {c}"));
-            let mut gap = format!("`{command}` → {code}");
-            for (name, capture) in [("stdout", &finished.stdout), ("stderr", &finished.stderr)] {
-                if !capture.is_empty() {
-                    gap.push_str(&format!("\n[{name}]\n{}", capture.render().trim_end()));
-                }
-            }
-            Verdict::Fail(vec![gap])
-        }
+    match cadre_runtime::sandbox::run_check(command, workspace, tmp, sandbox, timeout).await {
+        CheckRun::Passed(_) => Verdict::Pass,
+        CheckRun::Failed(gap) | CheckRun::TimedOut(gap) => Verdict::Fail(vec![gap]),
+        CheckRun::Unrunnable(why) => Verdict::Unavailable(why),
     }
 }
