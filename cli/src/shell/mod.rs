@@ -79,6 +79,9 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
     // `cadre "PROMPT"`: the first line, as if typed at the prompt once the
     // session has said hello.
     let mut first = config.prompt.clone();
+    // While the turn waits for the model: when to say so next. The prompt
+    // line is the line editor's, so a notice line, not a spinner.
+    let mut waiting = Waiting::default();
 
     loop {
         tokio::select! {
@@ -88,6 +91,7 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
                 if let Some(piece) = view.event(&event) {
                     terminal.show(piece);
                 }
+                waiting.after(&event);
                 match &event {
                     Event::ModeChanged { mode } if chosen == Some(*mode) => {
                         chosen = None;
@@ -108,6 +112,12 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
                 if matches!(event, Event::SessionStopped { .. }) {
                     break;
                 }
+            }
+            () = waiting.due() => {
+                terminal.show(crate::render::Piece {
+                    stream: crate::render::Stream::Err,
+                    text: waiting.notice(),
+                });
             }
             out = async {
                 match overlay.as_mut() {
@@ -367,4 +377,51 @@ fn interrupts() -> tokio::sync::mpsc::UnboundedReceiver<()> {
         }
     });
     rx
+}
+
+/// The shell's notice while a turn waits for the model: after
+/// [`Waiting::FIRST`] of silence, then every [`Waiting::AGAIN`]; the wait
+/// starts and ends as [`crate::spinner::waiting`] says.
+#[derive(Debug, Default)]
+struct Waiting {
+    /// Since when, and when to say so next.
+    since: Option<(tokio::time::Instant, tokio::time::Instant)>,
+}
+
+impl Waiting {
+    const FIRST: std::time::Duration = std::time::Duration::from_secs(2);
+    const AGAIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+    fn after(&mut self, event: &Event) {
+        match crate::spinner::waiting(event) {
+            Some(true) if self.since.is_none() => {
+                let now = tokio::time::Instant::now();
+                self.since = Some((now, now + Self::FIRST));
+            }
+            Some(false) => self.since = None,
+            Some(true) | None => {}
+        }
+    }
+
+    /// Resolves when a notice is due; never while nothing waits.
+    async fn due(&self) {
+        match self.since {
+            Some((_, next)) => tokio::time::sleep_until(next).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The notice, and the next one scheduled.
+    fn notice(&mut self) -> String {
+        let Some((since, _)) = self.since else {
+            return String::new();
+        };
+        let now = tokio::time::Instant::now();
+        self.since = Some((since, now + Self::AGAIN));
+        format!(
+            "  … {} ({} s)\n",
+            crate::spinner::WAITING,
+            now.duration_since(since).as_secs()
+        )
+    }
 }

@@ -232,6 +232,18 @@ async fn cadre_with_a_prompt_opens_the_shell_and_sends_it() {
     exits_0(&mut shell.pty);
 }
 
+#[tokio::test]
+async fn the_shell_says_when_a_turn_waits_for_the_model() {
+    let slow = "[[response]]\nrepeat = true\ndelay_ms = 2600\ntext = \"at last\"\n";
+    let mut shell = start_in(Dirs::new().tuple(), slow, &["hello?"], &[]);
+    expect(&mut shell.pty, "cadre> hello?");
+    expect(&mut shell.pty, "waiting for the model (2 s)");
+    expect(&mut shell.pty, "at last");
+    expect(&mut shell.pty, "turn 1 completed");
+    shell.pty.send_line("/quit").expect("send");
+    exits_0(&mut shell.pty);
+}
+
 /// Turn 1 (Plan) writes the plan and submits it for approval.
 const PLAN: &str = r###"
 [[response]]
