@@ -191,7 +191,7 @@ impl RunConfig {
     ) -> Result<Self, CliError> {
         let settings = &files.settings;
         let (mode, mode_source) =
-            starting_mode(args.mode.as_deref(), &env.vars, settings, &defaults)?;
+            starting_mode(args.mode.as_deref(), &env.vars, &files, &defaults)?;
         let mode_given = matches!(mode_source, ModeSource::Flag | ModeSource::Env);
         let posture_given = args.posture.is_some();
         let posture: Posture = match &args.posture {
@@ -349,12 +349,12 @@ impl RunConfig {
 }
 
 /// The starting mode and where it came from: `--mode`, else `CADRE_MODE`,
-/// else the configuration files' `mode`, else the settings' `default_mode`,
-/// else Work.
+/// else the user's configuration files' `mode`, else the settings'
+/// `default_mode`, else Work; a project's `mode` narrows the last three.
 fn starting_mode(
     flag: Option<&str>,
     vars: &[(String, String)],
-    files: &cadre_runtime::config::ConfigFile,
+    files: &Config,
     defaults: &UserDefaults,
 ) -> Result<(Mode, ModeSource), CliError> {
     if let Some(mode) = flag {
@@ -372,10 +372,16 @@ fn starting_mode(
             .map_err(|e| CliError::usage(format!("CADRE_MODE: {e}")))?;
         return Ok((mode, ModeSource::Env));
     }
-    Ok(match (files.mode, defaults.mode) {
+    let (user, source) = match (files.settings.mode, defaults.mode) {
         (Some(mode), _) => (mode, ModeSource::Config),
         (None, Some(mode)) => (mode, ModeSource::Settings),
         (None, None) => (Mode::default(), ModeSource::Default),
+    };
+    let mode = files.mode(user);
+    Ok(if mode == user {
+        (mode, source)
+    } else {
+        (mode, ModeSource::Config)
     })
 }
 

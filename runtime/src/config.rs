@@ -352,6 +352,9 @@ pub struct Config {
     /// posture the user chose, never widen it, so it is kept apart from
     /// `settings.posture` and applied with [`Config::posture`].
     pub project_posture: Option<Posture>,
+    /// The project file's `mode`, which only narrows the user's (see
+    /// [`Config::mode`]).
+    pub project_mode: Option<Mode>,
 }
 
 impl Config {
@@ -396,20 +399,23 @@ impl Config {
             }
             mcp.push((std::mem::take(&mut file.mcp_servers), scope, path.clone()));
             let s = &mut merged.settings;
-            s.mode = file.mode.or(s.mode);
             if scope == Scope::Project {
                 merged.project_posture = file.posture;
+                merged.project_mode = file.mode;
             } else {
+                s.mode = file.mode.or(s.mode);
                 s.posture = file.posture.or(s.posture);
             }
             let s = &mut merged.settings;
             s.model = file.model.or(s.model.take());
             s.base_url = file.base_url.or(s.base_url.take());
             s.max_subagents = file.max_subagents.or(s.max_subagents);
-            s.guardian.model = file.guardian.model.or(s.guardian.model.take());
-            s.guardian.timeout_secs = file.guardian.timeout_secs.or(s.guardian.timeout_secs);
             s.plan.agent_entry = file.plan.agent_entry.or(s.plan.agent_entry);
             if scope != Scope::Project {
+                // Which model reviews the calls under Auto-Review is the
+                // user's choice, not the reviewed repository's.
+                s.guardian.model = file.guardian.model.or(s.guardian.model.take());
+                s.guardian.timeout_secs = file.guardian.timeout_secs.or(s.guardian.timeout_secs);
                 s.sandbox.writable_roots = file
                     .sandbox
                     .writable_roots
@@ -440,6 +446,13 @@ impl Config {
     /// their settings, or the default), narrowed by the project's file.
     pub fn posture(&self, user: Posture) -> Posture {
         self.project_posture.map_or(user, |p| p.narrower(user))
+    }
+
+    /// The starting mode: `user` (their files, their settings, or the
+    /// default), narrowed by the project's file: a repository may start a
+    /// session in Plan, never in a wider mode than the user's.
+    pub fn mode(&self, user: Mode) -> Mode {
+        self.project_mode.map_or(user, |m| m.narrower(user))
     }
 }
 
@@ -502,6 +515,33 @@ posture = "never"
 
     /// The posture a project file asking for `project` leaves a user who
     /// chose `user`.
+    #[test]
+    fn a_projects_mode_only_narrows_and_its_guardian_is_ignored() {
+        let project = file("mode = \"operate\"\n[guardian]\nmodel = \"tiny\"\ntimeout_secs = 1\n");
+        let merged =
+            Config::merge(vec![(project, Scope::Project, "project.toml".into())]).expect("merges");
+        for user in [Mode::Plan, Mode::Work, Mode::Operate] {
+            assert_eq!(
+                merged.mode(user),
+                user,
+                "operate in a project never widens {user}"
+            );
+        }
+        assert_eq!(merged.settings.guardian.model, None);
+        assert_eq!(merged.settings.guardian.timeout_secs, None);
+        let plan = file("mode = \"plan\"\n");
+        let merged =
+            Config::merge(vec![(plan, Scope::Project, "project.toml".into())]).expect("merges");
+        for user in [Mode::Plan, Mode::Work, Mode::Operate] {
+            assert_eq!(merged.mode(user), Mode::Plan);
+        }
+        // The user's own file still chooses both.
+        let user = file("mode = \"operate\"\n[guardian]\nmodel = \"careful\"\n");
+        let merged = Config::merge(vec![(user, Scope::User, "user.toml".into())]).expect("merges");
+        assert_eq!(merged.settings.mode, Some(Mode::Operate));
+        assert_eq!(merged.settings.guardian.model.as_deref(), Some("careful"));
+    }
+
     fn project_posture(user: Posture, project: Posture, expected: Posture) {
         let project_file = file(&format!("posture = \"{}\"\n", project.as_str()));
         let merged = Config::merge(vec![(project_file, Scope::Project, "project.toml".into())])

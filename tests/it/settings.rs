@@ -319,13 +319,10 @@ async fn exec_starts_from_the_settings_defaults_below_config_files_and_flags() {
     let plan_never = [("default_mode", "plan"), ("default_posture", "never")];
     check(&[], "", &[], ("work", "suggest")).await;
     check(&plan_never, "", &[], ("plan", "never")).await;
-    check(
-        &plan_never,
-        "mode = \"operate\"\n",
-        &[],
-        ("operate", "never"),
-    )
-    .await;
+    // A repository narrows the user's mode, and never widens it.
+    check(&plan_never, "mode = \"operate\"\n", &[], ("plan", "never")).await;
+    check(&[], "mode = \"plan\"\n", &[], ("plan", "suggest")).await;
+    check(&[], "mode = \"operate\"\n", &[], ("work", "suggest")).await;
     let flags = ["--mode", "work", "--posture", "auto"];
     check(&plan_never, "", &flags, ("work", "auto")).await;
     // A repository narrows the user's posture, and never widens it.

@@ -87,11 +87,13 @@ async fn session_started_says_where_the_mode_came_from() {
     use Chooser::*;
     check(&[], ("work", "default")).await;
     check(&[Settings("plan")], ("plan", "settings")).await;
+    // A project's mode narrows the user's, never widens it.
     check(
         &[Settings("plan"), Project("operate")],
-        ("operate", "config"),
+        ("plan", "settings"),
     )
     .await;
+    check(&[Settings("operate"), Project("plan")], ("plan", "config")).await;
     check(&[Project("operate"), Env("plan")], ("plan", "env")).await;
     check(&[Env("plan"), Flag("work")], ("work", "flag")).await;
     // A resume keeps the session's mode over every default…
