@@ -1,13 +1,15 @@
 //! Goals on the command line: `cadre exec --goal …` flags, the exit code a
 //! goal's status maps to, and `cadre goal show|pause|resume|clear|budget
 //! SESSION`, which change a stored session's goal without running it (the
-//! next `cadre exec --resume` continues an active goal).
+//! next `cadre exec --resume` continues an active goal), holding its lease
+//! while they write.
 
 use std::path::PathBuf;
 
 use cadre_runtime::goal::{
-    Budgets, GoalAction, GoalCommand, GoalSettings, GoalStatus, VerifyMode, parse_tokens,
+    Budgets, Goal, GoalAction, GoalCommand, GoalSettings, GoalStatus, VerifyMode, parse_tokens,
 };
+use cadre_runtime::store::Store;
 use clap::{Args, Subcommand};
 
 use crate::exit::{self, CliError};
@@ -216,14 +218,15 @@ fn budget_flag(
 }
 
 /// Runs `cadre goal …` against the store; the command it prints carries
-/// `followup`'s flags.
+/// `followup`'s flags. Every action but `show` writes under the session's
+/// lease, so it is refused (exit 75) while another process runs the session.
 pub fn run(
     args: GoalArgs,
     data_dir: PathBuf,
     followup: &crate::followup::Followup,
 ) -> Result<u8, CliError> {
     let path = cadre_runtime::store::store_path(&data_dir);
-    let mut store = cadre_runtime::store::Store::open(&path).map_err(store_error)?;
+    let mut store = Store::open(&path).map_err(store_error)?;
     let spec = match &args.action {
         GoalSub::Show { session }
         | GoalSub::Pause { session }
@@ -234,14 +237,9 @@ pub fn run(
     let session = store
         .resolve(&spec, None)
         .map_err(|e| CliError::usage(e.to_string()))?;
-    let Some(mut goal) = store.goal(&session.id).map_err(store_error)? else {
-        return Err(CliError::usage(format!(
-            "session {} has no goal",
-            session.id
-        )));
-    };
-    let command = match args.action {
+    let edit = match args.action {
         GoalSub::Show { .. } => {
+            let goal = stored_goal(&mut store, &session.id)?;
             crate::outln!("{}", goal.objective);
             crate::outln!("{}", goal.progress_line());
             for gap in &goal.gaps.gaps {
@@ -249,35 +247,30 @@ pub fn run(
             }
             return Ok(exit::SUCCESS);
         }
-        GoalSub::Clear { .. } => {
-            store.clear_goal(&session.id).map_err(store_error)?;
-            crate::outln!("goal cleared");
-            return Ok(exit::SUCCESS);
-        }
-        GoalSub::Pause { .. } => GoalCommand::Pause,
-        GoalSub::Resume { .. } => GoalCommand::Resume,
+        GoalSub::Clear { .. } => Edit::Clear,
+        GoalSub::Pause { .. } => Edit::Command(GoalCommand::Pause),
+        GoalSub::Resume { .. } => Edit::Command(GoalCommand::Resume),
         GoalSub::Budget {
             tokens,
             turns,
             time,
             ..
-        } => {
-            let mut budgets = goal.budgets;
-            if let Some(t) = budget_flag("tokens", tokens.as_deref(), parse_tokens)? {
-                budgets.tokens = t;
-            }
-            if let Some(t) = budget_flag("turns", turns.as_deref(), |s| s.parse().ok())? {
-                budgets.turns = t;
-            }
-            if let Some(t) = budget_flag("time", time.as_deref(), parse_duration)? {
-                budgets.seconds = t;
-            }
-            GoalCommand::Budget(budgets)
-        }
+        } => Edit::Budgets {
+            tokens: budget_flag("tokens", tokens.as_deref(), parse_tokens)?,
+            turns: budget_flag("turns", turns.as_deref(), |s| s.parse().ok())?,
+            seconds: budget_flag("time", time.as_deref(), parse_duration)?,
+        },
     };
-    goal.command(command)
-        .map_err(|e| CliError::usage(e.to_string()))?;
-    store.put_goal(&session.id, &goal).map_err(store_error)?;
+    let changed = crate::lease::with_lease(
+        &mut store,
+        &session.id,
+        "change its goal there (/goal in its shell)",
+        |store| edit.apply(store, &session.id),
+    )?;
+    let Some(goal) = changed else {
+        crate::outln!("goal cleared");
+        return Ok(exit::SUCCESS);
+    };
     crate::outln!("{}", goal.progress_line());
     if goal.status == GoalStatus::Active {
         crate::outln!(
@@ -286,6 +279,59 @@ pub fn run(
         );
     }
     Ok(exit::SUCCESS)
+}
+
+/// `session_id`'s goal, or a usage error saying it has none.
+fn stored_goal(store: &mut Store, session_id: &str) -> Result<Goal, CliError> {
+    store
+        .goal(session_id)
+        .map_err(store_error)?
+        .ok_or_else(|| CliError::usage(format!("session {session_id} has no goal")))
+}
+
+/// What `cadre goal pause|resume|clear|budget` does to the stored goal, its
+/// flags already read.
+enum Edit {
+    Clear,
+    Command(GoalCommand),
+    /// Per budget: `None` keeps it, `Some(None)` clears it.
+    Budgets {
+        tokens: Option<Option<u64>>,
+        turns: Option<Option<u64>>,
+        seconds: Option<Option<u64>>,
+    },
+}
+
+impl Edit {
+    /// Applies the edit to `session_id`'s stored goal and stores the result;
+    /// `None` once the goal is cleared. Run under the session's lease, so
+    /// no running session stores its own copy between the read and the write.
+    fn apply(self, store: &mut Store, session_id: &str) -> Result<Option<Goal>, CliError> {
+        let mut goal = stored_goal(store, session_id)?;
+        let command = match self {
+            Edit::Clear => {
+                store.clear_goal(session_id).map_err(store_error)?;
+                return Ok(None);
+            }
+            Edit::Command(command) => command,
+            Edit::Budgets {
+                tokens,
+                turns,
+                seconds,
+            } => {
+                let budgets = Budgets {
+                    tokens: tokens.unwrap_or(goal.budgets.tokens),
+                    turns: turns.unwrap_or(goal.budgets.turns),
+                    seconds: seconds.unwrap_or(goal.budgets.seconds),
+                };
+                GoalCommand::Budget(budgets)
+            }
+        };
+        goal.command(command)
+            .map_err(|e| CliError::usage(e.to_string()))?;
+        store.put_goal(session_id, &goal).map_err(store_error)?;
+        Ok(Some(goal))
+    }
 }
 
 fn store_error(err: cadre_runtime::store::StoreError) -> CliError {

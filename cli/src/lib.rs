@@ -18,6 +18,7 @@
 //! - [`attach`]: what a session gets besides the built-ins: MCP servers'
 //!   tools and workspace snapshots.
 //! - [`mcp_cmd`]: `cadre mcp list`.
+//! - [`lease`]: an offline command's write under the session's lease.
 //! - [`restore_cmd`]: `cadre restore list|apply`, offline against the
 //!   snapshots and the store.
 //! - [`workflow_cmd`]: `cadre workflow validate|run|resume|list|show|cancel`.
@@ -49,6 +50,7 @@ pub mod exit;
 pub mod followup;
 pub mod goal_cmd;
 pub mod launch;
+pub mod lease;
 pub mod mcp_cmd;
 pub mod out;
 pub mod printable;

@@ -1,5 +1,6 @@
 //! `cadre sessions list|show|fork` and `cadre plan approve|revise|withdraw|defer`:
-//! the store, offline (no session runs).
+//! the store, offline. `plan …` writes under the session's lease, so it is
+//! refused while another process runs the session.
 
 use std::path::PathBuf;
 
@@ -167,19 +168,9 @@ fn audit_line(record: &str) -> String {
 }
 
 /// `cadre plan approve|revise|withdraw|defer SESSION`: answers the session's
-/// waiting questionnaire, as the interactive answer would.
+/// waiting questionnaire, as the interactive answer would, holding the
+/// session's lease (refused, exit 75, while another process runs it).
 pub fn plan(args: PlanArgs, data_dir: PathBuf, followup: &Followup) -> Result<u8, CliError> {
-    let mut store = open(&data_dir)?;
-    let session = store.resolve(&args.session, None).map_err(not_found)?;
-    let Some(q) = store
-        .pending_questionnaire(&session.id)
-        .map_err(|e| CliError::internal(e.to_string()))?
-    else {
-        return Err(CliError::usage(format!(
-            "session {} has no questionnaire waiting for an answer",
-            session.id
-        )));
-    };
     let answer = match (args.verdict, args.feedback) {
         (PlanVerdict::Approve, _) => QuestionnaireAnswer::Approve,
         (PlanVerdict::Defer, _) => QuestionnaireAnswer::Defer,
@@ -193,22 +184,12 @@ pub fn plan(args: PlanArgs, data_dir: PathBuf, followup: &Followup) -> Result<u8
             ));
         }
     };
-    if q.kind == QuestionnaireKind::PlanEntry && answer == QuestionnaireAnswer::Approve {
-        // Entering Plan backs up the old plan around the answer.
-        let plan_file = cadre_runtime::paths::DataDir::new(&data_dir)
-            .session(&session.id)
-            .plan_file();
-        let mut outcome = None;
-        cadre_runtime::plan::enter(&plan_file, || {
-            outcome = Some(store.answer(&session.id, &q.id, &answer)?);
-            Ok::<(), cadre_runtime::store::StoreError>(())
-        })
-        .map_err(|e| CliError::internal(format!("{e:?}")))?;
-    } else {
-        store
-            .answer(&session.id, &q.id, &answer)
-            .map_err(|e| CliError::usage(e.to_string()))?;
-    }
+    let mut store = open(&data_dir)?;
+    let session = store.resolve(&args.session, None).map_err(not_found)?;
+    let answered =
+        crate::lease::with_lease(&mut store, &session.id, "answer its plan there", |store| {
+            answer_plan(store, &data_dir, &session.id, &answer)
+        })?;
     let next = match &answer {
         QuestionnaireAnswer::Approve | QuestionnaireAnswer::Revise { .. } => {
             format!(
@@ -218,8 +199,43 @@ pub fn plan(args: PlanArgs, data_dir: PathBuf, followup: &Followup) -> Result<u8
         }
         QuestionnaireAnswer::Defer | QuestionnaireAnswer::Withdraw => String::new(),
     };
-    crate::outln!("{} {}{next}", q.id, crate::render::answer_text(&answer));
+    crate::outln!("{answered} {}{next}", crate::render::answer_text(&answer));
     Ok(exit::SUCCESS)
+}
+
+/// Answers `session_id`'s waiting questionnaire with `answer`; returns the
+/// questionnaire's id. Read under the lease, so what waits is what is
+/// answered.
+fn answer_plan(
+    store: &mut Store,
+    data_dir: &std::path::Path,
+    session_id: &str,
+    answer: &QuestionnaireAnswer,
+) -> Result<String, CliError> {
+    let Some(q) = store
+        .pending_questionnaire(session_id)
+        .map_err(|e| CliError::internal(e.to_string()))?
+    else {
+        return Err(CliError::usage(format!(
+            "session {session_id} has no questionnaire waiting for an answer"
+        )));
+    };
+    if q.kind == QuestionnaireKind::PlanEntry && *answer == QuestionnaireAnswer::Approve {
+        // Entering Plan backs up the old plan around the answer.
+        let plan_file = cadre_runtime::paths::DataDir::new(data_dir)
+            .session(session_id)
+            .plan_file();
+        cadre_runtime::plan::enter(&plan_file, || {
+            store.answer(session_id, &q.id, answer)?;
+            Ok::<(), cadre_runtime::store::StoreError>(())
+        })
+        .map_err(|e| CliError::internal(format!("{e:?}")))?;
+    } else {
+        store
+            .answer(session_id, &q.id, answer)
+            .map_err(|e| CliError::usage(e.to_string()))?;
+    }
+    Ok(q.id)
 }
 
 /// How to answer a session's waiting plan: the approval in full, the other

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use std::path::Path;
 
-use crate::support::cli::{Output, cadre, dirs, events, exec_json, of_type, s};
+use crate::support::cli::{HeldLease, Output, cadre, dirs, events, exec_json, of_type, s};
 use crate::support::contents;
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
 
@@ -567,6 +567,77 @@ async fn headless_plan_only_then_plan_approve_then_resume_implements_the_approve
         !implementation.to_string().contains("<plan-mode-reminder>"),
         "it runs in Work mode"
     );
+}
+
+/// An offline answer to a plan that a running session may answer too: it
+/// waits for the session's lease, so while another process holds it every
+/// verdict exits 75, names the session and answers nothing.
+#[tokio::test]
+async fn plan_answers_while_another_process_runs_the_session_exit_75_and_answer_nothing() {
+    let (ws, data) = dirs();
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/scripts/plan-and-implement.toml");
+    let planned = cadre(&[
+        "exec",
+        "--mode",
+        "plan",
+        "--plan-only",
+        "--script",
+        s(&script),
+        "--workspace",
+        s(ws.path()),
+        "--data-dir",
+        s(data.path()),
+        "Add a greeting module",
+    ])
+    .await;
+    assert_eq!(planned.code, 0, "stderr: {}", planned.stderr);
+    let store = Store::open(&store_path(data.path())).expect("the store");
+    let id = store.resolve("latest", None).expect("the session").id;
+    let waiting = store
+        .pending_questionnaire(&id)
+        .expect("read")
+        .expect("a plan waits");
+
+    let held = HeldLease::take(data.path(), &id);
+    for verdict in [
+        &["approve"][..],
+        &["revise", "--feedback", "smaller"],
+        &["withdraw"],
+        &["defer"],
+    ] {
+        let args = [&["plan"][..], verdict, &[&id, "--data-dir", s(data.path())]].concat();
+        let refused = cadre(&args).await;
+        assert_eq!(refused.code, 75, "{verdict:?}: {}", refused.stderr);
+        assert!(
+            refused
+                .stderr
+                .contains(&format!("session {id} is running in another process")),
+            "{verdict:?}: {}",
+            refused.stderr
+        );
+        assert_eq!(
+            store.pending_questionnaire(&id).expect("read").as_ref(),
+            Some(&waiting),
+            "{verdict:?} answered nothing"
+        );
+    }
+    // Reading needs no lease.
+    let shown = cadre(&["sessions", "show", &id, "--data-dir", s(data.path())]).await;
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(shown.stdout.contains(&waiting.id), "{}", shown.stdout);
+    drop(held);
+
+    let approved = cadre(&["plan", "approve", &id, "--data-dir", s(data.path())]).await;
+    assert_eq!(approved.code, 0, "stderr: {}", approved.stderr);
+    assert!(
+        approved
+            .stdout
+            .starts_with(&format!("{} approved", waiting.id)),
+        "{}",
+        approved.stdout
+    );
+    assert_eq!(store.pending_questionnaire(&id).expect("read"), None);
 }
 
 #[tokio::test]

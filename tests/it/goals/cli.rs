@@ -7,7 +7,10 @@ use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
 use super::{call, claim, text, write};
-use crate::support::cli::{cadre, dirs, events, of_type, s, spawn_cadre};
+use cadre::runtime::goal::{Goal, GoalStatus};
+use cadre::runtime::store::{Store, store_path};
+
+use crate::support::cli::{HeldLease, cadre, dirs, events, of_type, s, spawn_cadre};
 use crate::support::mock::{MockServer, Reply};
 
 /// `cadre exec --goal OBJECTIVE` against the mock, stream-json, in fresh
@@ -284,4 +287,84 @@ async fn the_offline_goal_example_runs_to_a_verified_end() {
     assert_eq!(of_type(&events, "goal.continuation").len(), 3);
     let notes = std::fs::read_to_string(ws.path().join("notes.txt")).expect("notes.txt");
     assert_eq!(notes.lines().filter(|l| l.starts_with("- ")).count(), 3);
+}
+
+/// A goal changed offline while another process runs the session would be
+/// overwritten by that session's own copy: every change waits for the
+/// session's lease, so while another process holds it each exits 75, names
+/// the session and leaves the stored goal as it was.
+#[tokio::test]
+async fn goal_changes_while_another_process_runs_the_session_exit_75_and_change_nothing() {
+    let (ws, data) = dirs();
+    // One main turn spends the budget; the second reply is the summary turn's.
+    let script = ws.path().join("model.toml");
+    std::fs::write(
+        &script,
+        "[[response]]\nrole = \"main\"\ntext = \"working\"\n\n\
+         [[response]]\nrole = \"main\"\ntext = \"summary: started\"\n",
+    )
+    .expect("the script");
+    let ran = cadre(&[
+        "exec",
+        "--script",
+        s(&script),
+        "--workspace",
+        s(ws.path()),
+        "--data-dir",
+        s(data.path()),
+        "--goal",
+        "anything",
+        "--goal-turns",
+        "1",
+    ])
+    .await;
+    assert_eq!(ran.code, 3, "stderr: {}", ran.stderr);
+    let store = Store::open(&store_path(data.path())).expect("the store");
+    let id = store.resolve("latest", None).expect("the session").id;
+    let goal = |store: &Store| -> Goal { store.goal(&id).expect("read").expect("a goal") };
+    let before = goal(&store);
+    assert_eq!(before.status, GoalStatus::BudgetLimited);
+    let dir = s(data.path());
+    let goal_cmd =
+        |action: &[&'static str]| [&["goal"][..], action, &[&id, "--data-dir", dir]].concat();
+
+    let held = HeldLease::take(data.path(), &id);
+    for action in [
+        &["pause"][..],
+        &["resume"],
+        &["clear"],
+        &["budget", "--turns", "clear"],
+    ] {
+        let refused = cadre(&goal_cmd(action)).await;
+        assert_eq!(refused.code, 75, "{action:?}: {}", refused.stderr);
+        assert!(
+            refused
+                .stderr
+                .contains(&format!("session {id} is running in another process")),
+            "{action:?}: {}",
+            refused.stderr
+        );
+        assert_eq!(goal(&store), before, "{action:?} changed nothing");
+    }
+    // Reading needs no lease.
+    let shown = cadre(&goal_cmd(&["show"])).await;
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(
+        shown.stdout.contains("budget_limited(main_turns)"),
+        "{}",
+        shown.stdout
+    );
+    drop(held);
+
+    let raised = cadre(&goal_cmd(&["budget", "--turns", "clear"])).await;
+    assert_eq!(raised.code, 0, "{}", raised.stderr);
+    assert_eq!(goal(&store).status, GoalStatus::Active);
+    let paused = cadre(&goal_cmd(&["pause"])).await;
+    assert_eq!(paused.code, 0, "{}", paused.stderr);
+    assert!(
+        paused.stdout.contains("paused(user_requested)"),
+        "{}",
+        paused.stdout
+    );
+    assert_eq!(goal(&store).status, GoalStatus::Paused);
 }

@@ -160,3 +160,32 @@ pub fn spawn_cadre(args: &[&str]) -> tokio::process::Child {
         .spawn()
         .expect("spawn cadre")
 }
+
+/// A session's lease held as another process would hold it: this test
+/// process, alive, under a token of its own; released on drop.
+pub struct HeldLease {
+    store: cadre::runtime::store::Store,
+    owner: cadre::runtime::store::LeaseOwner,
+    session_id: String,
+}
+
+impl HeldLease {
+    /// Takes `session_id`'s lease in the store under `data_dir`.
+    pub fn take(data_dir: &Path, session_id: &str) -> Self {
+        let path = cadre::runtime::store::store_path(data_dir);
+        let mut store = cadre::runtime::store::Store::open(&path).expect("open the store");
+        let owner = cadre::runtime::store::LeaseOwner::this_process();
+        store.acquire_lease(session_id, &owner).expect("the lease");
+        Self {
+            store,
+            owner,
+            session_id: session_id.to_string(),
+        }
+    }
+}
+
+impl Drop for HeldLease {
+    fn drop(&mut self) {
+        let _ = self.store.release_lease(&self.session_id, &self.owner);
+    }
+}
