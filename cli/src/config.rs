@@ -246,8 +246,10 @@ impl RunConfig {
                 ));
             }
         };
-        let sandbox = sandbox_config(settings, &env.vars, &data_dir);
-        let response_limits = response_limits(&settings.limits);
+        // The user's limits, tightened by the project's.
+        let limits = files.limits();
+        let sandbox = sandbox_config(settings, &limits, &env.vars, &data_dir);
+        let response_limits = response_limits(&limits);
         let mut protected = ProtectedPaths::new().data_dir(&data_dir);
         if let Some(dir) = &env.platform_config_dir {
             protected = protected.config_dir(dir.join("cadre"));
@@ -323,14 +325,14 @@ impl RunConfig {
             sandbox,
             response_limits,
             protected,
-            limits: settings.limits.apply(FileLimits::default()),
+            limits: limits.apply(FileLimits::default()),
             mcp_servers: files.mcp_servers,
             snapshot_max_file_bytes: settings
                 .snapshots
                 .enabled
                 .unwrap_or(true)
                 .then(|| snapshot_cap(&settings.snapshots)),
-            model_requests: settings.limits.model_requests,
+            model_requests: limits.model_requests,
             followup,
             tool_output_lines: crate::render::TOOL_OUTPUT_LINES,
             spinner: false,
@@ -391,6 +393,7 @@ fn starting_mode(
 /// directory), and the allow-listed variables.
 fn sandbox_config(
     settings: &cadre_runtime::config::ConfigFile,
+    limits: &cadre_runtime::config::LimitSettings,
     vars: &[(String, String)],
     data_dir: &std::path::Path,
 ) -> SandboxConfig {
@@ -417,12 +420,9 @@ fn sandbox_config(
         writable_roots,
         protected: vec![data_dir.to_path_buf()],
         env: inherited(vars.iter().cloned(), &extra),
-        max_output: settings
-            .limits
-            .bash_output_mib
-            .map_or(DEFAULT_MAX_OUTPUT, |mib| {
-                mib.max(1).saturating_mul(1024 * 1024)
-            }),
+        max_output: limits.bash_output_mib.map_or(DEFAULT_MAX_OUTPUT, |mib| {
+            mib.max(1).saturating_mul(1024 * 1024)
+        }),
     }
 }
 

@@ -151,6 +151,93 @@ pub struct LimitSettings {
 }
 
 impl LimitSettings {
+    /// Every limit at its built-in value (`model_requests`: none).
+    pub fn defaults() -> Self {
+        let file = FileLimits::default();
+        let response = crate::model::ResponseLimits::default();
+        Self {
+            bash_output_mib: Some(crate::sandbox::DEFAULT_MAX_OUTPUT / (1024 * 1024)),
+            response_mib: Some((response.max_bytes / (1024 * 1024)) as u64),
+            response_secs: Some(response.max_duration.as_secs()),
+            read_bytes: Some(file.read_bytes),
+            read_lines: Some(file.read_lines),
+            grep_file_bytes: Some(file.grep_file_bytes),
+            grep_matches: Some(file.grep_matches),
+            grep_line_bytes: Some(file.grep_line_bytes),
+            glob_files: Some(file.glob_files),
+            list_entries: Some(file.list_entries),
+            edit_file_bytes: Some(file.edit_file_bytes),
+            model_requests: None,
+        }
+    }
+
+    /// These (the user's) limits, each lowered to a project's where the
+    /// project's is lower than the user's or, unset, than `defaults`: a
+    /// repository may tighten a bound, never loosen one.
+    pub fn within(self, project: Self, defaults: Self) -> Self {
+        fn lower<T: Ord + Copy>(
+            user: Option<T>,
+            project: Option<T>,
+            default: Option<T>,
+        ) -> Option<T> {
+            match (project, user.or(default)) {
+                (Some(p), Some(u)) => Some(p.min(u)).filter(|_| p < u).or(user),
+                (Some(p), None) => Some(p),
+                (None, _) => user,
+            }
+        }
+        Self {
+            bash_output_mib: lower(
+                self.bash_output_mib,
+                project.bash_output_mib,
+                defaults.bash_output_mib,
+            ),
+            response_mib: lower(
+                self.response_mib,
+                project.response_mib,
+                defaults.response_mib,
+            ),
+            response_secs: lower(
+                self.response_secs,
+                project.response_secs,
+                defaults.response_secs,
+            ),
+            read_bytes: lower(self.read_bytes, project.read_bytes, defaults.read_bytes),
+            read_lines: lower(self.read_lines, project.read_lines, defaults.read_lines),
+            grep_file_bytes: lower(
+                self.grep_file_bytes,
+                project.grep_file_bytes,
+                defaults.grep_file_bytes,
+            ),
+            grep_matches: lower(
+                self.grep_matches,
+                project.grep_matches,
+                defaults.grep_matches,
+            ),
+            grep_line_bytes: lower(
+                self.grep_line_bytes,
+                project.grep_line_bytes,
+                defaults.grep_line_bytes,
+            ),
+            glob_files: lower(self.glob_files, project.glob_files, defaults.glob_files),
+            list_entries: lower(
+                self.list_entries,
+                project.list_entries,
+                defaults.list_entries,
+            ),
+            edit_file_bytes: lower(
+                self.edit_file_bytes,
+                project.edit_file_bytes,
+                defaults.edit_file_bytes,
+            ),
+            model_requests: lower(
+                self.model_requests,
+                project.model_requests,
+                defaults.model_requests,
+            ),
+        }
+    }
+
     /// These settings over a lower layer's.
     fn over(self, lower: Self) -> Self {
         Self {
@@ -355,6 +442,9 @@ pub struct Config {
     /// The project file's `mode`, which only narrows the user's (see
     /// [`Config::mode`]).
     pub project_mode: Option<Mode>,
+    /// The project file's `[limits]`, which only tighten the user's (see
+    /// [`Config::limits`]).
+    pub project_limits: LimitSettings,
 }
 
 impl Config {
@@ -427,7 +517,11 @@ impl Config {
                 s.cluster.local_slots = file.cluster.local_slots.or(s.cluster.local_slots);
                 s.cluster.secret_file = file.cluster.secret_file.or(s.cluster.secret_file.take());
             }
-            s.limits = file.limits.over(s.limits);
+            if scope == Scope::Project {
+                merged.project_limits = file.limits.over(merged.project_limits);
+            } else {
+                s.limits = file.limits.over(s.limits);
+            }
             merged
                 .rules
                 .extend_from(scope, &file.permissions)
@@ -453,6 +547,13 @@ impl Config {
     /// session in Plan, never in a wider mode than the user's.
     pub fn mode(&self, user: Mode) -> Mode {
         self.project_mode.map_or(user, |m| m.narrower(user))
+    }
+
+    /// The limits in force: the user's, tightened by the project's file.
+    pub fn limits(&self) -> LimitSettings {
+        self.settings
+            .limits
+            .within(self.project_limits, LimitSettings::defaults())
     }
 }
 
@@ -515,6 +616,75 @@ posture = "never"
 
     /// The posture a project file asking for `project` leaves a user who
     /// chose `user`.
+    #[test]
+    fn a_projects_limits_only_tighten_the_users_and_the_defaults() {
+        let project =
+            file("[limits]\nread_lines = 10\nresponse_secs = 100000\nmodel_requests = 2\n");
+        let merged = Config::merge(vec![(
+            project.clone(),
+            Scope::Project,
+            "project.toml".into(),
+        )])
+        .expect("merges");
+        let limits = merged.limits();
+        // Lower than the default: taken.
+        assert_eq!(limits.read_lines, Some(10));
+        // Higher than the default (600 s): the default stays.
+        assert_eq!(limits.response_secs, None);
+        // No limit by default: any limit tightens.
+        assert_eq!(limits.model_requests, Some(2));
+        // The user's own limits: the lower of theirs and the project's.
+        let user = file("[limits]\nread_lines = 5\nresponse_secs = 200000\nmodel_requests = 8\n");
+        let merged = Config::merge(vec![
+            (user, Scope::User, "user.toml".into()),
+            (project, Scope::Project, "project.toml".into()),
+        ])
+        .expect("merges");
+        let limits = merged.limits();
+        assert_eq!(limits.read_lines, Some(5));
+        assert_eq!(limits.response_secs, Some(100000));
+        assert_eq!(limits.model_requests, Some(2));
+    }
+
+    #[test]
+    fn a_limit_within_a_project_is_never_above_the_users_or_the_default() {
+        // Every combination of unset and a few values, for one field.
+        let values = [None, Some(1u64), Some(50), Some(600), Some(10_000)];
+        for user in values {
+            for project in values {
+                for default in values {
+                    let got = LimitSettings {
+                        response_secs: user,
+                        ..LimitSettings::default()
+                    }
+                    .within(
+                        LimitSettings {
+                            response_secs: project,
+                            ..LimitSettings::default()
+                        },
+                        LimitSettings {
+                            response_secs: default,
+                            ..LimitSettings::default()
+                        },
+                    )
+                    .response_secs;
+                    let before = user.or(default);
+                    let after = got.or(default);
+                    match (before, after) {
+                        (Some(b), Some(a)) => assert!(a <= b, "{user:?} {project:?} {default:?}"),
+                        (Some(_), None) => {
+                            panic!("a bound was lifted: {user:?} {project:?} {default:?}")
+                        }
+                        _ => {}
+                    }
+                    if project.is_none() {
+                        assert_eq!(got, user);
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_projects_mode_only_narrows_and_its_guardian_is_ignored() {
         let project = file("mode = \"operate\"\n[guardian]\nmodel = \"tiny\"\ntimeout_secs = 1\n");
@@ -603,8 +773,9 @@ posture = "never"
         let s = &merged.settings;
         assert_eq!(s.sandbox.writable_roots, Some(vec!["~/.cache".to_string()]));
         assert_eq!(s.sandbox.env, None);
+        let limits = merged.limits();
         assert_eq!(
-            (s.limits.response_mib, s.limits.response_secs),
+            (limits.response_mib, limits.response_secs),
             (Some(4), Some(60))
         );
     }
@@ -650,7 +821,7 @@ posture = "never"
     }
 
     #[test]
-    fn limits_from_the_highest_layer_that_sets_each_key() {
+    fn limits_from_the_highest_user_layer_that_sets_each_key_tightened_by_the_project() {
         let merged = Config::merge(vec![
             (
                 file("[limits]\nread_bytes = 100\ngrep_matches = 5\n"),
@@ -662,13 +833,18 @@ posture = "never"
                 Scope::Project,
                 "project.toml".into(),
             ),
+            (
+                file("[limits]\nread_bytes = 150\n"),
+                Scope::Local,
+                "local.toml".into(),
+            ),
         ])
         .expect("merges");
-        let limits = merged.settings.limits.apply(FileLimits::default());
+        let limits = merged.limits().apply(FileLimits::default());
         assert_eq!(
             limits,
             FileLimits {
-                read_bytes: 200,
+                read_bytes: 150,
                 grep_matches: 5,
                 list_entries: 1,
                 ..FileLimits::default()
