@@ -263,7 +263,10 @@ impl Store {
     /// Caps the store's size (a quota): a write that would grow it further
     /// fails as on a full disk, and what it carried is reported lost.
     pub fn limit_size(&mut self, bytes: u64) -> Result<(), StoreError> {
-        let page: i64 = self.conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        let page: i64 = self
+            .conn
+            .prepare_cached("PRAGMA page_size")?
+            .query_row([], |r| r.get(0))?;
         let pages = (bytes / page.max(1) as u64).max(1);
         self.conn
             .query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(()))?;

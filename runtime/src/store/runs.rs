@@ -124,10 +124,8 @@ impl Store {
     ) -> Result<RunRecord, StoreError> {
         let at = now();
         let tx = self.begin()?;
-        tx.execute(
-            "INSERT INTO sessions (id, parent_id, workspace, mode, posture, kind, title, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'agent', ?6, ?7, ?7)",
-            params![
+        tx.prepare_cached("INSERT INTO sessions (id, parent_id, workspace, mode, posture, kind, title, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'agent', ?6, ?7, ?7)")?.execute(params![
                 new.id,
                 new.caller_id,
                 new.workspace.display().to_string(),
@@ -137,10 +135,8 @@ impl Store {
                 at
             ],
         )?;
-        tx.execute(
-            "INSERT INTO workflow_runs (id, caller_id, name, file, source, settings, status, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?7)",
-            params![new.id, new.caller_id, new.name, new.file, new.source, new.settings, at],
+        tx.prepare_cached("INSERT INTO workflow_runs (id, caller_id, name, file, source, settings, status, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?7)")?.execute(params![new.id, new.caller_id, new.name, new.file, new.source, new.settings, at],
         )?;
         tx.commit()?;
         self.acquire_lease(new.id, owner)?;
@@ -152,18 +148,18 @@ impl Store {
     /// and returns it with its instances and how many agents it started.
     pub fn open_run(&mut self, id: &str, owner: &LeaseOwner) -> Result<OpenedRun, StoreError> {
         self.acquire_lease(id, owner)?;
-        self.conn.execute(
-            "UPDATE workflow_runs SET status = 'running', updated_at = ?2 WHERE id = ?1",
-            params![id, now()],
-        )?;
+        self.conn
+            .prepare_cached(
+                "UPDATE workflow_runs SET status = 'running', updated_at = ?2 WHERE id = ?1",
+            )?
+            .execute(params![id, now()])?;
         let run = self
             .find_run(id)?
             .ok_or_else(|| StoreError::NotFound(format!("there is no workflow run {id}")))?;
-        let agents: i64 = self.conn.query_row(
-            "SELECT count(*) FROM agents WHERE parent_id = ?1",
-            [id],
-            |row| row.get(0),
-        )?;
+        let agents: i64 = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM agents WHERE parent_id = ?1")?
+            .query_row([id], |row| row.get(0))?;
         Ok(OpenedRun {
             run,
             instances: self.instances(id)?,
@@ -265,41 +261,37 @@ impl Store {
         let at = now();
         let tx = self.begin()?;
         for (seq, i) in instances {
-            tx.execute(
-                "INSERT INTO workflow_instances (run_id, step, idx, seq, item, key, state, agent_id, output, reason, attempts, tokens, updated_at)
+            tx.prepare_cached("INSERT INTO workflow_instances (run_id, step, idx, seq, item, key, state, agent_id, output, reason, attempts, tokens, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
                  ON CONFLICT(run_id, step, idx) DO UPDATE SET seq = ?4, item = ?5, key = ?6, state = ?7,
-                   agent_id = ?8, output = ?9, reason = ?10, attempts = ?11, tokens = ?12, updated_at = ?13",
-                params![
+                   agent_id = ?8, output = ?9, reason = ?10, attempts = ?11, tokens = ?12, updated_at = ?13")?.execute(params![
                     run_id, i.step, i.index, seq, i.item, i.key, i.state, i.agent_id, i.output, i.reason,
                     i.attempts, i.tokens, at
                 ],
             )?;
         }
-        tx.execute(
-            "UPDATE workflow_runs SET updated_at = ?2 WHERE id = ?1",
-            params![run_id, at],
-        )?;
+        tx.prepare_cached("UPDATE workflow_runs SET updated_at = ?2 WHERE id = ?1")?
+            .execute(params![run_id, at])?;
         tx.commit()?;
         Ok(())
     }
 
     /// Records how a run ended.
     pub fn finish_run(&mut self, run_id: &str, status: &str) -> Result<(), StoreError> {
-        self.conn.execute(
-            "UPDATE workflow_runs SET status = ?2, updated_at = ?3 WHERE id = ?1",
-            params![run_id, status, now()],
-        )?;
+        self.conn
+            .prepare_cached("UPDATE workflow_runs SET status = ?2, updated_at = ?3 WHERE id = ?1")?
+            .execute(params![run_id, status, now()])?;
         Ok(())
     }
 
     /// Asks the process running a run to cancel `target` (`*` for the
     /// whole run, a step, or `step[i]`).
     pub fn request_cancel(&mut self, run_id: &str, target: &str) -> Result<(), StoreError> {
-        self.conn.execute(
-            "INSERT INTO workflow_cancels (run_id, target, requested_at) VALUES (?1, ?2, ?3)",
-            params![run_id, target, now()],
-        )?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO workflow_cancels (run_id, target, requested_at) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![run_id, target, now()])?;
         Ok(())
     }
 
@@ -312,7 +304,8 @@ impl Store {
             stmt.query_map([run_id], |row| row.get(0))?
                 .collect::<Result<Vec<String>, _>>()?
         };
-        tx.execute("DELETE FROM workflow_cancels WHERE run_id = ?1", [run_id])?;
+        tx.prepare_cached("DELETE FROM workflow_cancels WHERE run_id = ?1")?
+            .execute([run_id])?;
         tx.commit()?;
         Ok(targets)
     }
