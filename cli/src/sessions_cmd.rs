@@ -9,6 +9,7 @@ use cadre_runtime::store::{QuestionnaireAnswer, QuestionnaireKind, Store, store_
 use crate::args::{PlanArgs, PlanVerdict, SessionsAction, SessionsArgs};
 use crate::exit::{self, CliError};
 use crate::followup::Followup;
+use crate::printable::printable;
 
 /// Opens the store in `data_dir`; any failure is a configuration error.
 fn open(data_dir: &std::path::Path) -> Result<Store, CliError> {
@@ -61,8 +62,8 @@ pub fn sessions(
                     s.id,
                     when(s.updated_at),
                     s.mode.as_str(),
-                    s.workspace,
-                    s.title.lines().next().unwrap_or_default()
+                    printable(&s.workspace),
+                    printable(s.title.lines().next().unwrap_or_default())
                 );
             }
         }
@@ -72,7 +73,7 @@ pub fn sessions(
             if let Some(parent) = &s.parent_id {
                 crate::outln!("forked from {parent}");
             }
-            crate::outln!("workspace  {}", s.workspace);
+            crate::outln!("workspace  {}", printable(&s.workspace));
             // What a resume uses: the stored mode and posture, unless its
             // flags (or CADRE_MODE, CADRE_POSTURE) choose others.
             crate::outln!(
@@ -103,7 +104,7 @@ pub fn sessions(
             {
                 let first = content.lines().next().unwrap_or_default();
                 let shown: String = first.chars().take(100).collect();
-                crate::outln!("  [{state:<7}] {source:<13} {shown}");
+                crate::outln!("  [{state:<7}] {source:<13} {}", printable(&shown));
             }
             if let Some(q) = store
                 .pending_questionnaire(&s.id)
@@ -145,7 +146,7 @@ pub fn sessions(
                 if json {
                     crate::outln!("{record}");
                 } else {
-                    crate::outln!("{}", audit_line(&record));
+                    crate::outln!("{}", printable(&audit_line(&record)));
                 }
             }
         }

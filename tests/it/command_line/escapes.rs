@@ -116,3 +116,42 @@ async fn escape_sequences_from_a_file_a_command_or_the_model_reach_the_terminal_
         assert!(printed.contains(shown), "{shown} not shown: {printed:?}");
     }
 }
+
+#[tokio::test]
+async fn stored_text_shown_by_the_offline_commands_cannot_drive_the_terminal() {
+    let dirs = Dirs::new();
+    let script = script_in(&dirs);
+    let mut args = vec!["exec".to_string(), "--posture".into(), "bypass".into()];
+    args.extend(dirs.flags());
+    args.extend([
+        "--script".into(),
+        script,
+        "title \u{1b}]0;owned\u{7} \u{9b}2J".into(),
+    ]);
+    let out = run(&strs(&args), &[], None).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let data = ["--data-dir", s(dirs.data.path())];
+    for command in [
+        vec!["sessions", "list"],
+        vec!["sessions", "show", "latest"],
+        vec!["sessions", "audit", "latest"],
+    ] {
+        let mut command = command;
+        command.extend(data);
+        let out = run(&command, &[], None).await;
+        assert_eq!(out.code, 0, "{command:?}: {}", out.stderr);
+        assert_eq!(
+            obeyed(&out.stdout),
+            Vec::<char>::new(),
+            "{command:?}: {:?}",
+            out.stdout
+        );
+        if command[1] != "audit" {
+            assert!(
+                out.stdout.contains(r"title \x1b]0;owned\x07 \x9b2J"),
+                "{command:?}: {}",
+                out.stdout
+            );
+        }
+    }
+}
