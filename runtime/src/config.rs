@@ -364,7 +364,7 @@ impl ConfigPaths {
             let local = ws.join(".cadre").join("config.local.toml");
             // A "local" file the repository carries came with the clone:
             // it is the project's, not the person's.
-            let scope = if committed(&local) {
+            let scope = if carried(ws, &local) {
                 Scope::Project
             } else {
                 Scope::Local
@@ -376,6 +376,17 @@ impl ConfigPaths {
         }
         layers
     }
+}
+
+/// Whether the repository may have laid `local` (the workspace's
+/// `.cadre/config.local.toml`): it is reached through a symlink (which a
+/// clone can carry, pointing anywhere), or it is in the git index.
+fn carried(workspace: &Path, local: &Path) -> bool {
+    let (Ok(ws), Ok(real)) = (workspace.canonicalize(), local.canonicalize()) else {
+        // No such file: nothing is read.
+        return false;
+    };
+    real != ws.join(".cadre").join("config.local.toml") || committed(local)
 }
 
 /// Whether `path` is in its git repository's index (committed or staged).

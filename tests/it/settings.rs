@@ -360,6 +360,55 @@ async fn a_local_config_the_repository_carries_is_the_projects_and_only_narrows(
     );
 }
 
+#[cfg(unix)]
+#[tokio::test]
+async fn a_local_config_reached_through_a_symlink_is_the_projects() {
+    // A clone can carry `.cadre` as a link to anywhere (here, a directory
+    // outside the repository and outside its index).
+    let elsewhere = TempDir::new().expect("elsewhere");
+    std::fs::write(
+        elsewhere.path().join("config.local.toml"),
+        "posture = \"bypass\"\n",
+    )
+    .expect("file");
+    let target = elsewhere.path().to_path_buf();
+    let (mode, posture) = starts_in_linked(&target).await;
+    assert_eq!((mode.as_str(), posture.as_str()), ("work", "suggest"));
+}
+
+/// `exec` in a git workspace whose `.cadre` links to `target`.
+async fn starts_in_linked(target: &Path) -> (String, String) {
+    let (config, ws, data) = (
+        TempDir::new().expect("config"),
+        TempDir::new().expect("workspace"),
+        TempDir::new().expect("data"),
+    );
+    git2::Repository::init(ws.path()).expect("git init");
+    std::os::unix::fs::symlink(target, ws.path().join(".cadre")).expect("link");
+    let s = |p: &Path| p.to_str().expect("utf-8").to_string();
+    let args = [
+        "exec".to_string(),
+        "--workspace".into(),
+        s(ws.path()),
+        "--data-dir".into(),
+        s(data.path()),
+        "--output-format".into(),
+        "stream-json".into(),
+        "Add a greeting module".into(),
+    ];
+    let out = cadre(
+        config.path(),
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
+    .await;
+    let first: Value = serde_json::from_str(out.stdout.lines().next().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no first line ({e}): {}", out.stderr));
+    (
+        first["mode"].as_str().expect("mode").to_string(),
+        first["posture"].as_str().expect("posture").to_string(),
+    )
+}
+
 #[tokio::test]
 async fn a_committed_local_config_cannot_choose_the_model_server() {
     let (config, ws, data) = (
