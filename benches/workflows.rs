@@ -14,7 +14,7 @@
 //! 50 ms per request (within 1.10× of ideal); N=1000 all at once with 1 s
 //! per request (within 1.15×, under 80 KiB per live step). The file store
 //! stays on. Run with `cargo bench --bench workflows`; `SCENARIO=small`
-//! runs only the first, `SIDE=cadre` or `SIDE=bare` only one side.
+//! runs only the first, `SCENARIO=burst` only the second, `SIDE=cadre` or `SIDE=bare` only one side.
 //!
 //! `SCENARIO=nodes` (also run by default, last) compares the same
 //! workflow all in this process with its steps spread over two `cadre
@@ -76,9 +76,13 @@ fn main() {
         if only == "nodes" {
             return nodes::scenarios().await;
         }
-        scenario(200, 64, Duration::from_millis(50)).await;
+        if only != "burst" {
+            scenario(200, 64, Duration::from_millis(50)).await;
+        }
         if only != "small" {
             scenario(1000, 1000, Duration::from_secs(1)).await;
+        }
+        if only.is_empty() {
             nodes::scenarios().await;
         }
     });

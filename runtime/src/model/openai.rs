@@ -1,9 +1,14 @@
 //! The OpenAI-compatible client (LLM2), on async-openai.
 //!
-//! async-openai builds and sends the request, frames the SSE stream (once
-//! [`guard_body`] has bounded it and fixed up its end) and maps HTTP errors;
-//! cadre reads each chunk as loose JSON (`byot`) and assembles it with
-//! [`Assembler`], because real servers break the strict types.
+//! async-openai builds and sends a whole-response request and maps its
+//! HTTP errors. A streamed request is sent through the same transport with
+//! async-openai's configuration, and its SSE is framed by
+//! `eventsource-stream` in the reading task itself ([`Wire`]; async-openai
+//! would read it on a task of its own, handing every event over a channel).
+//! Either way the body is bounded and its end fixed up first
+//! ([`guarded_bytes`]), and cadre reads each chunk as loose JSON (`byot`)
+//! and assembles it with [`Assembler`], because real servers break the
+//! strict types.
 //! async-openai's own silent retry layer is replaced by a plain transport
 //! ([`Transport`]): retries belong to [`super::Retrying`] alone, so each one
 //! is visible (`model.retry`) and bounded in one place. One response is
@@ -72,6 +77,7 @@ impl OpenAiConfig {
 #[derive(Clone)]
 pub struct OpenAiClient {
     client: async_openai::Client<OpenAIConfig>,
+    wire: Wire,
     config: Arc<OpenAiConfig>,
 }
 
@@ -100,9 +106,14 @@ impl OpenAiClient {
             http,
             max_wire_bytes: config.limits.max_wire_bytes(),
         };
+        let wire = Wire {
+            transport: transport.clone(),
+            api: Arc::new(api.clone()),
+        };
         let client = async_openai::Client::with_config(api).with_http_service(transport);
         Ok(Self {
             client,
+            wire,
             config: Arc::new(config),
         })
     }
@@ -120,9 +131,9 @@ impl ModelClient for OpenAiClient {
 
     fn stream(&self, request: ModelRequest) -> ModelStream {
         let body = chat_request(request, &self.config);
-        let client = self.client.clone();
         let limits = self.config.limits;
         if !self.config.stream {
+            let client = self.client.clone();
             let base_url = self.config.base_url.clone();
             return Box::pin(futures::stream::once(async move {
                 let oversize = Arc::new(AtomicBool::new(false));
@@ -142,7 +153,7 @@ impl ModelClient for OpenAiClient {
             }));
         }
         let state = StreamState {
-            phase: Phase::Connect(client, Box::new(body)),
+            phase: Phase::Connect(self.wire.clone(), Box::new(body)),
             pending: VecDeque::new(),
             limits,
             deadline: None,
@@ -194,7 +205,7 @@ fn located(err: ModelError, base_url: &str) -> ModelError {
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<Value, OpenAIError>> + Send>>;
 
 enum Phase {
-    Connect(async_openai::Client<OpenAIConfig>, Box<WireRequest>),
+    Connect(Wire, Box<WireRequest>),
     Reading(ChunkStream, Assembler),
     Done,
 }
@@ -221,13 +232,9 @@ impl StreamState {
                 .get_or_insert_with(|| tokio::time::Instant::now() + limits.max_duration);
             match std::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Done => return None,
-                Phase::Connect(client, body) => {
-                    let connect = OVERSIZE.scope(
-                        self.oversize.clone(),
-                        with_hint(async {
-                            client.chat().create_stream_byot::<_, Value>(*body).await
-                        }),
-                    );
+                Phase::Connect(wire, body) => {
+                    let connect =
+                        OVERSIZE.scope(self.oversize.clone(), with_hint(wire.open(*body)));
                     match tokio::time::timeout_at(deadline, connect).await {
                         Err(_) => self.pending.push_back(Err(limits.too_long())),
                         Ok((Ok(chunks), _)) => {
@@ -318,22 +325,124 @@ impl tower::Service<HttpRequestFactory> for Transport {
     }
 
     fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
-        let http = self.http.clone();
-        let max_wire_bytes = self.max_wire_bytes;
+        let transport = self.clone();
         Box::pin(async move {
             let request = factory.build().await?;
-            let response = http.execute(request).await.map_err(OpenAIError::Reqwest)?;
+            let response = transport.send(request).await?;
             if !response.status().is_success() {
-                let hint = Hint {
-                    status: Some(response.status().as_u16()),
-                    retry_after: retry_after(response.headers()),
-                };
-                // Outside a `with_hint` scope there is nobody to tell.
-                let _ = HINT.try_with(|cell| cell.set(hint));
                 return Ok(response);
             }
-            guard_body(response, max_wire_bytes)
+            guard_body(response, transport.max_wire_bytes)
         })
+    }
+}
+
+impl Transport {
+    /// Sends a request; an error status is left in the `with_hint` scope.
+    async fn send(&self, request: reqwest::Request) -> Result<reqwest::Response, OpenAIError> {
+        let response = self
+            .http
+            .execute(request)
+            .await
+            .map_err(OpenAIError::Reqwest)?;
+        if !response.status().is_success() {
+            let hint = Hint {
+                status: Some(response.status().as_u16()),
+                retry_after: retry_after(response.headers()),
+            };
+            // Outside a `with_hint` scope there is nobody to tell.
+            let _ = HINT.try_with(|cell| cell.set(hint));
+        }
+        Ok(response)
+    }
+}
+
+/// A streamed request, sent through the [`Transport`] with async-openai's
+/// URL and headers, its events framed as they are read.
+#[derive(Clone)]
+struct Wire {
+    transport: Transport,
+    api: Arc<OpenAIConfig>,
+}
+
+impl Wire {
+    /// Sends the request; on success, its chunks. An error status is read
+    /// as async-openai reads it, so it maps to the same [`ModelError`].
+    async fn open(self, body: WireRequest) -> Result<ChunkStream, OpenAIError> {
+        use async_openai::config::Config;
+        let body = serde_json::to_vec(&body).map_err(|error| {
+            OpenAIError::InvalidArgument(format!("failed to serialize request: {error}"))
+        })?;
+        // `OpenAIConfig` adds no query parameters.
+        let request = self
+            .transport
+            .http
+            .post(self.api.url("/chat/completions"))
+            .headers(self.api.headers())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .build()
+            .map_err(OpenAIError::Reqwest)?;
+        let response = self.transport.send(request).await?;
+        if !response.status().is_success() {
+            return Err(error_response(response).await);
+        }
+        let is_event_stream = is_event_stream(&response);
+        let bytes = guarded_bytes(response, self.transport.max_wire_bytes, is_event_stream)
+            .map(|chunk| chunk.map_err(std::io::Error::other));
+        Ok(Box::pin(futures::stream::unfold(
+            Box::pin(eventsource_stream::EventStream::new(bytes)),
+            |mut events| async move {
+                loop {
+                    let event = match events.next().await? {
+                        Ok(event) => event,
+                        Err(error) => {
+                            let error =
+                                async_openai::error::StreamError::EventStream(error.to_string());
+                            return Some((Err(OpenAIError::StreamError(Box::new(error))), events));
+                        }
+                    };
+                    if event.data == "[DONE]" {
+                        return None;
+                    }
+                    if event.event == "keepalive" {
+                        continue;
+                    }
+                    let chunk = serde_json::from_str::<Value>(&event.data)
+                        .map_err(|error| OpenAIError::JSONDeserialize(error, event.data));
+                    return Some((chunk, events));
+                }
+            },
+        )))
+    }
+}
+
+/// An error response as async-openai reads one: a server error's body as
+/// text, any other's as an OpenAI error object.
+async fn error_response(response: reqwest::Response) -> OpenAIError {
+    use async_openai::error::{ApiError, ApiErrorResponse, WrappedError};
+    let status = response.status();
+    let bytes = match response.bytes().await {
+        Ok(bytes) => bytes,
+        Err(error) => return OpenAIError::Reqwest(error),
+    };
+    if status.is_server_error() {
+        return OpenAIError::ApiError(ApiErrorResponse {
+            status_code: status,
+            api_error: ApiError {
+                message: String::from_utf8_lossy(&bytes).into_owned(),
+                ..ApiError::default()
+            },
+        });
+    }
+    match serde_json::from_slice::<WrappedError>(&bytes) {
+        Ok(wrapped) => OpenAIError::ApiError(ApiErrorResponse {
+            status_code: status,
+            api_error: wrapped.error,
+        }),
+        Err(error) => {
+            OpenAIError::JSONDeserialize(error, String::from_utf8_lossy(&bytes).into_owned())
+        }
     }
 }
 
@@ -365,15 +474,7 @@ fn guard_body(
     response: reqwest::Response,
     max_wire_bytes: u64,
 ) -> Result<reqwest::Response, OpenAIError> {
-    let is_event_stream = response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.trim_start()
-                .to_ascii_lowercase()
-                .starts_with("text/event-stream")
-        });
+    let is_event_stream = is_event_stream(&response);
     let mut builder = http::Response::builder()
         .status(response.status())
         .version(response.version())
@@ -381,6 +482,34 @@ fn guard_body(
     if let Some(headers) = builder.headers_mut() {
         *headers = response.headers().clone();
     }
+    let body = reqwest::Body::wrap_stream(guarded_bytes(response, max_wire_bytes, is_event_stream));
+    // Cannot fail: the status and headers come from a response.
+    builder
+        .body(body)
+        .map(reqwest::Response::from)
+        .map_err(|e| OpenAIError::InvalidArgument(format!("re-wrapping the body: {e}")))
+}
+
+/// Whether a response says it is an event stream.
+fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        })
+}
+
+/// A successful body, bounded, an event stream's with its blank-line tail
+/// (see [`guard_body`]).
+fn guarded_bytes(
+    response: reqwest::Response,
+    max_wire_bytes: u64,
+    is_event_stream: bool,
+) -> impl Stream<Item = Result<bytes::Bytes, BoxError>> + Send + 'static {
     let mut size = WireSize::new(is_event_stream);
     // Outside an `OVERSIZE` scope there is nobody to tell.
     let oversize = OVERSIZE.try_with(Arc::clone).ok();
@@ -396,17 +525,9 @@ fn guard_body(
         }
         Ok(chunk)
     });
-    let body = if is_event_stream {
-        let tail = futures::stream::once(async { Ok(b"\n\n"[..].into()) });
-        reqwest::Body::wrap_stream(guarded.chain(tail))
-    } else {
-        reqwest::Body::wrap_stream(guarded)
-    };
-    // Cannot fail: the status and headers come from a response.
-    builder
-        .body(body)
-        .map(reqwest::Response::from)
-        .map_err(|e| OpenAIError::InvalidArgument(format!("re-wrapping the body: {e}")))
+    let tail =
+        futures::stream::iter(is_event_stream.then(|| Ok(bytes::Bytes::from_static(b"\n\n"))));
+    guarded.chain(tail)
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
