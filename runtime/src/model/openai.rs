@@ -233,8 +233,12 @@ impl StreamState {
             match std::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Done => return None,
                 Phase::Connect(wire, body) => {
-                    let connect =
-                        OVERSIZE.scope(self.oversize.clone(), with_hint(wire.open(*body)));
+                    // Boxed: this future is large, and only connecting needs
+                    // it; the rest of the read (waiting for the answer, the
+                    // long part) keeps a small one.
+                    let connect = Box::pin(
+                        OVERSIZE.scope(self.oversize.clone(), with_hint(wire.open(*body))),
+                    );
                     match tokio::time::timeout_at(deadline, connect).await {
                         Err(_) => self.pending.push_back(Err(limits.too_long())),
                         Ok((Ok(chunks), _)) => {

@@ -358,7 +358,9 @@ impl Actor for StepActor {
                 verifier,
             } => {
                 state.checking = true;
-                state.verify(&myself, verifier).await;
+                // Boxed: a large future that only a verifier check needs;
+                // inline, every step's message loop would carry its size.
+                Box::pin(state.verify(&myself, verifier)).await;
             }
             StepMsg::Verdict(verdict, tokens) => {
                 state.verifier = None;
