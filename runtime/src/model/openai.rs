@@ -1,18 +1,18 @@
-//! The OpenAI-compatible client (LLM2), on async-openai.
+//! The OpenAI-compatible client (LLM2).
 //!
-//! async-openai builds and sends a whole-response request and maps its
-//! HTTP errors. A streamed request is sent through the same transport with
-//! async-openai's configuration, and its SSE is framed by
-//! `eventsource-stream` in the reading task itself ([`Wire`]; async-openai
-//! would read it on a task of its own, handing every event over a channel).
-//! Either way the body is bounded and its end fixed up first
-//! ([`guarded_bytes`]), and cadre reads each chunk as loose JSON (`byot`)
-//! and assembles it with [`Assembler`], because real servers break the
-//! strict types.
-//! async-openai's own silent retry layer is replaced by a plain transport
-//! ([`Transport`]): retries belong to [`super::Retrying`] alone, so each one
-//! is visible (`model.retry`) and bounded in one place. One response is
-//! bounded in size and wall time by [`ResponseLimits`].
+//! One HTTP path for whole and streamed answers ([`Wire`]): async-openai's
+//! configuration gives the URL and headers, and its error types and error
+//! reading are kept, so an error status maps to the same [`ModelError`]
+//! either way; the request is serialized straight from the request's shared
+//! parts and sent on a plain reqwest client with no retry layer (retries
+//! belong to [`super::Retrying`] alone, so each one is visible as
+//! `model.retry` and bounded in one place). A streamed body is framed by
+//! `eventsource-stream` (async-openai's parser) in the task that reads it:
+//! async-openai's own streaming reads the body on a task of its own and
+//! hands every event over a channel. Every body is bounded first
+//! ([`guarded_bytes`]); cadre reads each chunk as loose JSON and assembles
+//! it with [`Assembler`], because real servers break the strict types. One
+//! response is bounded in size and wall time by [`ResponseLimits`].
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -22,11 +22,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use async_openai::config::OpenAIConfig;
+use async_openai::config::{Config, OpenAIConfig};
 use async_openai::error::OpenAIError;
-use async_openai::middleware::HttpRequestFactory;
 use futures::{Stream, StreamExt};
-use reqwest::ResponseBuilderExt;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Value, json};
 
@@ -76,7 +74,6 @@ impl OpenAiConfig {
 /// A client for any OpenAI-compatible chat-completions server.
 #[derive(Clone)]
 pub struct OpenAiClient {
-    client: async_openai::Client<OpenAIConfig>,
     wire: Wire,
     config: Arc<OpenAiConfig>,
 }
@@ -102,17 +99,15 @@ impl OpenAiClient {
         // async-openai reads OPENAI_API_KEY itself when no key is set; an
         // explicit empty key keeps configuration in the caller's hands.
         api = api.with_api_key(config.api_key.clone().unwrap_or_default());
-        let transport = Transport {
+        let url = reqwest::Url::parse(&api.url("/chat/completions"))
+            .map_err(|e| ModelError::Request(format!("base URL {}: {e}", config.base_url)))?;
+        let wire = Wire {
             http,
+            url,
+            headers: Arc::new(api.headers()),
             max_wire_bytes: config.limits.max_wire_bytes(),
         };
-        let wire = Wire {
-            transport: transport.clone(),
-            api: Arc::new(api.clone()),
-        };
-        let client = async_openai::Client::with_config(api).with_http_service(transport);
         Ok(Self {
-            client,
             wire,
             config: Arc::new(config),
         })
@@ -133,14 +128,11 @@ impl ModelClient for OpenAiClient {
         let body = chat_request(request, &self.config);
         let limits = self.config.limits;
         if !self.config.stream {
-            let client = self.client.clone();
+            let wire = self.wire.clone();
             let base_url = self.config.base_url.clone();
             return Box::pin(futures::stream::once(async move {
                 let oversize = Arc::new(AtomicBool::new(false));
-                let call = OVERSIZE.scope(
-                    oversize.clone(),
-                    with_hint(async { client.chat().create_byot::<_, Value>(body).await }),
-                );
+                let call = OVERSIZE.scope(oversize.clone(), with_hint(wire.whole(body)));
                 let Ok((result, hint)) = tokio::time::timeout(limits.max_duration, call).await
                 else {
                     return Err(limits.too_long());
@@ -304,95 +296,78 @@ async fn with_hint<T>(work: impl Future<Output = T>) -> (T, Hint) {
     .await
 }
 
-/// async-openai's plain reqwest transport, minus its retry layer, plus a
-/// look at error responses' status and `Retry-After`, and a bound on what
-/// a successful body may make the framing layer hold.
+/// The HTTP side: async-openai's URL and headers (built once), a plain
+/// reqwest client with no retry layer of its own (retries belong to
+/// [`super::Retrying`] alone), a look at error responses' status and
+/// `Retry-After`, and a bound on what a successful body may make the
+/// client hold ([`guarded_bytes`]). A streamed body's events are framed by
+/// `eventsource-stream` in the task that reads them.
 #[derive(Clone)]
-struct Transport {
+struct Wire {
     http: reqwest::Client,
+    url: reqwest::Url,
+    headers: Arc<reqwest::header::HeaderMap>,
     /// See [`ResponseLimits::max_wire_bytes`].
     max_wire_bytes: u64,
 }
 
-type TransportFuture = Pin<Box<dyn Future<Output = Result<reqwest::Response, OpenAIError>> + Send>>;
-
-impl tower::Service<HttpRequestFactory> for Transport {
-    type Response = reqwest::Response;
-    type Error = OpenAIError;
-    type Future = TransportFuture;
-
-    fn poll_ready(
-        &mut self,
-        _cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Self::Error>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
-        let transport = self.clone();
-        Box::pin(async move {
-            let request = factory.build().await?;
-            let response = transport.send(request).await?;
-            if !response.status().is_success() {
-                return Ok(response);
-            }
-            guard_body(response, transport.max_wire_bytes)
-        })
-    }
-}
-
-impl Transport {
-    /// Sends a request; an error status is left in the `with_hint` scope.
-    async fn send(&self, request: reqwest::Request) -> Result<reqwest::Response, OpenAIError> {
+impl Wire {
+    /// Sends the request. An error status is left in the `with_hint`
+    /// scope and read as async-openai reads it, so it maps to the same
+    /// [`ModelError`] whichever way the answer comes.
+    async fn send(&self, body: &WireRequest) -> Result<reqwest::Response, OpenAIError> {
+        let body = serde_json::to_vec(body).map_err(|error| {
+            OpenAIError::InvalidArgument(format!("failed to serialize request: {error}"))
+        })?;
+        let request = self
+            .http
+            .post(self.url.clone())
+            .headers((*self.headers).clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .build()
+            .map_err(OpenAIError::Reqwest)?;
         let response = self
             .http
             .execute(request)
             .await
             .map_err(OpenAIError::Reqwest)?;
-        if !response.status().is_success() {
-            let hint = Hint {
-                status: Some(response.status().as_u16()),
-                retry_after: retry_after(response.headers()),
-            };
-            // Outside a `with_hint` scope there is nobody to tell.
-            let _ = HINT.try_with(|cell| cell.set(hint));
+        if response.status().is_success() {
+            return Ok(response);
         }
-        Ok(response)
+        let hint = Hint {
+            status: Some(response.status().as_u16()),
+            retry_after: retry_after(response.headers()),
+        };
+        // Outside a `with_hint` scope there is nobody to tell.
+        let _ = HINT.try_with(|cell| cell.set(hint));
+        Err(error_response(response).await)
     }
-}
 
-/// A streamed request, sent through the [`Transport`] with async-openai's
-/// URL and headers, its events framed as they are read.
-#[derive(Clone)]
-struct Wire {
-    transport: Transport,
-    api: Arc<OpenAIConfig>,
-}
-
-impl Wire {
-    /// Sends the request; on success, its chunks. An error status is read
-    /// as async-openai reads it, so it maps to the same [`ModelError`].
-    async fn open(self, body: WireRequest) -> Result<ChunkStream, OpenAIError> {
-        use async_openai::config::Config;
-        let body = serde_json::to_vec(&body).map_err(|error| {
-            OpenAIError::InvalidArgument(format!("failed to serialize request: {error}"))
-        })?;
-        // `OpenAIConfig` adds no query parameters.
-        let request = self
-            .transport
-            .http
-            .post(self.api.url("/chat/completions"))
-            .headers(self.api.headers())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body)
-            .build()
-            .map_err(OpenAIError::Reqwest)?;
-        let response = self.transport.send(request).await?;
-        if !response.status().is_success() {
-            return Err(error_response(response).await);
+    /// A whole response, read as JSON.
+    async fn whole(self, body: WireRequest) -> Result<Value, OpenAIError> {
+        let response = self.send(&body).await?;
+        let mut body = std::pin::pin!(guarded_bytes(response, self.max_wire_bytes, false));
+        let mut bytes = Vec::new();
+        while let Some(chunk) = body.next().await {
+            match chunk {
+                Ok(chunk) => bytes.extend_from_slice(&chunk),
+                Err(Guarded::Transport(error)) => return Err(OpenAIError::Reqwest(error)),
+                Err(Guarded::Oversize(message)) => {
+                    return Err(OpenAIError::InvalidArgument(message));
+                }
+            }
         }
+        serde_json::from_slice(&bytes).map_err(|error| {
+            OpenAIError::JSONDeserialize(error, String::from_utf8_lossy(&bytes).into_owned())
+        })
+    }
+
+    /// A streamed response, as its chunks.
+    async fn open(self, body: WireRequest) -> Result<ChunkStream, OpenAIError> {
+        let response = self.send(&body).await?;
         let is_event_stream = is_event_stream(&response);
-        let bytes = guarded_bytes(response, self.transport.max_wire_bytes, is_event_stream)
+        let bytes = guarded_bytes(response, self.max_wire_bytes, is_event_stream)
             .map(|chunk| chunk.map_err(std::io::Error::other));
         Ok(Box::pin(futures::stream::unfold(
             Box::pin(eventsource_stream::EventStream::new(bytes)),
@@ -450,50 +425,6 @@ async fn error_response(response: reqwest::Response) -> OpenAIError {
     }
 }
 
-/// Bounds a successful body, and makes an event stream end with a blank
-/// line.
-///
-/// **The bound.** async-openai's framing holds an event until its blank
-/// line, and a whole non-streamed body until its end: a server that never
-/// ends a line would grow the process without limit. Past `max_wire_bytes`
-/// in one event (or in a whole plain body) the body ends with an error and
-/// the request's `OVERSIZE` flag is set, so the caller reports a response
-/// limit rather than a broken stream that would be retried.
-///
-/// **The blank line.** async-openai frames SSE with `eventsource-stream`
-/// 0.2, which at EOF silently drops whatever it has not dispatched yet: a
-/// last event not followed by a blank line (`data: {...}\n` then close),
-/// and any event whose lines end in a lone CR (held back in case an LF
-/// follows). Servers that close the stream after their last chunk instead
-/// of sending `data: [DONE]` would lose that chunk, and with it the finish
-/// reason, the usage, or an error, which would then pass for a normal,
-/// truncated answer. Appending `\n\n` after the server's last byte completes
-/// a pending line (a trailing CR becomes CRLF) and dispatches the pending
-/// event; where the stream already ended with a blank line, the extra lines
-/// dispatch nothing. A stream closed mid-chunk now yields an unreadable
-/// chunk (an interrupted stream) instead of a silently shortened answer. A
-/// body that breaks off reports its transport error first, which ends the
-/// stream before the tail.
-fn guard_body(
-    response: reqwest::Response,
-    max_wire_bytes: u64,
-) -> Result<reqwest::Response, OpenAIError> {
-    let is_event_stream = is_event_stream(&response);
-    let mut builder = http::Response::builder()
-        .status(response.status())
-        .version(response.version())
-        .url(response.url().clone());
-    if let Some(headers) = builder.headers_mut() {
-        *headers = response.headers().clone();
-    }
-    let body = reqwest::Body::wrap_stream(guarded_bytes(response, max_wire_bytes, is_event_stream));
-    // Cannot fail: the status and headers come from a response.
-    builder
-        .body(body)
-        .map(reqwest::Response::from)
-        .map_err(|e| OpenAIError::InvalidArgument(format!("re-wrapping the body: {e}")))
-}
-
 /// Whether a response says it is an event stream.
 fn is_event_stream(response: &reqwest::Response) -> bool {
     response
@@ -507,23 +438,45 @@ fn is_event_stream(response: &reqwest::Response) -> bool {
         })
 }
 
-/// A successful body, bounded, an event stream's with its blank-line tail
-/// (see [`guard_body`]).
+/// Bounds a successful body, and makes an event stream end with a blank
+/// line.
+///
+/// **The bound.** The framing holds an event until its blank line, and a
+/// whole response is held until its end: a server that never
+/// ends a line would grow the process without limit. Past `max_wire_bytes`
+/// in one event (or in a whole plain body) the body ends with an error and
+/// the request's `OVERSIZE` flag is set, so the caller reports a response
+/// limit rather than a broken stream that would be retried.
+///
+/// **The blank line.** `eventsource-stream` 0.2 (async-openai's framing
+/// too), at EOF, silently drops whatever it has not dispatched yet: a
+/// last event not followed by a blank line (`data: {...}\n` then close),
+/// and any event whose lines end in a lone CR (held back in case an LF
+/// follows). Servers that close the stream after their last chunk instead
+/// of sending `data: [DONE]` would lose that chunk, and with it the finish
+/// reason, the usage, or an error, which would then pass for a normal,
+/// truncated answer. Appending `\n\n` after the server's last byte completes
+/// a pending line (a trailing CR becomes CRLF) and dispatches the pending
+/// event; where the stream already ended with a blank line, the extra lines
+/// dispatch nothing. A stream closed mid-chunk now yields an unreadable
+/// chunk (an interrupted stream) instead of a silently shortened answer. A
+/// body that breaks off reports its transport error first, which ends the
+/// stream before the tail.
 fn guarded_bytes(
     response: reqwest::Response,
     max_wire_bytes: u64,
     is_event_stream: bool,
-) -> impl Stream<Item = Result<bytes::Bytes, BoxError>> + Send + 'static {
+) -> impl Stream<Item = Result<bytes::Bytes, Guarded>> + Send + 'static {
     let mut size = WireSize::new(is_event_stream);
     // Outside an `OVERSIZE` scope there is nobody to tell.
     let oversize = OVERSIZE.try_with(Arc::clone).ok();
     let guarded = response.bytes_stream().map(move |chunk| {
-        let chunk = chunk.map_err(BoxError::from)?;
+        let chunk = chunk.map_err(Guarded::Transport)?;
         if size.add(&chunk) > max_wire_bytes {
             if let Some(flag) = &oversize {
                 flag.store(true, Ordering::Relaxed);
             }
-            return Err(BoxError::from(format!(
+            return Err(Guarded::Oversize(format!(
                 "the body went past {max_wire_bytes} bytes in one event"
             )));
         }
@@ -534,7 +487,25 @@ fn guarded_bytes(
     guarded.chain(tail)
 }
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// Why a guarded body broke off.
+#[derive(Debug)]
+enum Guarded {
+    /// The connection failed.
+    Transport(reqwest::Error),
+    /// It went past the bound.
+    Oversize(String),
+}
+
+impl std::fmt::Display for Guarded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Guarded::Transport(error) => write!(f, "{}", error_chain(error)),
+            Guarded::Oversize(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for Guarded {}
 
 /// Bytes the framing layer may be holding: for an event stream, those since
 /// the last blank line (the event being built); for any other body, all.
