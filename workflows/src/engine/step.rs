@@ -123,6 +123,8 @@ pub struct StepActor;
 
 /// The attempt's agent, here or on a node.
 enum Agent {
+    /// Not started yet (the actor starts it once it runs).
+    Starting,
     Local(ActorRef<SessionMsg>),
     Remote(RemoteAgent),
 }
@@ -130,6 +132,7 @@ enum Agent {
 impl Agent {
     fn op(&self, op: Op) {
         match self {
+            Agent::Starting => {}
             Agent::Local(actor) => {
                 let _ = actor.cast(SessionMsg::Op(op));
             }
@@ -243,67 +246,58 @@ impl Actor for StepActor {
     type State = StepState;
     type Arguments = StepArgs;
 
+    /// Only the state: the worktree and the agent are started once the
+    /// actor runs (`post_start`), so whoever spawns steps never waits for
+    /// an agent's store trip or a node, and a thousand steps start at once.
     async fn pre_start(
         &self,
         myself: ActorRef<Self::Msg>,
-        mut args: StepArgs,
+        args: StepArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let path = args.spec.path.clone();
-        let worktree = match args.worktree.clone() {
-            Some(_) if matches!(args.place, Placement::Remote { .. }) => {
-                return Err("a worktree step runs on the coordinator, not on a node".into());
-            }
-            Some(name) => {
-                let workspace = args.spec.workspace.root().to_path_buf();
-                let made = tokio::task::spawn_blocking(move || Worktree::create(&workspace, &name))
-                    .await
-                    .map_err(|e| format!("the step's worktree: {e}"))??;
-                args.spec.workspace = args
-                    .spec
-                    .workspace
-                    .moved_to(&made.workspace)
-                    .map_err(|e| format!("the step's worktree: {e}"))?;
-                Some(made)
-            }
-            None => None,
-        };
-        let agent = match std::mem::replace(&mut args.place, Placement::Local) {
-            Placement::Local => start_local(&myself, &args).await?,
-            Placement::Remote {
-                cluster,
-                node,
-                order,
-            } => {
-                let live = args
-                    .spec
-                    .parent
-                    .clone()
-                    .ok_or("a step's agent has its caller's live authority")?;
-                start_remote(&myself, &cluster, &node, *order, live).await?
-            }
-        };
-        if let Some(timeout) = args.timeout {
-            myself.send_after(timeout, || StepMsg::Timeout);
-        }
-        if let Some(idle) = args.idle_timeout {
-            myself.send_interval((idle / 4).max(Duration::from_millis(10)), || StepMsg::Watch);
-        }
         Ok(StepState {
-            myself: myself.clone(),
+            myself,
+            path: args.spec.path.clone(),
             args,
-            agent,
-            path,
+            agent: Agent::Starting,
             checking: false,
             lost: None,
             answer: String::new(),
             claim: String::new(),
             verifier: None,
-            worktree,
+            worktree: None,
             calls: Vec::new(),
             tokens: 0,
             last_progress: Instant::now(),
             reported: false,
         })
+    }
+
+    /// Starts the step's worktree and agent; an attempt that cannot start
+    /// is reported (`StepReport::Unstarted`) and the actor ends.
+    async fn post_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match Box::pin(state.start(&myself)).await {
+            Ok(()) => {
+                if let Some(timeout) = state.args.timeout {
+                    myself.send_after(timeout, || StepMsg::Timeout);
+                }
+                if let Some(idle) = state.args.idle_timeout {
+                    myself
+                        .send_interval((idle / 4).max(Duration::from_millis(10)), || StepMsg::Watch);
+                }
+            }
+            Err(error) => {
+                let unplaced = error.downcast_ref::<Unplaced>().is_some();
+                state.report_once(StepReport::Unstarted {
+                    reason: error.to_string(),
+                    unplaced,
+                });
+            }
+        }
+        Ok(())
     }
 
     async fn handle(
@@ -477,6 +471,42 @@ impl Actor for StepActor {
 }
 
 impl StepState {
+    /// Makes the step's worktree (if it has one) and starts its agent.
+    async fn start(&mut self, myself: &ActorRef<StepMsg>) -> Result<(), ActorProcessingErr> {
+        let args = &mut self.args;
+        if let Some(name) = args.worktree.clone() {
+            if matches!(args.place, Placement::Remote { .. }) {
+                return Err("a worktree step runs on the coordinator, not on a node".into());
+            }
+            let workspace = args.spec.workspace.root().to_path_buf();
+            let made = tokio::task::spawn_blocking(move || Worktree::create(&workspace, &name))
+                .await
+                .map_err(|e| format!("the step's worktree: {e}"))??;
+            args.spec.workspace = args
+                .spec
+                .workspace
+                .moved_to(&made.workspace)
+                .map_err(|e| format!("the step's worktree: {e}"))?;
+            self.worktree = Some(made);
+        }
+        self.agent = match std::mem::replace(&mut args.place, Placement::Local) {
+            Placement::Local => start_local(myself, args).await?,
+            Placement::Remote {
+                cluster,
+                node,
+                order,
+            } => {
+                let live = args
+                    .spec
+                    .parent
+                    .clone()
+                    .ok_or("a step's agent has its caller's live authority")?;
+                start_remote(myself, &cluster, &node, *order, live).await?
+            }
+        };
+        Ok(())
+    }
+
     fn supervisor(&self, report: StepReport) {
         let _ = self
             .args
@@ -570,6 +600,7 @@ impl StepState {
     /// Where what the agent did stays.
     fn transcript_note(&self) -> String {
         match &self.agent {
+            Agent::Starting => "its agent had not started".to_string(),
             Agent::Local(_) => format!(
                 "its partial transcript is kept under agent {}",
                 self.args.spec.row_id()

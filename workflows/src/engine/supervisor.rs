@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 
 use super::ids::{inner_approval_id, parse_outer, step_prefix};
 use super::meter::metered;
-use super::step::{Placement, StepActor, StepArgs, StepMsg, Unplaced};
+use super::step::{Placement, StepActor, StepArgs, StepMsg};
 use crate::cluster::Cluster;
 use crate::cluster::places::Place;
 use crate::cluster::wire::Order;
@@ -50,6 +50,14 @@ pub enum StepReport {
     Failed {
         /// Why.
         reason: String,
+    },
+    /// The attempt could not start (its worktree, its agent, or its node).
+    Unstarted {
+        /// Why.
+        reason: String,
+        /// Its node could not be reached: the attempt goes elsewhere,
+        /// not counted against the step's retries.
+        unplaced: bool,
     },
     /// The model endpoint failed in a way that may pass later (after the
     /// client's own retries): back to the queue.
@@ -127,6 +135,9 @@ struct Live {
     path: AgentPath,
     /// The slot it holds, with a cluster.
     place: Option<Place>,
+    /// A step placed on a node, to place again if the node turns out to be
+    /// gone before it started.
+    again: Option<Waiting>,
 }
 
 /// An attempt waiting for a free slot.
@@ -323,6 +334,20 @@ impl SupervisorState {
         let input = match report {
             StepReport::Answered { output, calls } => Input::Answered { id, output, calls },
             StepReport::Failed { reason } => Input::AttemptFailed { id, reason },
+            StepReport::Unstarted { reason, unplaced } => {
+                let again = self.live.get_mut(&id).and_then(|live| live.again.take());
+                if let (true, Some(again)) = (unplaced, again) {
+                    // Placed again once the actor's end frees its slot.
+                    tracing::info!(run_id = %self.run_id, %reason, "a step goes elsewhere");
+                    self.nodes.remove(&id);
+                    self.waiting.push_front(again);
+                    return;
+                }
+                Input::AttemptFailed {
+                    id,
+                    reason: format!("the step could not start: {reason}"),
+                }
+            }
             StepReport::Requeue { reason } => Input::Requeue { id, reason },
             StepReport::Merged(result) => Input::Merged { id, result },
             StepReport::Checked { passed, detail } => Input::Checked { id, passed, detail },
@@ -533,11 +558,11 @@ impl SupervisorState {
         self.next_agent += 1;
         let path = AgentPath::root().child(self.next_agent);
         // Kept to place the attempt again if its node turns out to be gone.
-        let again = Waiting {
+        let again = matches!(place, Some(Place::Node(_))).then(|| Waiting {
             id,
             prompt: prompt.clone(),
             scope: scope.clone(),
-        };
+        });
         let mut spec = match self.spec_for(id, &path, scope) {
             Ok(spec) => spec,
             Err(reason) => {
@@ -599,29 +624,22 @@ impl SupervisorState {
         };
         match Actor::spawn_linked(None, StepActor, args, myself.get_cell()).await {
             Ok((actor, _)) => {
-                self.live.insert(id, Live { actor, path, place });
+                let live = Live {
+                    actor,
+                    path,
+                    place,
+                    again,
+                };
+                self.live.insert(id, live);
             }
+            // Its start (worktree, agent, node) fails later, as a report.
             Err(err) => {
                 if let Some(place) = &place {
                     self.release_place(place);
                 }
-                let why = match err {
-                    ractor::SpawnErr::StartupFailed(inner) => {
-                        if inner.downcast_ref::<Unplaced>().is_some() {
-                            // Its node is gone before it started: elsewhere,
-                            // not counted as an attempt.
-                            tracing::info!(run_id = %self.run_id, %inner, "a step goes elsewhere");
-                            self.nodes.remove(&id);
-                            self.waiting.push_front(again);
-                            return Box::pin(self.place_waiting(myself)).await;
-                        }
-                        inner.to_string()
-                    }
-                    other => other.to_string(),
-                };
                 let effects = self.scheduler.step(Input::AttemptFailed {
                     id,
-                    reason: format!("the step could not start: {why}"),
+                    reason: format!("the step could not start: {err}"),
                 });
                 Box::pin(self.perform(myself, effects)).await;
             }
