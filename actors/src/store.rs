@@ -5,7 +5,9 @@
 //! ([`StoreRequest`]), each answered on its own `RpcReplyPort`.
 //!
 //! **Group commit.** The actor's handlers never wait: a request is queued,
-//! and one job at a time runs on the blocking pool with everything queued
+//! and one job at a time runs on the store's own thread (the connection's
+//! one home: no hop through the blocking pool, one allocator arena for
+//! SQLite's memory) with everything queued
 //! since the last: the buffered appends first, then the requests in
 //! arrival order, each in a savepoint of one transaction — one commit to
 //! the write-ahead log for the lot, however many sessions they come from.
@@ -73,7 +75,7 @@ struct Batch {
 /// flush, which asks for the next one.
 type Appends = Arc<Mutex<BTreeMap<Arc<str>, Batch>>>;
 
-/// What one job carries to the blocking pool.
+/// What one job carries to the store's thread.
 #[derive(Default)]
 struct Work {
     appends: BTreeMap<Arc<str>, Batch>,
@@ -97,14 +99,21 @@ pub struct StoreArgs {
     appends: Appends,
 }
 
-/// Its state: the store (locked by the one job in flight), and what waits
-/// for the next job.
+/// What the store's thread is handed.
+enum Job {
+    /// Run it, then tell the actor (`JobDone`).
+    Run(Work, ActorRef<StoreMsg>),
+    /// The last job, on the actor's way out.
+    Last(Work, tokio::sync::oneshot::Sender<()>),
+}
+
+/// Its state: the way to the store's thread, and what waits for the next
+/// job.
 pub struct StoreState {
-    store: Arc<Mutex<Store>>,
+    jobs: std::sync::mpsc::Sender<Job>,
     appends: Appends,
     next: Work,
     in_flight: bool,
-    owner: Arc<LeaseOwner>,
     failed: Option<StoreError>,
     /// A flush was asked for and not yet started.
     flush_due: bool,
@@ -120,13 +129,16 @@ impl Actor for StoreActor {
         myself: ActorRef<Self::Msg>,
         StoreArgs { store, appends }: StoreArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
+        let (jobs, queue) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("cadre-store".into())
+            .spawn(move || writer(store, LeaseOwner::this_process(), queue))?;
         myself.send_interval(RENEW_EVERY, || StoreMsg::Renew);
         Ok(StoreState {
-            store: Arc::new(Mutex::new(store)),
+            jobs,
             appends,
             next: Work::default(),
             in_flight: false,
-            owner: Arc::new(LeaseOwner::this_process()),
             failed: None,
             flush_due: false,
         })
@@ -176,13 +188,15 @@ impl Actor for StoreActor {
         _myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        // Whatever is left is written before the actor is gone; the lock
-        // waits for a job still in flight.
+        // Whatever is left is written before the actor is gone, after a
+        // job still in flight (the thread takes jobs in order).
         let mut work = std::mem::take(&mut state.next);
         work.appends = take_appends(&state.appends);
         if !work.is_empty() && state.failed.is_none() {
-            let (store, owner) = (state.store.clone(), state.owner.clone());
-            let _ = tokio::task::spawn_blocking(move || run(&store, work, &owner)).await;
+            let (done, written) = tokio::sync::oneshot::channel();
+            if state.jobs.send(Job::Last(work, done)).is_ok() {
+                let _ = written.await;
+            }
         }
         Ok(())
     }
@@ -212,18 +226,59 @@ impl StoreState {
             return;
         }
         self.in_flight = true;
-        let (store, owner, reply) = (self.store.clone(), self.owner.clone(), myself.clone());
-        tokio::task::spawn_blocking(move || {
-            let failed = run(&store, work, &owner);
-            let _ = reply.cast(StoreMsg::JobDone(failed));
+        if let Err(std::sync::mpsc::SendError(job)) = self.jobs.send(Job::Run(work, myself.clone()))
+        {
+            // The thread is gone (it crashed): nothing can be written.
+            let gone = StoreError::WriteFailed {
+                what: "the store's writes".into(),
+                message: "the store's thread has stopped".into(),
+            };
+            if let Job::Run(work, _) = job {
+                for request in work.requests {
+                    request.refuse(gone.clone());
+                }
+            }
+            self.in_flight = false;
+            self.failed.get_or_insert(gone);
+        }
+    }
+}
+
+/// The store's thread: runs jobs in order until the actor is gone. A job
+/// that panics ends it, and the actor hears of a failed write.
+fn writer(mut store: Store, owner: LeaseOwner, jobs: std::sync::mpsc::Receiver<Job>) {
+    while let Ok(job) = jobs.recv() {
+        let (work, reply) = match job {
+            Job::Run(work, actor) => (work, Ok(actor)),
+            Job::Last(work, done) => (work, Err(done)),
+        };
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run(&mut store, work, &owner)
+        }));
+        let crashed = ran.is_err();
+        let failed = ran.unwrap_or_else(|_| {
+            Some(StoreError::WriteFailed {
+                what: "a batch of the session's records".into(),
+                message: "the store's thread crashed".into(),
+            })
         });
+        match reply {
+            Ok(actor) => {
+                let _ = actor.cast(StoreMsg::JobDone(failed));
+            }
+            Err(done) => {
+                let _ = done.send(());
+            }
+        }
+        if crashed {
+            return;
+        }
     }
 }
 
 /// Runs one job: appends and requests in as few commits as their side
 /// effects allow. Returns the first write failure.
-fn run(store: &Mutex<Store>, work: Work, owner: &LeaseOwner) -> Option<StoreError> {
-    let mut store = store.lock().unwrap_or_else(PoisonError::into_inner);
+fn run(store: &mut Store, work: Work, owner: &LeaseOwner) -> Option<StoreError> {
     let Work {
         appends,
         requests,

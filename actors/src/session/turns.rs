@@ -8,7 +8,7 @@
 //! back: a message whose turn was interrupted continues (it is not run
 //! again), and calls the crash left unanswered are closed.
 //!
-//! These handlers wait for the store (one trip to its blocking pool, a few
+//! These handlers wait for the store (one trip to its thread, a few
 //! hundred microseconds): an admitted message must be stored before it is
 //! acknowledged, and a turn's end before it is announced. Nothing else
 //! waits on the mailbox.

@@ -285,8 +285,9 @@ impl Actor for StepActor {
                     myself.send_after(timeout, || StepMsg::Timeout);
                 }
                 if let Some(idle) = state.args.idle_timeout {
-                    myself
-                        .send_interval((idle / 4).max(Duration::from_millis(10)), || StepMsg::Watch);
+                    myself.send_interval((idle / 4).max(Duration::from_millis(10)), || {
+                        StepMsg::Watch
+                    });
                 }
             }
             Err(error) => {
