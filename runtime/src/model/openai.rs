@@ -316,9 +316,11 @@ impl Wire {
     /// scope and read as async-openai reads it, so it maps to the same
     /// [`ModelError`] whichever way the answer comes.
     async fn send(&self, body: &WireRequest) -> Result<reqwest::Response, OpenAIError> {
-        let body = serde_json::to_vec(body).map_err(|error| {
+        let mut body = serde_json::to_vec(body).map_err(|error| {
             OpenAIError::InvalidArgument(format!("failed to serialize request: {error}"))
         })?;
+        // The buffer grew by doubling; it lives until the answer comes.
+        body.shrink_to_fit();
         let request = self
             .http
             .post(self.url.clone())
