@@ -433,11 +433,9 @@ async fn cadre_side(shape: Shape, url: &str, workspace: &std::path::Path) -> Mea
             let mut options = SessionOptions::new(&workspace);
             options.posture = Some(Posture::Bypass);
             options.interactive = false;
+            // Admitted with the session's opening, in one store trip.
+            options.first_message = Some("What do the notes say?".into());
             let mut session = host.start(options).await.expect("session");
-            session
-                .handle
-                .submit(Op::user("What do the notes say?"))
-                .expect("submit");
             while let Some(Envelope { event, .. }) = session.events.recv().await {
                 match event {
                     Event::TurnCompleted { .. } => {

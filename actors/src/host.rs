@@ -422,6 +422,11 @@ pub struct SessionOptions {
     /// The workspace's snapshots, taken before each turn that may change
     /// files; `None` takes none.
     pub snapshots: Option<Arc<Snapshots>>,
+    /// A user message the session starts with, admitted in the same store
+    /// trip as its opening, so a short-lived agent pays one trip less; its
+    /// events carry no submission id as their cause. A resumed session
+    /// admits it after what it had queued.
+    pub first_message: Option<String>,
 }
 
 impl SessionOptions {
@@ -441,6 +446,7 @@ impl SessionOptions {
             protected: Arc::new(ProtectedPaths::new()),
             tools: Vec::new(),
             snapshots: None,
+            first_message: None,
         }
     }
 }
@@ -515,6 +521,7 @@ impl Host {
         config.plan_agent_entry = options.plan_agent_entry;
         config.sandbox = self.sandbox.clone();
         config.snapshots = options.snapshots;
+        config.first_message = options.first_message;
         let tools = if options.tools.is_empty() {
             self.tools.clone()
         } else {
@@ -577,6 +584,7 @@ impl Host {
             parent: None,
             model: None,
             prompt: None,
+            first_message: None,
             max_iterations: options.max_iterations,
             workspace,
             paths: self.data.session("workflows"),

@@ -44,6 +44,10 @@ pub struct AgentSpec {
     pub model: Option<String>,
     /// The role's system prompt, added to cadre's.
     pub prompt: Option<String>,
+    /// The user message the agent starts with, admitted (and its turn
+    /// started) in the same store trip as its opening; `None` when its
+    /// host sends the first message itself.
+    pub first_message: Option<String>,
     /// Model requests one turn may make.
     pub max_iterations: u32,
     /// The workspace and its confinement.

@@ -28,7 +28,7 @@ mod goal;
 mod request;
 
 pub use goal::GoalRequest;
-pub use request::{Opened, QuestionnaireDraft, RunDraft, SessionOpen, StoreRequest};
+pub use request::{FirstMessage, Opened, QuestionnaireDraft, RunDraft, SessionOpen, StoreRequest};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};

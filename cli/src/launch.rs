@@ -154,6 +154,7 @@ pub fn session_options(config: &RunConfig, interactive: bool) -> SessionOptions 
         protected: Arc::new(config.protected.clone().with_real_spellings()),
         tools: Vec::new(),
         snapshots: None,
+        first_message: None,
     }
 }
 

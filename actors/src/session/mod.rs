@@ -88,6 +88,9 @@ pub struct SessionConfig {
     /// The workspace's snapshots, one before each turn that may change
     /// files; sub-agents record under the session. `None` takes none.
     pub snapshots: Option<Arc<Snapshots>>,
+    /// The user message the session starts with, admitted in the same
+    /// store trip as its opening (see `AgentSpec::first_message`).
+    pub first_message: Option<String>,
 }
 
 impl SessionConfig {
@@ -110,6 +113,7 @@ impl SessionConfig {
             posture_given: true,
             sandbox: Arc::default(),
             snapshots: None,
+            first_message: None,
         }
     }
 
@@ -134,6 +138,7 @@ impl SessionConfig {
             parent: None,
             model: self.model_override,
             prompt: None,
+            first_message: self.first_message,
             max_iterations: self.max_iterations,
             workspace: self.workspace,
             paths: self.paths,
@@ -307,6 +312,9 @@ pub struct SessionState {
     questionnaire: Option<String>,
     /// The stored queue read back at the start, run once started.
     resumed_queue: Vec<cadre_runtime::lifecycle::Queued>,
+    /// The first message the agent was started with, admitted by its
+    /// opening or still to admit (a resumed agent's), for `post_start`.
+    first: Option<turns::First>,
     /// The submission the running turn answers, for its closing event.
     turn_cause: Option<String>,
     span: tracing::Span,
@@ -409,6 +417,7 @@ impl Actor for SessionActor {
             store,
             questionnaire: None,
             resumed_queue: Vec::new(),
+            first: None,
             turn_cause: None,
             span,
             spec,
@@ -438,6 +447,15 @@ impl Actor for SessionActor {
         let effects = state.queue.step(QueueInput::Resumed(pending));
         Box::pin(state.perform(&myself, effects, false)).await;
         Box::pin(state.resume_goal(&myself)).await;
+        match state.first.take() {
+            Some(turns::First::Admitted(text, admitted)) => {
+                Box::pin(state.admitted_first(&myself, text, admitted)).await;
+            }
+            Some(turns::First::Queue(text)) => {
+                Box::pin(state.admit_user(&myself, text, None)).await;
+            }
+            None => {}
+        }
         Ok(())
     }
 

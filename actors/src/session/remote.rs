@@ -170,6 +170,7 @@ impl Actor for RemoteChildActor {
             posture_given: true,
             lease: false,
             agent: Some((parent, spec.path.clone(), spec.role.clone())),
+            first: None,
         };
         let opened = match store.ask(|reply| StoreRequest::Open(open, reply)).await {
             Ok(opened) => opened,

@@ -29,8 +29,16 @@ use cadre_runtime::turn::{TurnConfig, TurnMachine};
 use ractor::{Actor, ActorRef, RpcReplyPort};
 
 use super::{SessionMsg, SessionState, agents, authority, plan as plan_host};
-use crate::store::{SessionOpen, StoreRequest};
+use crate::store::{FirstMessage, SessionOpen, StoreRequest};
 use crate::turn::{TurnActor, TurnArgs};
+
+/// The message an agent starts with (`AgentSpec::first_message`).
+pub(super) enum First {
+    /// Admitted by the opening, its turn started.
+    Admitted(String, cadre_runtime::store::Admitted),
+    /// To admit once the agent runs (a resumed agent's).
+    Queue(String),
+}
 
 fn queued(m: QueuedMessage) -> Queued {
     Queued {
@@ -75,6 +83,10 @@ impl SessionState {
             posture_given: spec.posture_given,
             lease: spec.is_session(),
             agent,
+            first: spec.first_message.clone().map(|content| FirstMessage {
+                content,
+                key: uuid::Uuid::now_v7().to_string(),
+            }),
         };
         let opened = self
             .store
@@ -102,7 +114,35 @@ impl SessionState {
             "the session stopped (a crash or a kill) before this call was answered",
         );
         self.goal.goal = opened.goal;
+        self.first = match (self.spec.first_message.clone(), opened.first) {
+            (Some(text), Some(admitted)) => Some(First::Admitted(text, admitted)),
+            (Some(text), None) => Some(First::Queue(text)),
+            (None, _) => None,
+        };
         Ok(())
+    }
+
+    /// Runs the first message its opening admitted (its turn's start is
+    /// stored already), as an admission through `admit_user` ends.
+    pub(super) async fn admitted_first(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        text: String,
+        admitted: cadre_runtime::store::Admitted,
+    ) {
+        let recorded = self.queue.would_start_now();
+        if !recorded {
+            tracing::warn!(parent: &self.span, "a new agent's first message found its queue busy");
+        }
+        let message = Queued {
+            id: Some(admitted.id),
+            text,
+            interrupted: false,
+            cause: None,
+            internal: false,
+        };
+        let effects = self.queue.step(QueueInput::Admitted(message));
+        self.perform(myself, effects, recorded).await;
     }
 
     /// Re-reads the queue after the store changed it (an answer admitted a

@@ -39,6 +39,20 @@ pub struct SessionOpen {
     pub lease: bool,
     /// For a sub-agent: its parent's row, its path and role.
     pub agent: Option<(String, AgentPath, String)>,
+    /// The user message a new agent starts with: admitted, and its turn
+    /// started, in the same transaction as the agent's creation. A resumed
+    /// agent ignores it (its own queue comes first; the message is then
+    /// admitted as any other).
+    pub first: Option<FirstMessage>,
+}
+
+/// A new agent's first user message.
+#[derive(Debug, Clone)]
+pub struct FirstMessage {
+    /// The text.
+    pub content: String,
+    /// Its idempotency key.
+    pub key: String,
 }
 
 /// A session as read back.
@@ -61,6 +75,9 @@ pub struct Opened {
     pub goal: Option<Goal>,
     /// Turns it has finished: its turn ids go on from there.
     pub turns: u64,
+    /// The first message's admission (its turn started, stored at index
+    /// 0), when the agent was created with one.
+    pub first: Option<Admitted>,
 }
 
 /// A questionnaire to open, owned.
@@ -615,6 +632,7 @@ fn open_session(
             children: Vec::new(),
             goal: None,
             turns: 0,
+            first: admit_first(s, id, open.first.as_ref())?,
         });
     }
     if resumed && open.mode_given {
@@ -637,6 +655,7 @@ fn open_session(
             children: Vec::new(),
             goal: None,
             turns: 0,
+            first: admit_first(s, id, open.first.as_ref())?,
         });
     }
     s.interrupt_agents(id)?;
@@ -652,7 +671,34 @@ fn open_session(
             Some(_) => None,
         },
         turns: s.turns_done(id)?,
+        first: None,
     })
+}
+
+/// Admits a new agent's first message and starts its turn (the
+/// conversation's first entry), as `Admit` with `start_seq` 0 does.
+fn admit_first(
+    s: &mut Store,
+    id: &str,
+    first: Option<&FirstMessage>,
+) -> Result<Option<Admitted>, StoreError> {
+    let Some(first) = first else {
+        return Ok(None);
+    };
+    let (_, admitted) = admit(
+        s,
+        id,
+        &first.content,
+        None,
+        &first.key,
+        std::path::Path::new(""),
+    )?;
+    s.start_turn(
+        id,
+        admitted.id,
+        Some((0, &Message::user(first.content.clone()))),
+    )?;
+    Ok(Some(admitted))
 }
 
 /// Admits one user message; a Plan entry backs up the old plan around the

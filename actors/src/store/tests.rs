@@ -22,6 +22,7 @@ fn open(id: &str) -> SessionOpen {
         posture_given: true,
         lease: true,
         agent: None,
+        first: None,
     }
 }
 
@@ -105,4 +106,57 @@ async fn a_failed_append_fails_every_later_request() {
         matches!(later, Err(StoreError::WriteFailed { .. })),
         "{later:?}"
     );
+}
+
+#[tokio::test]
+async fn a_new_agents_first_message_is_admitted_and_started_with_its_opening() {
+    let dir = tempfile::tempdir().expect("dir");
+    let handle = actor(dir.path()).await;
+    let with_first = |key: &str| SessionOpen {
+        first: Some(super::FirstMessage {
+            content: "hello".into(),
+            key: key.into(),
+        }),
+        ..open("s1")
+    };
+    let opened = handle
+        .ask(|reply| StoreRequest::Open(with_first("k1"), reply))
+        .await
+        .expect("open");
+    let admitted = opened.first.expect("admitted with the opening");
+    // Its turn started: the message is running and the conversation's first.
+    let pending = handle
+        .ask(|reply| StoreRequest::Pending {
+            session_id: "s1".into(),
+            reply,
+        })
+        .await
+        .expect("pending");
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0].id, admitted.id);
+    assert!(pending[0].interrupted, "stored as running: {pending:?}");
+    let conversation = handle
+        .ask(|reply| StoreRequest::Conversation {
+            session_id: "s1".into(),
+            reply,
+        })
+        .await
+        .expect("conversation");
+    assert_eq!(conversation, vec![Message::user("hello")]);
+    handle
+        .ask(|reply| StoreRequest::ReleaseLease {
+            session_id: "s1".into(),
+            reply,
+        })
+        .await
+        .expect("release");
+    // Reopened (a resume), the message is not admitted again: the
+    // interrupted one carries on instead.
+    let reopened = handle
+        .ask(|reply| StoreRequest::Open(with_first("k2"), reply))
+        .await
+        .expect("reopen");
+    assert!(reopened.resumed && reopened.first.is_none(), "{reopened:?}");
+    assert_eq!(reopened.pending.len(), 1, "{:?}", reopened.pending);
+    assert_eq!(reopened.conversation, vec![Message::user("hello")]);
 }

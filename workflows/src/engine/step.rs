@@ -143,15 +143,14 @@ impl Agent {
 
 /// Starts the agent here, its events coming to `myself`.
 async fn start_local(myself: &ActorRef<StepMsg>, args: &StepArgs) -> Result<Agent, String> {
+    // The prompt is admitted with the agent's opening, in one store trip.
+    let mut spec = args.spec.clone();
+    spec.first_message = Some(args.prompt.clone());
     let SpawnedAgent {
         actor, mut events, ..
-    } = spawn_agent(
-        args.spec.clone(),
-        args.services.clone(),
-        Some(myself.get_cell()),
-    )
-    .await
-    .map_err(|e| format!("the step's agent could not start: {e}"))?;
+    } = spawn_agent(spec, args.services.clone(), Some(myself.get_cell()))
+        .await
+        .map_err(|e| format!("the step's agent could not start: {e}"))?;
     let me = myself.clone();
     tokio::spawn(async move {
         while let Some(envelope) = events.recv().await {
@@ -161,9 +160,6 @@ async fn start_local(myself: &ActorRef<StepMsg>, args: &StepArgs) -> Result<Agen
         }
         let _ = me.cast(StepMsg::AgentGone);
     });
-    actor
-        .cast(SessionMsg::Op(Op::user(args.prompt.clone())))
-        .map_err(|e| format!("the step's agent stopped at once: {e}"))?;
     Ok(Agent::Local(actor))
 }
 

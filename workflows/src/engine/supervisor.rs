@@ -717,6 +717,7 @@ impl SupervisorState {
             parent: Some(self.caller.live.clone()),
             model,
             prompt: role.system_prompt.clone(),
+            first_message: None,
             max_iterations: caller.max_iterations,
             workspace: caller.workspace.clone(),
             paths: SessionPaths {

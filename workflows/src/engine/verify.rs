@@ -82,6 +82,7 @@ pub(super) fn verifier(
             None => role.model.clone().or_else(|| step.model.clone()),
         },
         prompt: Some(prompt),
+        first_message: None,
         paths: SessionPaths { dir },
         // No person answers a verifier: what would ask is denied.
         interactive: false,

@@ -164,6 +164,7 @@ impl SessionState {
                 .then(|| role.model.clone().or_else(|| self.spec.model.clone()))
                 .flatten(),
             prompt: Some(prompt),
+            first_message: None,
             max_iterations: self.spec.max_iterations,
             workspace: self.spec.workspace.clone(),
             paths: SessionPaths {
