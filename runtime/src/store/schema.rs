@@ -163,6 +163,14 @@ const MIGRATIONS: &[&str] = &[
         updated_at  REAL NOT NULL
     );
     "#,
+    // 5: only sessions are looked up by workspace; sub-agents and workflow
+    // steps (kind 'agent', most rows of a fan-out) leave the index, whose
+    // entry every write of theirs moved (it is keyed by `updated_at`).
+    r#"
+    DROP INDEX sessions_by_workspace;
+    CREATE INDEX sessions_by_workspace ON sessions(workspace, updated_at)
+        WHERE kind = 'session';
+    "#,
 ];
 
 /// The schema version this cadre writes.

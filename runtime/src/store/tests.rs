@@ -460,3 +460,37 @@ fn a_goal_and_its_continuation_commit_together_and_read_back_after_a_reopen() {
     assert!(!store.clear_goal("s1").expect("clear again"));
     assert_eq!(store.goal("s1").expect("goal"), None);
 }
+
+#[test]
+fn a_version_4_store_moves_its_agents_out_of_the_workspace_index_and_keeps_its_sessions() {
+    let dir = tempfile::TempDir::new().expect("dir");
+    let path = store_path(dir.path());
+    {
+        let mut store = Store::open(&path).expect("create");
+        session(&mut store, "s1", "/ws");
+    }
+    // Back to version 4: the index over every row.
+    let raw = rusqlite::Connection::open(&path).expect("raw");
+    raw.execute_batch(
+        "DROP INDEX sessions_by_workspace;
+         CREATE INDEX sessions_by_workspace ON sessions(workspace, updated_at);
+         INSERT INTO sessions (id, workspace, mode, posture, kind, created_at, updated_at)
+             VALUES ('a1', '/ws', 'work', 'never', 'agent', 9e9, 9e9);
+         PRAGMA user_version = 4;",
+    )
+    .expect("version 4");
+    drop(raw);
+    let store = Store::open(&path).expect("migrated");
+    let index: String = store
+        .conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'sessions_by_workspace'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("index");
+    assert!(index.contains("WHERE kind = 'session'"), "{index}");
+    // The newer agent row is not taken for the workspace's latest session.
+    let latest = store.latest(Some(Path::new("/ws"))).expect("latest");
+    assert_eq!(latest.map(|s| s.id), Some("s1".to_string()));
+}
