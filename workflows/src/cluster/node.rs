@@ -316,8 +316,9 @@ impl NodeState {
             parent: Some(parent.clone()),
             model: order.model.clone(),
             prompt: order.system_prompt.clone(),
-            // Admitted with the agent's opening, in one store trip.
-            first_message: Some(order.prompt.clone()),
+            // The prompt is sent once the agent runs (below), giving the
+            // start's acknowledgement its usual head start on the request.
+            first_message: None,
             max_iterations: order.max_iterations,
             workspace,
             paths: SessionPaths { dir: dir.clone() },
@@ -353,6 +354,9 @@ impl NodeState {
             }
             let _ = me.cast(NodeMsg::Local(Local::Gone(forward)));
         });
+        actor
+            .cast(SessionMsg::Op(Op::user(order.prompt)))
+            .map_err(|e| format!("the agent stopped at once: {e}"))?;
         self.outboxes
             .entry(order.coordinator.clone())
             .or_default()

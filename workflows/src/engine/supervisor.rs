@@ -135,9 +135,6 @@ struct Live {
     path: AgentPath,
     /// The slot it holds, with a cluster.
     place: Option<Place>,
-    /// A step placed on a node, to place again if the node turns out to be
-    /// gone before it started.
-    again: Option<Waiting>,
 }
 
 /// An attempt waiting for a free slot.
@@ -160,6 +157,11 @@ pub struct SupervisorState {
     cluster: Option<Cluster>,
     /// Attempts waiting for a slot, first first.
     waiting: VecDeque<Waiting>,
+    /// Attempts placed on a node, to place again if the node turns out to
+    /// be gone before they started; kept apart from `live`, whose entry
+    /// the actor's end (a supervision event, handled before the actor's
+    /// last report) may remove first.
+    unstarted: HashMap<InstanceId, Waiting>,
     /// The node each instance's current attempt runs on.
     nodes: HashMap<InstanceId, String>,
     /// Every agent an instance's attempts ran on, last last.
@@ -195,6 +197,7 @@ impl Actor for SupervisorActor {
             live: HashMap::new(),
             cluster: args.cluster,
             waiting: VecDeque::new(),
+            unstarted: HashMap::new(),
             nodes: HashMap::new(),
             agents: HashMap::new(),
             tokens: HashMap::new(),
@@ -331,16 +334,23 @@ impl SupervisorState {
         id: InstanceId,
         report: StepReport,
     ) {
+        if !matches!(report, StepReport::Unstarted { .. }) {
+            // It reports, so it started.
+            self.unstarted.remove(&id);
+        }
         let input = match report {
             StepReport::Answered { output, calls } => Input::Answered { id, output, calls },
             StepReport::Failed { reason } => Input::AttemptFailed { id, reason },
             StepReport::Unstarted { reason, unplaced } => {
-                let again = self.live.get_mut(&id).and_then(|live| live.again.take());
-                if let (true, Some(again)) = (unplaced, again) {
-                    // Placed again once the actor's end frees its slot.
+                if let (true, Some(again)) = (unplaced, self.unstarted.remove(&id)) {
+                    // Placed again once the actor's end has freed its slot
+                    // (or now, if it already has).
                     tracing::info!(run_id = %self.run_id, %reason, "a step goes elsewhere");
                     self.nodes.remove(&id);
                     self.waiting.push_front(again);
+                    if !self.live.contains_key(&id) {
+                        Box::pin(self.place_waiting(myself)).await;
+                    }
                     return;
                 }
                 Input::AttemptFailed {
@@ -624,13 +634,10 @@ impl SupervisorState {
         };
         match Actor::spawn_linked(None, StepActor, args, myself.get_cell()).await {
             Ok((actor, _)) => {
-                let live = Live {
-                    actor,
-                    path,
-                    place,
-                    again,
-                };
-                self.live.insert(id, live);
+                if let Some(again) = again {
+                    self.unstarted.insert(id, again);
+                }
+                self.live.insert(id, Live { actor, path, place });
             }
             // Its start (worktree, agent, node) fails later, as a report.
             Err(err) => {
