@@ -189,14 +189,16 @@ impl Actor for StoreActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         // Whatever is left is written before the actor is gone, after a
-        // job still in flight (the thread takes jobs in order).
+        // job still in flight (the thread takes jobs in order): the last
+        // job is sent even empty, so closing waits for the one in flight.
         let mut work = std::mem::take(&mut state.next);
         work.appends = take_appends(&state.appends);
-        if !work.is_empty() && state.failed.is_none() {
-            let (done, written) = tokio::sync::oneshot::channel();
-            if state.jobs.send(Job::Last(work, done)).is_ok() {
-                let _ = written.await;
-            }
+        if state.failed.is_some() {
+            work = Work::default();
+        }
+        let (done, written) = tokio::sync::oneshot::channel();
+        if state.jobs.send(Job::Last(work, done)).is_ok() {
+            let _ = written.await;
         }
         Ok(())
     }
@@ -252,6 +254,19 @@ fn writer(mut store: Store, owner: LeaseOwner, jobs: std::sync::mpsc::Receiver<J
             Job::Run(work, actor) => (work, Ok(actor)),
             Job::Last(work, done) => (work, Err(done)),
         };
+        if work.is_empty() {
+            // Nothing to write (the last job, sent so that closing waits for
+            // the ones before it): answered at once.
+            match reply {
+                Ok(actor) => {
+                    let _ = actor.cast(StoreMsg::JobDone(None));
+                }
+                Err(done) => {
+                    let _ = done.send(());
+                }
+            }
+            continue;
+        }
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             run(&mut store, work, &owner)
         }));

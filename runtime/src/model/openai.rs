@@ -88,13 +88,23 @@ impl std::fmt::Debug for OpenAiClient {
 }
 
 impl OpenAiClient {
-    /// Builds the client; fails only if the HTTP stack cannot start.
+    /// Builds the client; fails if the HTTP stack cannot start, the base
+    /// URL does not parse or the key cannot be sent as a header.
     pub fn new(config: OpenAiConfig) -> Result<Self, ModelError> {
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .read_timeout(config.idle_timeout)
             .build()
             .map_err(|e| ModelError::Request(format!("HTTP client: {e}")))?;
+        // async-openai's `headers()` panics on a key that is not a valid
+        // header value (a stray newline, say): refused here instead.
+        if let Some(key) = &config.api_key
+            && reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).is_err()
+        {
+            return Err(ModelError::Request(
+                "the API key cannot be sent in an HTTP header (it has a control character or a line break)".into(),
+            ));
+        }
         let mut api = OpenAIConfig::new().with_api_base(config.base_url.trim_end_matches('/'));
         // async-openai reads OPENAI_API_KEY itself when no key is set; an
         // explicit empty key keeps configuration in the caller's hands.
@@ -281,10 +291,8 @@ struct Hint {
 
 tokio::task_local! {
     static HINT: Cell<Hint>;
-    /// Set by the transport when a body of this request went past the wire
-    /// limit. A flag the body carries along, because async-openai reads
-    /// event streams on a task of its own and hands their errors on as
-    /// text only.
+    /// Set when a body of this request went past the wire limit: the
+    /// caller reports a response limit, not a broken stream to retry.
     static OVERSIZE: Arc<AtomicBool>;
 }
 

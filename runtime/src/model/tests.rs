@@ -207,3 +207,17 @@ async fn a_response_that_never_ends_is_cut_at_the_wall_time_limit() {
         started.elapsed()
     );
 }
+
+#[test]
+fn a_key_that_cannot_be_a_header_is_refused_at_build_not_a_panic() {
+    for key in ["sk-abc\n", "sk-\u{7f}", "sk-\r"] {
+        let mut config = OpenAiConfig::new("http://127.0.0.1:9/v1", "m");
+        config.api_key = Some(key.into());
+        match OpenAiClient::new(config) {
+            Err(ModelError::Request(message)) => {
+                assert!(message.contains("API key"), "{message}");
+            }
+            other => panic!("{key:?}: {other:?}"),
+        }
+    }
+}

@@ -334,8 +334,9 @@ impl SupervisorState {
         id: InstanceId,
         report: StepReport,
     ) {
-        if !matches!(report, StepReport::Unstarted { .. }) {
-            // It reports, so it started.
+        // It reports, so it started. (Tokens may come late from an
+        // earlier attempt's sub-agents, so they prove nothing.)
+        if !matches!(report, StepReport::Unstarted { .. } | StepReport::Tokens(_)) {
             self.unstarted.remove(&id);
         }
         let input = match report {
@@ -343,14 +344,16 @@ impl SupervisorState {
             StepReport::Failed { reason } => Input::AttemptFailed { id, reason },
             StepReport::Unstarted { reason, unplaced } => {
                 if let (true, Some(again)) = (unplaced, self.unstarted.remove(&id)) {
-                    // Placed again once the actor's end has freed its slot
-                    // (or now, if it already has).
+                    // Its slot is freed now (the actor is ending; its end,
+                    // when it comes, finds nothing left to release), and the
+                    // attempt placed again at once.
                     tracing::info!(run_id = %self.run_id, %reason, "a step goes elsewhere");
+                    if let Some(live) = self.live.remove(&id) {
+                        self.release(&live);
+                    }
                     self.nodes.remove(&id);
                     self.waiting.push_front(again);
-                    if !self.live.contains_key(&id) {
-                        Box::pin(self.place_waiting(myself)).await;
-                    }
+                    Box::pin(self.place_waiting(myself)).await;
                     return;
                 }
                 Input::AttemptFailed {
@@ -456,6 +459,8 @@ impl SupervisorState {
                 },
                 Effect::Stop { id } => {
                     self.waiting.retain(|w| w.id != id);
+                    // An attempt still starting is not placed again.
+                    self.unstarted.remove(&id);
                     if let Some(live) = self.live.get(&id) {
                         let _ = live.actor.cast(StepMsg::Stop);
                     }
