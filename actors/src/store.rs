@@ -254,22 +254,14 @@ fn writer(mut store: Store, owner: LeaseOwner, jobs: std::sync::mpsc::Receiver<J
             Job::Run(work, actor) => (work, Ok(actor)),
             Job::Last(work, done) => (work, Err(done)),
         };
-        if work.is_empty() {
-            // Nothing to write (the last job, sent so that closing waits for
-            // the ones before it): answered at once.
-            match reply {
-                Ok(actor) => {
-                    let _ = actor.cast(StoreMsg::JobDone(None));
-                }
-                Err(done) => {
-                    let _ = done.send(());
-                }
-            }
-            continue;
-        }
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run(&mut store, work, &owner)
-        }));
+        // An empty job (the last one, sent so that closing waits for the
+        // ones before it) writes nothing.
+        let ran = match work.is_empty() {
+            true => Ok(None),
+            false => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run(&mut store, work, &owner)
+            })),
+        };
         let crashed = ran.is_err();
         let failed = ran.unwrap_or_else(|_| {
             Some(StoreError::WriteFailed {

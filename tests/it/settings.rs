@@ -46,6 +46,16 @@ async fn cadre(dir: &Path, args: &[&str]) -> Output {
     }
 }
 
+/// `cadre exec` in `ws` with its store in `data`, `config` as its config
+/// directory, `rest` after.
+async fn exec_in(config: &Path, ws: &Path, data: &Path, rest: &[&str]) -> Output {
+    let utf8 = |p: &Path| p.to_str().expect("utf-8").to_string();
+    let (ws, data) = (utf8(ws), utf8(data));
+    let mut args = vec!["exec", "--workspace", &ws, "--data-dir", &data];
+    args.extend(rest);
+    cadre(config, &args).await
+}
+
 /// Sets `key` to `value(i)` for i in 1..=200, one `cadre config set`
 /// process after another; `value` is shell text over `$i`.
 async fn writer_loop(dir: &Path, key: &str, value: &str) -> std::process::ExitStatus {
@@ -278,23 +288,10 @@ async fn starts_in_with(
         }
         index.write().expect("index written");
     }
-    let s = |p: &Path| p.to_str().expect("utf-8").to_string();
-    let mut args = vec![
-        "exec".to_string(),
-        "--workspace".into(),
-        s(ws.path()),
-        "--data-dir".into(),
-        s(data.path()),
-        "--output-format".into(),
-        "stream-json".into(),
-    ];
-    args.extend(flags.iter().map(|f| f.to_string()));
-    args.push("Add a greeting module".into());
-    let out = cadre(
-        config.path(),
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
-    )
-    .await;
+    let mut args = vec!["--output-format", "stream-json"];
+    args.extend(flags);
+    args.push("Add a greeting module");
+    let out = exec_in(config.path(), ws.path(), data.path(), &args).await;
     let first: Value = serde_json::from_str(out.stdout.lines().next().unwrap_or_default())
         .unwrap_or_else(|e| panic!("no first line ({e}): {}", out.stderr));
     assert_eq!(first["type"], "session.started");
@@ -385,22 +382,8 @@ async fn starts_in_linked(target: &Path) -> (String, String) {
     );
     git2::Repository::init(ws.path()).expect("git init");
     std::os::unix::fs::symlink(target, ws.path().join(".cadre")).expect("link");
-    let s = |p: &Path| p.to_str().expect("utf-8").to_string();
-    let args = [
-        "exec".to_string(),
-        "--workspace".into(),
-        s(ws.path()),
-        "--data-dir".into(),
-        s(data.path()),
-        "--output-format".into(),
-        "stream-json".into(),
-        "Add a greeting module".into(),
-    ];
-    let out = cadre(
-        config.path(),
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
-    )
-    .await;
+    let args = ["--output-format", "stream-json", "Add a greeting module"];
+    let out = exec_in(config.path(), ws.path(), data.path(), &args).await;
     let first: Value = serde_json::from_str(out.stdout.lines().next().unwrap_or_default())
         .unwrap_or_else(|e| panic!("no first line ({e}): {}", out.stderr));
     (
@@ -425,20 +408,7 @@ async fn a_committed_local_config_cannot_choose_the_model_server() {
         .add_path(Path::new(".cadre/config.local.toml"))
         .expect("add");
     index.write().expect("index written");
-    let s = |p: &Path| p.to_str().expect("utf-8").to_string();
-    let args = [
-        "exec".to_string(),
-        "--workspace".into(),
-        s(ws.path()),
-        "--data-dir".into(),
-        s(data.path()),
-        "hello".into(),
-    ];
-    let out = cadre(
-        config.path(),
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
-    )
-    .await;
+    let out = exec_in(config.path(), ws.path(), data.path(), &["hello"]).await;
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("config.local.toml")
