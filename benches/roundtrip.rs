@@ -7,7 +7,7 @@
 //!    same directory listing. Target: cadre within 1.5x. Starting and
 //!    stopping the session is measured apart.
 //! 2. Admission latency: one store transaction, and a message's way through
-//!    the session and store actors to `input.admitted`.
+//!    the session actor and the store to `input.admitted`.
 //! 3. Sub-agent fan-out: 200 sub-agents through the `agent` tool, at most 64
 //!    at once, each taking the same time. Target: within 10% of the ideal.
 //! 4. The memory of a live agent: the resident-set growth per idle session
@@ -141,7 +141,7 @@ fn main() {
         let (store_median, session_median) = admission_latency(messages, workspace.path()).await;
         println!("admission ({messages} messages, file store in WAL mode):");
         println!("  one admission transaction   median {:>8.1} µs", us(store_median));
-        println!("  submit → input.admitted     median {:>8.1} µs   (through the session and store actors)", us(session_median));
+        println!("  submit → input.admitted     median {:>8.1} µs   (through the session actor and the store)", us(session_median));
 
         let (agents, parallel, work) = (200, 64, Duration::from_millis(200));
         let (took, ideal) = fan_out(agents, parallel, work, workspace.path(), data.path()).await;
@@ -420,7 +420,7 @@ async fn admission_latency(n: usize, workspace: &std::path::Path) -> (Duration, 
     let (store, store_task) =
         StoreHandle::start(Store::open(&store_path(dir.path())).expect("store"))
             .await
-            .expect("store actor");
+            .expect("store");
     let services = SessionServices {
         model: Arc::new(ScriptedModel::new(script, "busy")),
         tools: ToolRunner::new(

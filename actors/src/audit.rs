@@ -1,6 +1,6 @@
 //! The permission audit log (P6): one record per decision not made by a
 //! person, in the `audit` table of the agent's store (a sub-agent's under
-//! its own row), batched by the store actor, so no I/O happens on the
+//! its own row), batched by the store, so no I/O happens on the
 //! agent's mailbox.
 
 use cadre_runtime::permission::{Decision, Posture};

@@ -29,7 +29,6 @@ use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::store::{Store, StoreError, store_path};
 use cadre_runtime::tool::{FileLimits, Tool, ToolRegistry, ToolRunner, Workspace};
 use tokio::sync::Semaphore;
-use tokio::task::JoinHandle;
 
 use cadre_runtime::agent::{AgentPath, Authority, DEFAULT_MAX_DEPTH, LiveAuthority};
 
@@ -312,9 +311,9 @@ impl HostBuilder {
             (StoreHandle::in_memory().await?, None)
         } else {
             let store = Store::open(&store_path(&self.data_dir))?;
-            let (handle, task) = StoreHandle::start(store)
-                .await
-                .map_err(|e| HostError::Start(format!("the store actor could not start: {e}")))?;
+            let (handle, task) = StoreHandle::start(store).await.map_err(|e| {
+                HostError::Start(format!("the store's thread could not start: {e}"))
+            })?;
             (handle, Some(task))
         };
         let models = Arc::new(RoleModels {
@@ -466,7 +465,7 @@ pub struct Started {
 pub struct Host {
     data: DataDir,
     store: StoreHandle,
-    store_task: Option<JoinHandle<()>>,
+    store_task: Option<crate::store::StoreThread>,
     model: Arc<dyn ModelClient>,
     models: Arc<dyn ModelSource>,
     tools: ToolRunner,

@@ -21,8 +21,8 @@
 //!   store, the model, the tools, the roles; it starts and resumes sessions.
 //! - [`events`]: [`EventSink`], an agent's event output and stored transcript.
 //! - [`audit`]: the audit log, in the store.
-//! - [`store`]: [`store::StoreActor`], the one owner of the SQLite store,
-//!   answering typed requests.
+//! - [`store`]: [`store::StoreHandle`], the way to the store's thread, the
+//!   one owner of the SQLite store, answering typed requests.
 //!
 //! The guarantees (message priority, what cancel does, what a supervisor
 //! does on a child's failure) are in `docs/runtime-semantics.md`.

@@ -1,25 +1,24 @@
-//! The store actor: the one owner of a SQLite connection (ST1).
+//! The store's thread: the one owner of a SQLite connection (ST1).
 //!
-//! A `rusqlite::Connection` is not `Sync`, so one actor owns the [`Store`]
-//! and everything else asks it by message: typed requests
-//! ([`StoreRequest`]), each answered on its own `RpcReplyPort`.
+//! A `rusqlite::Connection` is not `Sync`, so one thread owns the [`Store`]
+//! and everything else asks it through a [`StoreHandle`]: typed requests
+//! ([`StoreRequest`]), each answered on its own reply port. A request goes
+//! straight onto the thread's channel (no actor in between: one wake-up per
+//! request at most, none while the thread is busy).
 //!
-//! **Group commit.** The actor's handlers never wait: a request is queued,
-//! and one job at a time runs on the store's own thread (the connection's
-//! one home: no hop through the blocking pool, one allocator arena for
-//! SQLite's memory) with everything queued
-//! since the last: the buffered appends first, then the requests in
-//! arrival order, each in a savepoint of one transaction — one commit to
-//! the write-ahead log for the lot, however many sessions they come from.
-//! Replies are sent only once that commit succeeded, so nothing is
-//! acknowledged that was not stored. A request that moves files around its
-//! commit (entering Plan backs up the old plan) runs in a transaction of its
-//! own. Appends that may be lost in a crash without losing an admitted
-//! message (recorded messages, transcript events, audit records) are
-//! buffered and written within 20 ms, and always before the next request.
+//! **Group commit.** The thread takes everything queued since its last
+//! job: the buffered appends first, then the requests in arrival order,
+//! each in a savepoint of one transaction — one commit to the write-ahead
+//! log for the lot, however many sessions they come from. Replies are sent
+//! only once that commit succeeded, so nothing is acknowledged that was not
+//! stored. A request that moves files around its commit (entering Plan
+//! backs up the old plan) runs in a transaction of its own. Appends that
+//! may be lost in a crash without losing an admitted message (recorded
+//! messages, transcript events, audit records) are buffered and written
+//! within 20 ms, and always before the next request.
 //!
 //! **A failed write is never silent.** When a commit fails (a full disk),
-//! the requests it carried get the error, and the actor keeps the failure
+//! the requests it carried get the error, and the store keeps the failure
 //! and answers every later request with it ([`StoreError::WriteFailed`]), so
 //! the session fails the turn as infrastructure instead of reporting as
 //! done what was not stored.
@@ -31,12 +30,13 @@ pub use goal::GoalRequest;
 pub use request::{FirstMessage, Opened, QuestionnaireDraft, RunDraft, SessionOpen, StoreRequest};
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use cadre_runtime::message::Message;
 use cadre_runtime::store::{LeaseOwner, Store, StoreError};
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::RpcReplyPort;
 
 /// How long appends may wait to be written together.
 const FLUSH_AFTER: Duration = Duration::from_millis(20);
@@ -44,22 +44,16 @@ const FLUSH_AFTER: Duration = Duration::from_millis(20);
 /// How often held leases are renewed.
 const RENEW_EVERY: Duration = Duration::from_secs(5);
 
-/// Messages to the store actor.
-#[derive(Debug)]
-pub enum StoreMsg {
+/// What the store's thread is sent.
+enum Job {
     /// Run a request (after writing buffered appends).
     Request(StoreRequest),
-    /// Write the buffered appends (sent once the buffer's first append is
-    /// [`FLUSH_AFTER`] old).
-    Flush,
-    /// Renew this process's leases.
-    Renew,
-    /// The job in flight ended (node-local: from the actor's own job),
-    /// with the write failure it met, if any.
-    JobDone(Option<StoreError>),
+    /// The append buffer was empty and no longer is: write it within
+    /// [`FLUSH_AFTER`].
+    Appended,
+    /// Write everything sent before, then stop.
+    Close(tokio::sync::oneshot::Sender<()>),
 }
-
-impl ractor::Message for StoreMsg {}
 
 #[derive(Default)]
 struct Batch {
@@ -71,11 +65,11 @@ struct Batch {
 }
 
 /// Appends not yet written, shared by every handle: appending takes the
-/// lock for a moment and sends no message, but the first append after a
-/// flush, which asks for the next one.
+/// lock for a moment and sends nothing but the first append after a
+/// write, which asks for the next one.
 type Appends = Arc<Mutex<BTreeMap<Arc<str>, Batch>>>;
 
-/// What one job carries to the store's thread.
+/// What one job carries.
 #[derive(Default)]
 struct Work {
     appends: BTreeMap<Arc<str>, Batch>,
@@ -89,198 +83,104 @@ impl Work {
     }
 }
 
-/// The store actor.
-pub struct StoreActor;
+/// The first write failure, kept: every later request is answered with it.
+type Failed = Arc<OnceLock<StoreError>>;
 
-/// What the store actor starts with: the store, and the append buffer its
-/// handles share.
-pub struct StoreArgs {
-    store: Store,
-    appends: Appends,
-}
+/// The store's thread, for [`StoreHandle::close`].
+pub struct StoreThread(std::thread::JoinHandle<()>);
 
-/// What the store's thread is handed.
-enum Job {
-    /// Run it, then tell the actor (`JobDone`).
-    Run(Work, ActorRef<StoreMsg>),
-    /// The last job, on the actor's way out.
-    Last(Work, tokio::sync::oneshot::Sender<()>),
-}
-
-/// Its state: the way to the store's thread, and what waits for the next
-/// job.
-pub struct StoreState {
-    jobs: std::sync::mpsc::Sender<Job>,
-    appends: Appends,
-    next: Work,
-    in_flight: bool,
-    failed: Option<StoreError>,
-    /// A flush was asked for and not yet started.
-    flush_due: bool,
-}
-
-impl Actor for StoreActor {
-    type Msg = StoreMsg;
-    type State = StoreState;
-    type Arguments = StoreArgs;
-
-    async fn pre_start(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        StoreArgs { store, appends }: StoreArgs,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        let (jobs, queue) = std::sync::mpsc::channel();
-        std::thread::Builder::new()
-            .name("cadre-store".into())
-            .spawn(move || writer(store, LeaseOwner::this_process(), queue))?;
-        myself.send_interval(RENEW_EVERY, || StoreMsg::Renew);
-        Ok(StoreState {
-            jobs,
-            appends,
-            next: Work::default(),
-            in_flight: false,
-            failed: None,
-            flush_due: false,
-        })
-    }
-
-    async fn handle(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        message: Self::Msg,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        match message {
-            StoreMsg::Request(request) => match &state.failed {
-                Some(failed) => request.refuse(failed.clone()),
-                None => {
-                    state.next.requests.push(request);
-                    state.start_job(&myself);
+/// The store's thread: takes what was sent, writes it in jobs, until it is
+/// closed or every handle is gone. A job that panics fails it and every
+/// later request; nothing after it is written.
+fn writer(mut store: Store, jobs: Receiver<Job>, appends: Appends, failed: Failed) {
+    let owner = LeaseOwner::this_process();
+    let mut renew_at = Instant::now() + RENEW_EVERY;
+    let mut flush_by: Option<Instant> = None;
+    loop {
+        // Wait for a request, a due flush or renewal, or the end.
+        let mut work = Work::default();
+        let mut closed = None;
+        let mut gone = false;
+        let first = match flush_by.map_or(renew_at, |at| at.min(renew_at)) {
+            due if due <= Instant::now() => None,
+            due => match jobs.recv_timeout(due - Instant::now()) {
+                Ok(job) => Some(job),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => {
+                    gone = true;
+                    None
                 }
             },
-            StoreMsg::Flush => {
-                state.flush_due = true;
-                state.start_job(&myself);
-            }
-            StoreMsg::Renew => {
-                state.next.renew = true;
-                state.start_job(&myself);
-            }
-            StoreMsg::JobDone(failed) => {
-                state.in_flight = false;
-                if let Some(err) = failed {
-                    tracing::error!(%err, "the store could not write");
-                    state.failed.get_or_insert(err);
+        };
+        // Everything else already sent comes in the same job.
+        let mut next = first;
+        loop {
+            match next.take() {
+                Some(Job::Request(request)) => work.requests.push(request),
+                Some(Job::Appended) => {
+                    flush_by.get_or_insert_with(|| Instant::now() + FLUSH_AFTER);
                 }
-                if let Some(failed) = state.failed.clone() {
-                    for request in std::mem::take(&mut state.next.requests) {
-                        request.refuse(failed.clone());
-                    }
+                Some(Job::Close(done)) => {
+                    closed = Some(done);
+                    break;
                 }
-                state.start_job(&myself);
+                None => {}
+            }
+            match jobs.try_recv() {
+                Ok(job) => next = Some(job),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    gone = true;
+                    break;
+                }
             }
         }
-        Ok(())
-    }
-
-    async fn post_stop(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        // Whatever is left is written before the actor is gone, after a
-        // job still in flight (the thread takes jobs in order): the last
-        // job is sent even empty, so closing waits for the one in flight.
-        let mut work = std::mem::take(&mut state.next);
-        work.appends = take_appends(&state.appends);
-        if state.failed.is_some() {
-            work = Work::default();
+        let now = Instant::now();
+        let ending = closed.is_some() || gone;
+        if now >= renew_at {
+            work.renew = true;
+            renew_at = now + RENEW_EVERY;
         }
-        let (done, written) = tokio::sync::oneshot::channel();
-        if state.jobs.send(Job::Last(work, done)).is_ok() {
-            let _ = written.await;
+        let flushing = ending || flush_by.is_some_and(|at| now >= at);
+        if flushing || !work.requests.is_empty() {
+            // Appends made before the requests are written before them.
+            work.appends = take_appends(&appends);
+            flush_by = None;
         }
-        Ok(())
+        if let Some(err) = failed.get() {
+            // After a lost write nothing more is written.
+            for request in std::mem::take(&mut work).requests {
+                request.refuse(err.clone());
+            }
+        }
+        if !work.is_empty() {
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run(&mut store, work, &owner)
+            }))
+            .unwrap_or_else(|_| {
+                Some(StoreError::WriteFailed {
+                    what: "a batch of the session's records".into(),
+                    message: "the store's thread crashed".into(),
+                })
+            });
+            if let Some(err) = ran {
+                tracing::error!(%err, "the store could not write");
+                let _ = failed.set(err);
+            }
+        }
+        if ending {
+            if let Some(done) = closed {
+                let _ = done.send(());
+            }
+            return;
+        }
     }
 }
 
 /// Takes every buffered append, leaving the buffer empty (so the next
-/// append asks for a flush again).
+/// append asks for a write again).
 fn take_appends(appends: &Appends) -> BTreeMap<Arc<str>, Batch> {
     std::mem::take(&mut *appends.lock().unwrap_or_else(PoisonError::into_inner))
-}
-
-impl StoreState {
-    /// Starts a job with everything waiting, unless one runs or nothing
-    /// waits. Appends alone wait for their flush.
-    fn start_job(&mut self, myself: &ActorRef<StoreMsg>) {
-        let due = !self.next.requests.is_empty() || self.next.renew || self.flush_due;
-        if self.in_flight || !due || self.failed.is_some() {
-            return;
-        }
-        self.flush_due = false;
-        let mut work = std::mem::take(&mut self.next);
-        // Appends made before the requests are written before them.
-        work.appends = take_appends(&self.appends);
-        // A flush whose appends went out with an earlier request's job
-        // has nothing left to commit.
-        if work.is_empty() {
-            return;
-        }
-        self.in_flight = true;
-        if let Err(std::sync::mpsc::SendError(job)) = self.jobs.send(Job::Run(work, myself.clone()))
-        {
-            // The thread is gone (it crashed): nothing can be written.
-            let gone = StoreError::WriteFailed {
-                what: "the store's writes".into(),
-                message: "the store's thread has stopped".into(),
-            };
-            if let Job::Run(work, _) = job {
-                for request in work.requests {
-                    request.refuse(gone.clone());
-                }
-            }
-            self.in_flight = false;
-            self.failed.get_or_insert(gone);
-        }
-    }
-}
-
-/// The store's thread: runs jobs in order until the actor is gone. A job
-/// that panics ends it, and the actor hears of a failed write.
-fn writer(mut store: Store, owner: LeaseOwner, jobs: std::sync::mpsc::Receiver<Job>) {
-    while let Ok(job) = jobs.recv() {
-        let (work, reply) = match job {
-            Job::Run(work, actor) => (work, Ok(actor)),
-            Job::Last(work, done) => (work, Err(done)),
-        };
-        // An empty job (the last one, sent so that closing waits for the
-        // ones before it) writes nothing.
-        let ran = match work.is_empty() {
-            true => Ok(None),
-            false => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                run(&mut store, work, &owner)
-            })),
-        };
-        let crashed = ran.is_err();
-        let failed = ran.unwrap_or_else(|_| {
-            Some(StoreError::WriteFailed {
-                what: "a batch of the session's records".into(),
-                message: "the store's thread crashed".into(),
-            })
-        });
-        match reply {
-            Ok(actor) => {
-                let _ = actor.cast(StoreMsg::JobDone(failed));
-            }
-            Err(done) => {
-                let _ = done.send(());
-            }
-        }
-        if crashed {
-            return;
-        }
-    }
 }
 
 /// Runs one job: appends and requests in as few commits as their side
@@ -404,33 +304,42 @@ fn write(
     Ok(())
 }
 
-/// A handle to a store actor.
+/// A handle to the store's thread.
 #[derive(Clone)]
 pub struct StoreHandle {
-    actor: ActorRef<StoreMsg>,
+    jobs: Sender<Job>,
     appends: Appends,
+    failed: Failed,
 }
 
 impl std::fmt::Debug for StoreHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StoreHandle")
-            .field("actor", &self.actor)
-            .finish()
+            .field("failed", &self.failed.get())
+            .finish_non_exhaustive()
     }
 }
 
 impl StoreHandle {
-    /// Starts a store actor owning `store`.
-    pub async fn start(
-        store: Store,
-    ) -> Result<(Self, tokio::task::JoinHandle<()>), ractor::SpawnErr> {
+    /// Starts the thread that owns `store`. It runs until
+    /// [`StoreHandle::close`], or until every handle is dropped (writing
+    /// what was buffered first).
+    pub async fn start(store: Store) -> std::io::Result<(Self, StoreThread)> {
+        let (jobs, queue) = std::sync::mpsc::channel();
         let appends = Appends::default();
-        let args = StoreArgs {
-            store,
-            appends: appends.clone(),
+        let failed = Failed::default();
+        let thread = std::thread::Builder::new()
+            .name("cadre-store".into())
+            .spawn({
+                let (appends, failed) = (appends.clone(), failed.clone());
+                move || writer(store, queue, appends, failed)
+            })?;
+        let handle = Self {
+            jobs,
+            appends,
+            failed,
         };
-        let (actor, join) = Actor::spawn(None, StoreActor, args).await?;
-        Ok((Self { actor, appends }, join))
+        Ok((handle, StoreThread(thread)))
     }
 
     /// A store in memory, for sessions nobody will resume (tests, hosts
@@ -439,7 +348,7 @@ impl StoreHandle {
         let store = Store::open_in_memory()?;
         let (handle, _) = Self::start(store)
             .await
-            .map_err(|e| StoreError::Sql(format!("the store actor could not start: {e}")))?;
+            .map_err(|e| StoreError::Sql(format!("the store's thread could not start: {e}")))?;
         Ok(handle)
     }
 
@@ -448,9 +357,12 @@ impl StoreHandle {
         &self,
         request: impl FnOnce(RpcReplyPort<Result<T, StoreError>>) -> StoreRequest,
     ) -> Result<T, StoreError> {
+        if let Some(failed) = self.failed.get() {
+            return Err(failed.clone());
+        }
         let (reply, answer) = tokio::sync::oneshot::channel();
-        self.actor
-            .cast(StoreMsg::Request(request(reply.into())))
+        self.jobs
+            .send(Job::Request(request(reply.into())))
             .map_err(|_| StoreError::Sql("the store is closed".into()))?;
         answer
             .await
@@ -481,7 +393,7 @@ impl StoreHandle {
     }
 
     /// Adds to a session's buffered appends; the first addition after a
-    /// flush asks for the next one.
+    /// write asks for the next one.
     fn buffer(&self, session_id: &Arc<str>, add: impl FnOnce(&mut Batch)) {
         let first = {
             let mut appends = self.appends.lock().unwrap_or_else(PoisonError::into_inner);
@@ -490,15 +402,20 @@ impl StoreHandle {
             first
         };
         if first {
-            drop(self.actor.send_after(FLUSH_AFTER, || StoreMsg::Flush));
+            let _ = self.jobs.send(Job::Appended);
         }
     }
 
-    /// Handles every queued request, writes everything buffered, and stops
-    /// the actor; `join` is the handle [`StoreHandle::start`] returned.
-    pub async fn close(self, join: tokio::task::JoinHandle<()>) {
-        let _ = self.actor.drain();
-        let _ = join.await;
+    /// Handles every request sent before, writes everything buffered, and
+    /// stops the thread; `thread` is what [`StoreHandle::start`] returned.
+    /// Requests sent later find the store closed.
+    pub async fn close(self, thread: StoreThread) {
+        let (done, written) = tokio::sync::oneshot::channel();
+        if self.jobs.send(Job::Close(done)).is_ok() {
+            let _ = written.await;
+        }
+        // The thread has ended (or is ending): joining does not wait.
+        drop(tokio::task::spawn_blocking(move || thread.0.join()).await);
     }
 }
 

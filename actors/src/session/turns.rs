@@ -4,7 +4,7 @@
 //! and position) before it is acknowledged. Starting its turn marks it
 //! running and stores it in the conversation, in one transaction; finishing
 //! marks it done. Recorded messages, events and audit records are batched
-//! by the store actor. On resume, the conversation and the queue are read
+//! by the store. On resume, the conversation and the queue are read
 //! back: a message whose turn was interrupted continues (it is not run
 //! again), and calls the crash left unanswered are closed.
 //!

@@ -1,4 +1,4 @@
-//! The store actor's goal requests (G1, G6): typed data with a reply port
+//! The store's goal requests (G1, G6): typed data with a reply port
 //! each, run like every request in a savepoint of the group transaction.
 
 use cadre_runtime::goal::Goal;

@@ -1,4 +1,4 @@
-//! The store actor's requests: typed, owned data with a reply port each, so
+//! The store's requests: typed, owned data with a reply port each, so
 //! none carries code and any could cross a process boundary.
 
 use std::path::PathBuf;
@@ -114,7 +114,7 @@ fn defer<T: Send + 'static>(reply: Reply<T>, result: Result<T, StoreError>) -> D
     })
 }
 
-/// A request to the store actor.
+/// A request to the store.
 #[derive(Debug)]
 pub enum StoreRequest {
     /// A goal request (`store/goal.rs`).
@@ -414,17 +414,25 @@ impl StoreRequest {
                 start_seq,
                 reply,
             } => {
-                let admitted = s.isolated(|s| {
-                    let (backup, admitted) =
-                        admit(s, &session_id, &content, intent, &key, &plan_file)?;
-                    if let Some(seq) = start_seq {
-                        s.start_turn(
-                            &session_id,
-                            admitted.id,
-                            Some((seq, &Message::user(content.clone()))),
-                        )?;
+                let admitted = s.isolated(|s| match start_seq {
+                    // Entering Plan moves the plan file around the admission.
+                    Some(seq) if intent != Some(ModeIntent::PlanEntry) => {
+                        let admission = user_admission(&session_id, &content, intent, &key);
+                        let message = Message::user(content.clone());
+                        Ok((None, s.admit_and_start(&admission, seq, &message)?))
                     }
-                    Ok((backup, admitted))
+                    _ => {
+                        let (backup, admitted) =
+                            admit(s, &session_id, &content, intent, &key, &plan_file)?;
+                        if let Some(seq) = start_seq {
+                            s.start_turn(
+                                &session_id,
+                                admitted.id,
+                                Some((seq, &Message::user(content.clone()))),
+                            )?;
+                        }
+                        Ok((backup, admitted))
+                    }
                 });
                 defer(reply, admitted)
             }
@@ -685,20 +693,27 @@ fn admit_first(
     let Some(first) = first else {
         return Ok(None);
     };
-    let (_, admitted) = admit(
-        s,
-        id,
-        &first.content,
-        None,
-        &first.key,
-        std::path::Path::new(""),
-    )?;
-    s.start_turn(
-        id,
-        admitted.id,
-        Some((0, &Message::user(first.content.clone()))),
-    )?;
-    Ok(Some(admitted))
+    let admission = user_admission(id, &first.content, None, &first.key);
+    let message = Message::user(first.content.clone());
+    s.admit_and_start(&admission, 0, &message).map(Some)
+}
+
+/// A message the user sent, at the back of the queue.
+fn user_admission<'a>(
+    session_id: &'a str,
+    content: &'a str,
+    intent: Option<ModeIntent>,
+    key: &'a str,
+) -> Admission<'a> {
+    Admission {
+        session_id,
+        content,
+        source: Source::User,
+        intent,
+        idempotency_key: key,
+        front: false,
+        plan_sha256: None,
+    }
 }
 
 /// Admits one user message; a Plan entry backs up the old plan around the
@@ -711,15 +726,7 @@ fn admit(
     key: &str,
     plan_file: &std::path::Path,
 ) -> Result<(Option<PathBuf>, Admitted), StoreError> {
-    let admission = Admission {
-        session_id,
-        content,
-        source: Source::User,
-        intent,
-        idempotency_key: key,
-        front: false,
-        plan_sha256: None,
-    };
+    let admission = user_admission(session_id, content, intent, key);
     match intent {
         Some(ModeIntent::PlanEntry) => {
             let mut admitted = None;

@@ -1,5 +1,5 @@
-//! The store actor against real SQLite files: typed requests, leases
-//! between two store actors (two processes' worth), and a failed write that
+//! The store's thread against real SQLite files: typed requests, leases
+//! between two stores (two processes' worth), and a failed write that
 //! no later request hides.
 
 use std::path::PathBuf;
@@ -32,7 +32,7 @@ async fn actor(dir: &std::path::Path) -> StoreHandle {
 }
 
 #[tokio::test]
-async fn a_second_store_actor_cannot_open_a_session_the_first_holds() {
+async fn a_second_store_cannot_open_a_session_the_first_holds() {
     let dir = tempfile::tempdir().expect("dir");
     let first = actor(dir.path()).await;
     let second = actor(dir.path()).await;
@@ -159,4 +159,82 @@ async fn a_new_agents_first_message_is_admitted_and_started_with_its_opening() {
     assert!(reopened.resumed && reopened.first.is_none(), "{reopened:?}");
     assert_eq!(reopened.pending.len(), 1, "{:?}", reopened.pending);
     assert_eq!(reopened.conversation, vec![Message::user("hello")]);
+}
+
+/// The conversation as another connection to the file reads it.
+fn stored_conversation(dir: &std::path::Path, session: &str) -> Vec<Message> {
+    Store::open(&store_path(dir))
+        .expect("reopen")
+        .conversation(session)
+        .expect("conversation")
+}
+
+#[tokio::test]
+async fn buffered_appends_are_written_within_the_flush_window_with_no_request_after_them() {
+    let dir = tempfile::tempdir().expect("dir");
+    let handle = actor(dir.path()).await;
+    handle
+        .ask(|reply| StoreRequest::Open(open("s1"), reply))
+        .await
+        .expect("open");
+    let said = Arc::new(Message::user("buffered"));
+    handle.append(&Arc::from("s1"), vec![(0, said)], Vec::new(), Vec::new());
+    let waited = std::time::Instant::now();
+    while stored_conversation(dir.path(), "s1").is_empty() {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(5),
+            "never written"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        stored_conversation(dir.path(), "s1"),
+        vec![Message::user("buffered")]
+    );
+}
+
+#[tokio::test]
+async fn closing_writes_what_was_buffered_and_later_requests_find_the_store_closed() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = Store::open(&store_path(dir.path())).expect("open");
+    let (handle, thread) = StoreHandle::start(store).await.expect("thread");
+    let other = handle.clone();
+    handle
+        .ask(|reply| StoreRequest::Open(open("s1"), reply))
+        .await
+        .expect("open");
+    let said = Arc::new(Message::user("last words"));
+    handle.append(&Arc::from("s1"), vec![(0, said)], Vec::new(), Vec::new());
+    handle.close(thread).await;
+    assert_eq!(
+        stored_conversation(dir.path(), "s1"),
+        vec![Message::user("last words")]
+    );
+    let later = other
+        .ask(|reply| StoreRequest::Pending {
+            session_id: "s1".into(),
+            reply,
+        })
+        .await
+        .expect_err("closed");
+    assert!(later.to_string().contains("closed"), "{later}");
+}
+
+#[tokio::test]
+async fn when_every_handle_is_dropped_the_thread_writes_what_was_buffered_and_ends() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = Store::open(&store_path(dir.path())).expect("open");
+    let (handle, thread) = StoreHandle::start(store).await.expect("thread");
+    handle
+        .ask(|reply| StoreRequest::Open(open("s1"), reply))
+        .await
+        .expect("open");
+    let said = Arc::new(Message::user("left behind"));
+    handle.append(&Arc::from("s1"), vec![(0, said)], Vec::new(), Vec::new());
+    drop(handle);
+    thread.0.join().expect("the thread ends");
+    assert_eq!(
+        stored_conversation(dir.path(), "s1"),
+        vec![Message::user("left behind")]
+    );
 }

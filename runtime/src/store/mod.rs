@@ -2,7 +2,7 @@
 //! directory.
 //!
 //! [`Store`] is a plain type over one `rusqlite::Connection`; in a running
-//! session it is owned by one store actor (a connection is not `Sync`), and
+//! session it is owned by one thread (a connection is not `Sync`), and
 //! the CLI's offline commands (`sessions`, `plan approve`) open it directly.
 //! Every change that must survive a crash is one transaction: admitting a
 //! message together with its mode intent and queue position, starting a
@@ -27,6 +27,7 @@ mod runs;
 mod schema;
 mod sessions;
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -123,6 +124,10 @@ pub enum StoreError {
 /// How many prepared statements a connection keeps: more than the store has.
 const STATEMENT_CACHE: usize = 96;
 
+/// How many pages the write-ahead log holds before it is copied into the
+/// store (SQLite's default is 1,000).
+const WAL_CHECKPOINT_PAGES: i64 = 4_000;
+
 /// How long a request waits for another process's lock on the store.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -186,6 +191,12 @@ impl From<serde_json::Error> for StoreError {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Inside [`Store::isolated`]: the request's savepoint covers every
+    /// transaction begun in it, which then opens none of its own.
+    covered: Cell<bool>,
+    /// A covered transaction was dropped uncommitted: its request's writes
+    /// are undone even if the request went on.
+    abandoned: Cell<bool>,
 }
 
 impl std::fmt::Debug for Store {
@@ -227,6 +238,11 @@ impl Store {
         }
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| StoreError::unreadable(&shown, &e))?;
+        // A checkpoint copies each page once however often the log rewrote
+        // it: a longer log (up to about 16 MiB) copies the hot pages (a
+        // session's row, the queue's) far fewer times.
+        conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)
+            .map_err(|e| StoreError::unreadable(&shown, &e))?;
         // Savepoints (one per request in a shared commit) journal in memory,
         // not in a temporary file.
         conn.pragma_update(None, "temp_store", "MEMORY")
@@ -234,10 +250,7 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(|e| StoreError::unreadable(&shown, &e))?;
         schema::migrate(&mut conn, &shown)?;
-        Ok(Self {
-            conn,
-            path: path.to_path_buf(),
-        })
+        Ok(Self::over(conn, path.to_path_buf()))
     }
 
     /// A store that lives in memory only, for sessions nobody will resume.
@@ -249,10 +262,16 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(|e| StoreError::unreadable(shown, &e))?;
         schema::migrate(&mut conn, shown)?;
-        Ok(Self {
+        Ok(Self::over(conn, PathBuf::from(shown)))
+    }
+
+    fn over(conn: Connection, path: PathBuf) -> Self {
+        Self {
             conn,
-            path: PathBuf::from(shown),
-        })
+            path,
+            covered: Cell::new(false),
+            abandoned: Cell::new(false),
+        }
     }
 
     /// The store file.
@@ -274,20 +293,29 @@ impl Store {
     }
 }
 
-/// A transaction: the store's own (`BEGIN IMMEDIATE`), or, inside one a
-/// caller opened to commit many requests together, a savepoint of it. Rolled
-/// back when dropped uncommitted. Its statements stay prepared.
+/// A transaction: the store's own (`BEGIN IMMEDIATE`); inside one a caller
+/// opened to commit many requests together, a savepoint of it; inside a
+/// request's savepoint ([`Store::isolated`]), nothing of its own (the
+/// request is undone whole if it is dropped uncommitted). Rolled back when
+/// dropped uncommitted. Its statements stay prepared.
 pub(crate) struct Tx<'a> {
-    conn: &'a Connection,
-    nested: bool,
+    store: &'a Store,
+    scope: Scope,
     done: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Own,
+    Savepoint,
+    Covered,
 }
 
 impl std::ops::Deref for Tx<'_> {
     type Target = Connection;
 
     fn deref(&self) -> &Connection {
-        self.conn
+        &self.store.conn
     }
 }
 
@@ -295,23 +323,27 @@ impl Tx<'_> {
     /// Commits (or, nested, releases into the caller's transaction).
     pub(crate) fn commit(mut self) -> rusqlite::Result<()> {
         self.done = true;
-        let sql = if self.nested { "RELEASE tx" } else { "COMMIT" };
-        control(self.conn, sql)
+        match self.scope {
+            Scope::Own => control(&self.store.conn, "COMMIT"),
+            Scope::Savepoint => control(&self.store.conn, "RELEASE tx"),
+            Scope::Covered => Ok(()),
+        }
     }
 }
 
 impl Drop for Tx<'_> {
     fn drop(&mut self) {
-        if !self.done {
-            let sql = if self.nested {
-                "ROLLBACK TO tx"
-            } else {
-                "ROLLBACK"
-            };
-            let _ = control(self.conn, sql);
-            if self.nested {
-                let _ = control(self.conn, "RELEASE tx");
+        if self.done {
+            return;
+        }
+        let conn = &self.store.conn;
+        match self.scope {
+            Scope::Own => drop(control(conn, "ROLLBACK")),
+            Scope::Savepoint => {
+                let _ = control(conn, "ROLLBACK TO tx");
+                let _ = control(conn, "RELEASE tx");
             }
+            Scope::Covered => self.store.abandoned.set(true),
         }
     }
 }
@@ -322,20 +354,21 @@ fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 }
 
 impl Store {
-    /// Starts a transaction, or a savepoint inside the caller's.
+    /// Starts a transaction, a savepoint inside the caller's, or, inside a
+    /// request's savepoint, nothing.
     pub(crate) fn begin(&mut self) -> rusqlite::Result<Tx<'_>> {
-        let nested = !self.conn.is_autocommit();
-        control(
-            &self.conn,
-            if nested {
-                "SAVEPOINT tx"
-            } else {
-                "BEGIN IMMEDIATE"
-            },
-        )?;
+        let scope = if self.covered.get() {
+            Scope::Covered
+        } else if self.conn.is_autocommit() {
+            control(&self.conn, "BEGIN IMMEDIATE")?;
+            Scope::Own
+        } else {
+            control(&self.conn, "SAVEPOINT tx")?;
+            Scope::Savepoint
+        };
         Ok(Tx {
-            conn: &self.conn,
-            nested,
+            store: self,
+            scope,
             done: false,
         })
     }
@@ -361,12 +394,23 @@ impl Store {
 
     /// Runs `work` inside a savepoint of the current transaction, rolled
     /// back if it fails, so one request's failure undoes only its writes.
+    /// The transactions `work` begins open no savepoints of their own: one
+    /// dropped uncommitted undoes the whole of `work`, which then fails
+    /// even if it went on.
     pub fn isolated<T>(
         &mut self,
         work: impl FnOnce(&mut Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         control(&self.conn, "SAVEPOINT request")?;
-        let out = work(self);
+        let covered = self.covered.replace(true);
+        let abandoned = self.abandoned.replace(false);
+        let mut out = work(self);
+        if self.abandoned.replace(abandoned) && out.is_ok() {
+            out = Err(StoreError::Sql(
+                "a write of this request failed part way and was undone".into(),
+            ));
+        }
+        self.covered.set(covered);
         if out.is_err() {
             control(&self.conn, "ROLLBACK TO request")?;
         }

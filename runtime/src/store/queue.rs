@@ -137,19 +137,28 @@ impl Store {
         user_message: Option<(i64, &Message)>,
     ) -> Result<(), StoreError> {
         let tx = self.begin()?;
-        tx.prepare_cached("UPDATE queue SET state = 'running' WHERE id = ?1 AND session_id = ?2")?
-            .execute(params![queue_id, session_id])?;
-        if let Some((seq, message)) = user_message {
-            tx
-            .prepare_cached("INSERT OR REPLACE INTO conversation (session_id, seq, message) VALUES (?1, ?2, ?3)")?
-            .execute(
-                params![session_id, seq, serde_json::to_string(message)?],
-            )?;
-        }
+        mark_running(&tx, session_id, queue_id, user_message)?;
         tx.prepare_cached("UPDATE sessions SET updated_at = ?2 WHERE id = ?1")?
             .execute(params![session_id, now()])?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// Admits a message and starts its turn at `seq` in one transaction:
+    /// [`Store::admit`] then [`Store::start_turn`], with the session's row
+    /// written once. An admission already made (its key seen before) starts
+    /// that message's turn.
+    pub fn admit_and_start(
+        &mut self,
+        admission: &Admission<'_>,
+        seq: i64,
+        message: &Message,
+    ) -> Result<Admitted, StoreError> {
+        let tx = self.begin()?;
+        let admitted = admit_in(&tx, admission)?;
+        mark_running(&tx, admission.session_id, admitted.id, Some((seq, message)))?;
+        tx.commit()?;
+        Ok(admitted)
     }
 
     /// Appends recorded messages, events and audit records in one
@@ -272,6 +281,25 @@ impl Store {
             .collect::<Result<_, _>>()?;
         Ok(rows)
     }
+}
+
+/// Marks a message running and stores it in the conversation at `seq`
+/// (unless it continues an interrupted turn).
+fn mark_running(
+    tx: &rusqlite::Connection,
+    session_id: &str,
+    queue_id: i64,
+    user_message: Option<(i64, &Message)>,
+) -> Result<(), StoreError> {
+    tx.prepare_cached("UPDATE queue SET state = 'running' WHERE id = ?1 AND session_id = ?2")?
+        .execute(params![queue_id, session_id])?;
+    if let Some((seq, message)) = user_message {
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO conversation (session_id, seq, message) VALUES (?1, ?2, ?3)",
+        )?
+        .execute(params![session_id, seq, serde_json::to_string(message)?])?;
+    }
+    Ok(())
 }
 
 /// Admits a message inside an open transaction (shared by [`Store::admit`]

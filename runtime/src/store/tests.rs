@@ -494,3 +494,43 @@ fn a_version_4_store_moves_its_agents_out_of_the_workspace_index_and_keeps_its_s
     let latest = store.latest(Some(Path::new("/ws"))).expect("latest");
     assert_eq!(latest.map(|s| s.id), Some("s1".to_string()));
 }
+
+#[test]
+fn in_a_shared_commit_a_failed_request_is_undone_whole_and_its_neighbours_are_kept() {
+    let (dir, mut store) = store();
+    session(&mut store, "s1", "/ws");
+    let (outcomes, committed) = store
+        .together(|s| {
+            let kept = s.isolated(|s| Ok(admit(s, "s1", "kept", "k1")));
+            // A request whose inner transaction is dropped uncommitted,
+            // even though the request itself goes on as if nothing happened.
+            let abandoned = s.isolated(|s| {
+                admit(s, "s1", "abandoned", "k2");
+                let tx = s.begin()?;
+                tx.execute("UPDATE sessions SET title = 'half' WHERE id = 's1'", [])?;
+                drop(tx);
+                Ok(())
+            });
+            let failed = s.isolated(|s| {
+                admit(s, "s1", "failed", "k3");
+                Err::<(), _>(StoreError::Conflict("refused".into()))
+            });
+            let after = s.isolated(|s| Ok(admit(s, "s1", "after", "k4")));
+            (kept.is_ok(), abandoned, failed.is_err(), after.is_ok())
+        })
+        .expect("begin");
+    committed.expect("commit");
+    let (kept, abandoned, failed, after) = outcomes;
+    assert!(kept && failed && after);
+    assert!(abandoned.is_err(), "a half-done request reports success");
+    drop(store);
+    let store = Store::open(&store_path(dir.path())).expect("reopen");
+    assert_eq!(pending_texts(&store, "s1"), ["kept", "after"]);
+    let title: String = store
+        .conn
+        .query_row("SELECT title FROM sessions WHERE id = 's1'", [], |r| {
+            r.get(0)
+        })
+        .expect("title");
+    assert_ne!(title, "half");
+}

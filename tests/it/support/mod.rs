@@ -201,7 +201,7 @@ impl SessionBuilder {
         if let Some(bytes) = self.store_limit {
             store.limit_size(bytes).expect("limit");
         }
-        let (store, _) = StoreHandle::start(store).await.expect("store actor");
+        let (store, _) = StoreHandle::start(store).await.expect("store");
         let services = SessionServices {
             model: self.model,
             tools: ToolRunner::new(Arc::new(registry), self.tool_timeout),
