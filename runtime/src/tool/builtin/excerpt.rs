@@ -6,7 +6,26 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+
+/// A regular file this small is read where the call runs rather than on
+/// the blocking pool: from the page cache that takes microseconds, less
+/// than the two thread hand-offs the pool costs.
+pub(super) const INLINE_BYTES: u64 = 128 * 1024;
+
+/// Opens `path` for [`excerpt_of`] without waiting on it (`O_NONBLOCK`: a
+/// FIFO opens at once instead of waiting for a writer). `Some` when it is
+/// a regular file of at most [`INLINE_BYTES`], to be read in place; `None`
+/// when it is anything else, for [`excerpt`] on the blocking pool.
+pub(super) fn open_small(path: &Path) -> std::io::Result<Option<File>> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)?;
+    let meta = file.metadata()?;
+    Ok((meta.is_file() && meta.len() <= INLINE_BYTES).then_some(file))
+}
 
 /// What [`excerpt`] read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,15 +52,25 @@ pub(super) enum Stop {
     Bytes { cut: bool },
 }
 
-/// Reads up to `limit` lines from line `first` (1-based), holding at most
-/// `cap` bytes of them.
+/// Reads up to `limit` lines from line `first` (1-based) of the file at
+/// `path`, holding at most `cap` bytes of them.
 pub(super) fn excerpt(
     path: &Path,
     first: usize,
     limit: usize,
     cap: usize,
 ) -> std::io::Result<Excerpt> {
-    let mut reader = BufReader::with_capacity(64 * 1024, File::open(path)?);
+    excerpt_of(File::open(path)?, first, limit, cap)
+}
+
+/// [`excerpt`] of an open file.
+pub(super) fn excerpt_of(
+    file: File,
+    first: usize,
+    limit: usize,
+    cap: usize,
+) -> std::io::Result<Excerpt> {
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
     let mut out = Excerpt {
         text: Vec::new(),
         first,

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::excerpt::{Stop, excerpt};
+use super::excerpt::{Stop, excerpt, excerpt_of, open_small};
 use super::limits::withheld_note;
 use super::{FileLimits, optional_str, required_str, shown};
 use crate::tool::definition::{
@@ -68,10 +68,14 @@ impl Tool for ReadFile {
             let limit = number("limit").unwrap_or(self.limits.read_lines).max(1);
             let cap = self.limits.read_bytes;
             let shown_arg = arg.clone();
-            let read = tokio::task::spawn_blocking(move || excerpt(&path, first, limit, cap))
-                .await
-                .map_err(|_| ToolError::failed("reading the file was interrupted"))?
-                .map_err(|e| ToolError::io(&shown_arg, &e))?;
+            let read = match open_small(&path) {
+                Ok(Some(file)) => excerpt_of(file, first, limit, cap),
+                Ok(None) => tokio::task::spawn_blocking(move || excerpt(&path, first, limit, cap))
+                    .await
+                    .map_err(|_| ToolError::failed("reading the file was interrupted"))?,
+                Err(error) => Err(error),
+            }
+            .map_err(|e| ToolError::io(&shown_arg, &e))?;
             let empty = read.text.is_empty() && matches!(read.stop, Stop::End { total: 0 });
             let text = read
                 .render(cap)

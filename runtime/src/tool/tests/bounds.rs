@@ -239,3 +239,62 @@ async fn regression_read_file_of_a_huge_file_loaded_it_whole() {
     );
     assert!(cut.len() <= cap + 200);
 }
+
+#[tokio::test]
+async fn read_file_reads_the_same_in_place_and_on_the_blocking_pool() {
+    // A small file is read where the call runs, a large one on the blocking
+    // pool; the same lines read the same either way.
+    let env = Env::new(Mode::Work);
+    numbered(&env.ws().join("small.log"), 8 * 1024);
+    numbered(&env.ws().join("large.log"), 4 * 1024 * 1024);
+    let read = |path: &str, offset: usize, limit: usize| {
+        env.call(
+            "read_file",
+            json!({"path": path, "offset": offset, "limit": limit}),
+        )
+    };
+    for (offset, limit) in [(1, 5), (17, 3), (300, 40)] {
+        let small = read("small.log", offset, limit).await.unwrap();
+        assert!(small.starts_with(&format!("line {offset}\n")), "{small}");
+        assert_eq!(small, read("large.log", offset, limit).await.unwrap());
+    }
+    // Read to its end, the small file shows every line the large one
+    // shows before its byte cap stops it.
+    let (small, large) = (
+        read("small.log", 1, 1_000_000).await.unwrap(),
+        read("large.log", 1, 1_000_000).await.unwrap(),
+    );
+    let shown = |text: &str| text.lines().filter(|l| l.starts_with("line ")).count();
+    assert!(shown(&small) > 500 && shown(&large) > shown(&small));
+    assert!(
+        large.starts_with(small.trim_end()),
+        "{}",
+        &small[small.len() - 80..]
+    );
+}
+
+#[tokio::test]
+async fn read_file_of_a_fifo_waits_for_its_writer_off_the_runtime() {
+    // A FIFO is not a regular file: it is opened on the blocking pool, where
+    // waiting for a writer holds no worker of the runtime.
+    let env = Env::new(Mode::Work);
+    let fifo = env.ws().join("pipe");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        std::fs::write(fifo, "from the pipe\n").unwrap();
+    });
+    let read = env
+        .call("read_file", json!({"path": "pipe"}))
+        .await
+        .unwrap();
+    writer.join().unwrap();
+    assert_eq!(read, "from the pipe\n");
+}
