@@ -14,17 +14,28 @@ use std::path::Path;
 /// than the two thread hand-offs the pool costs.
 pub(super) const INLINE_BYTES: u64 = 128 * 1024;
 
+/// How much [`excerpt`] reads at a time.
+const BUFFER: usize = 64 * 1024;
+
 /// Opens `path` for [`excerpt_of`] without waiting on it (`O_NONBLOCK`: a
-/// FIFO opens at once instead of waiting for a writer). `Some` when it is
-/// a regular file of at most [`INLINE_BYTES`], to be read in place; `None`
-/// when it is anything else, for [`excerpt`] on the blocking pool.
-pub(super) fn open_small(path: &Path) -> std::io::Result<Option<File>> {
+/// FIFO opens at once instead of waiting for a writer). `Some` with a
+/// buffer size when it is a regular file of at most [`INLINE_BYTES`], to
+/// be read in place; `None` when it is anything else, for [`excerpt`] on
+/// the blocking pool.
+pub(super) fn open_small(path: &Path) -> std::io::Result<Option<(File, usize)>> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
         .open(path)?;
     let meta = file.metadata()?;
-    Ok((meta.is_file() && meta.len() <= INLINE_BYTES).then_some(file))
+    if !meta.is_file() || meta.len() > INLINE_BYTES {
+        return Ok(None);
+    }
+    // A buffer the file's size (a file that is not what it says, like
+    // those of /proc, still reads whole, in more steps): freeing a large
+    // one makes the allocator consolidate its free lists.
+    let buffer = usize::try_from(meta.len() + 1).map_or(BUFFER, |n| n.clamp(4096, BUFFER));
+    Ok(Some((file, buffer)))
 }
 
 /// What [`excerpt`] read.
@@ -60,17 +71,18 @@ pub(super) fn excerpt(
     limit: usize,
     cap: usize,
 ) -> std::io::Result<Excerpt> {
-    excerpt_of(File::open(path)?, first, limit, cap)
+    excerpt_of(File::open(path)?, BUFFER, first, limit, cap)
 }
 
-/// [`excerpt`] of an open file.
+/// [`excerpt`] of an open file, read `buffer` bytes at a time.
 pub(super) fn excerpt_of(
     file: File,
+    buffer: usize,
     first: usize,
     limit: usize,
     cap: usize,
 ) -> std::io::Result<Excerpt> {
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let mut reader = BufReader::with_capacity(buffer, file);
     let mut out = Excerpt {
         text: Vec::new(),
         first,

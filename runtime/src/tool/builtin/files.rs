@@ -69,7 +69,7 @@ impl Tool for ReadFile {
             let cap = self.limits.read_bytes;
             let shown_arg = arg.clone();
             let read = match open_small(&path) {
-                Ok(Some(file)) => excerpt_of(file, first, limit, cap),
+                Ok(Some((file, buffer))) => excerpt_of(file, buffer, first, limit, cap),
                 Ok(None) => tokio::task::spawn_blocking(move || excerpt(&path, first, limit, cap))
                     .await
                     .map_err(|_| ToolError::failed("reading the file was interrupted"))?,
@@ -124,8 +124,13 @@ impl Tool for ListDir {
         Box::pin(async move {
             let arg = optional_str(&args, "path").unwrap_or(".").to_string();
             let path = ctx.resolve(&arg)?;
-            let ctx = ctx.clone();
             let max = self.limits.list_entries;
+            // A small directory is listed where the call runs: that takes
+            // microseconds, less than the trip to the blocking pool and back.
+            if std::fs::metadata(&path).is_ok_and(|m| m.is_dir() && m.len() <= INLINE_DIR_BYTES) {
+                return list(&path, &arg, ctx, max);
+            }
+            let ctx = ctx.clone();
             // One trip to the blocking pool for the whole listing, rather
             // than one per entry.
             tokio::task::spawn_blocking(move || list(&path, &arg, &ctx, max))
@@ -134,6 +139,11 @@ impl Tool for ListDir {
         })
     }
 }
+
+/// A directory whose size is at most this is small: a directory's size is
+/// the room its entries take (blocks of entries on ext4 and xfs, about 20
+/// bytes an entry on tmpfs), so this is a few hundred entries.
+const INLINE_DIR_BYTES: u64 = 16 * 1024;
 
 fn list(path: &Path, arg: &str, ctx: &ToolContext, max: usize) -> Result<String, ToolError> {
     let mut names = Vec::new();

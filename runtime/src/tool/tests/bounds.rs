@@ -298,3 +298,29 @@ async fn read_file_of_a_fifo_waits_for_its_writer_off_the_runtime() {
     writer.join().unwrap();
     assert_eq!(read, "from the pipe\n");
 }
+
+#[tokio::test]
+async fn list_dir_lists_a_small_and_a_large_directory_alike() {
+    // A small directory is listed where the call runs, a large one on the
+    // blocking pool: both sorted, both cut at the limit with a note.
+    let env = Env::new(Mode::Work);
+    let max = FileLimits::default().list_entries;
+    for (dir, count) in [("few", 3), ("many", max + 1500)] {
+        std::fs::create_dir(env.ws().join(dir)).unwrap();
+        for i in 0..count {
+            std::fs::write(env.ws().join(format!("{dir}/entry-{i:05}")), "").unwrap();
+        }
+    }
+    std::fs::create_dir(env.ws().join("few/sub")).unwrap();
+    let few = env.call("list_dir", json!({"path": "few"})).await.unwrap();
+    assert_eq!(few, "entry-00000\nentry-00001\nentry-00002\nsub/");
+    let many = env.call("list_dir", json!({"path": "many"})).await.unwrap();
+    let lines: Vec<&str> = many.lines().collect();
+    assert_eq!(lines.len(), max + 1);
+    assert_eq!(lines[0], "entry-00000");
+    assert_eq!(lines[max - 1], format!("entry-{:05}", max - 1));
+    assert_eq!(
+        lines[max],
+        "[... 1500 more entries; list a subdirectory or use glob to narrow it]"
+    );
+}
