@@ -18,14 +18,15 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use async_openai::config::{Config, OpenAIConfig};
 use async_openai::error::OpenAIError;
 use futures::{Stream, StreamExt};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::assemble::{error_kind, error_message};
@@ -34,6 +35,7 @@ use super::{
     parse_completion,
 };
 use crate::message::Message;
+use crate::tool::ToolSpec;
 
 /// Where and how to reach an OpenAI-compatible server.
 #[derive(Debug, Clone)]
@@ -116,6 +118,7 @@ impl OpenAiClient {
             url,
             headers: Arc::new(api.headers()),
             max_wire_bytes: config.limits.max_wire_bytes(),
+            tools: Arc::default(),
         };
         Ok(Self {
             wire,
@@ -135,7 +138,7 @@ impl ModelClient for OpenAiClient {
     }
 
     fn stream(&self, request: ModelRequest) -> ModelStream {
-        let body = chat_request(request, &self.config);
+        let body = chat_request(request, &self.config, &self.wire.tools);
         let limits = self.config.limits;
         if !self.config.stream {
             let wire = self.wire.clone();
@@ -317,6 +320,46 @@ struct Wire {
     headers: Arc<reqwest::header::HeaderMap>,
     /// See [`ResponseLimits::max_wire_bytes`].
     max_wire_bytes: u64,
+    /// The tool lists sent, as JSON.
+    tools: Arc<ToolsJson>,
+}
+
+/// Tool lists as JSON, each serialized once: every request of a turn, and
+/// every agent offered the same tools, sends one shared `Arc<[ToolSpec]>`
+/// (the runner's offers), so its JSON is kept by the list's address.
+#[derive(Default)]
+struct ToolsJson(Mutex<Vec<(Weak<[ToolSpec]>, Arc<RawValue>)>>);
+
+/// How many tool lists' JSON is kept (the oldest goes first).
+const TOOL_LISTS_KEPT: usize = 16;
+
+impl ToolsJson {
+    /// `tools` as the JSON of the request's `tools` field; `None` for no
+    /// tools, or when they did not serialize (the request then serializes
+    /// them itself, and fails as it would have).
+    fn of(&self, tools: &Arc<[ToolSpec]>) -> Option<Arc<RawValue>> {
+        if tools.is_empty() {
+            return None;
+        }
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // A kept `Weak` keeps its list's allocation: while it is kept, no
+        // other list can have that address.
+        if let Some((_, json)) = kept
+            .iter()
+            .find(|(list, _)| std::ptr::addr_eq(list.as_ptr(), Arc::as_ptr(tools)))
+        {
+            return Some(json.clone());
+        }
+        kept.retain(|(list, _)| list.strong_count() > 0);
+        if kept.len() >= TOOL_LISTS_KEPT {
+            kept.remove(0);
+        }
+        let json: Arc<RawValue> = serde_json::value::to_raw_value(&WireTools(tools))
+            .ok()?
+            .into();
+        kept.push((Arc::downgrade(tools), json.clone()));
+        Some(json)
+    }
 }
 
 impl Wire {
@@ -660,14 +703,17 @@ struct WireRequest {
     request: ModelRequest,
     model: Arc<str>,
     stream: bool,
+    /// The request's tools, serialized once per list.
+    tools: Option<Arc<RawValue>>,
 }
 
-fn chat_request(request: ModelRequest, config: &OpenAiConfig) -> WireRequest {
+fn chat_request(request: ModelRequest, config: &OpenAiConfig, tools: &ToolsJson) -> WireRequest {
     let model = request
         .model
         .clone()
         .unwrap_or_else(|| Arc::from(config.model.as_str()));
     WireRequest {
+        tools: tools.of(&request.tools),
         request,
         model,
         stream: config.stream,
@@ -676,12 +722,15 @@ fn chat_request(request: ModelRequest, config: &OpenAiConfig) -> WireRequest {
 
 impl Serialize for WireRequest {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let tools = &self.request.tools;
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("model", &*self.model)?;
         map.serialize_entry("messages", &WireMessages(&self.request))?;
-        if !tools.is_empty() {
-            map.serialize_entry("tools", &WireTools(tools))?;
+        match &self.tools {
+            Some(json) => map.serialize_entry("tools", &**json)?,
+            None if !self.request.tools.is_empty() => {
+                map.serialize_entry("tools", &WireTools(&self.request.tools))?;
+            }
+            None => {}
         }
         map.serialize_entry("stream", &self.stream)?;
         if self.stream {
@@ -771,7 +820,7 @@ impl Serialize for WireCalls<'_> {
 }
 
 /// The tool specs as chat tools, schemas serialized in place.
-struct WireTools<'a>(&'a [crate::tool::ToolSpec]);
+struct WireTools<'a>(&'a [ToolSpec]);
 
 impl Serialize for WireTools<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -783,7 +832,7 @@ impl Serialize for WireTools<'_> {
     }
 }
 
-struct WireTool<'a>(&'a crate::tool::ToolSpec);
+struct WireTool<'a>(&'a ToolSpec);
 
 impl Serialize for WireTool<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -801,5 +850,54 @@ impl Serialize for WireTool<'_> {
         map.serialize_entry("type", "function")?;
         map.serialize_entry("function", &Function(self.0))?;
         map.end()
+    }
+}
+
+#[cfg(test)]
+mod tools_json_tests {
+    use super::*;
+
+    fn list(names: &[String]) -> Arc<[ToolSpec]> {
+        names
+            .iter()
+            .map(|name| ToolSpec {
+                name: name.clone(),
+                description: format!("Does \"{name}\"\nthings"),
+                parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            })
+            .collect::<Vec<_>>()
+            .into()
+    }
+
+    fn serialized(tools: &[ToolSpec]) -> Option<String> {
+        (!tools.is_empty()).then(|| serde_json::to_string(&WireTools(tools)).unwrap())
+    }
+
+    #[test]
+    fn a_tool_list_is_serialized_once_and_reads_as_it_always_did() {
+        let kept = ToolsJson::default();
+        let lists: Vec<Arc<[ToolSpec]>> = (0..3 * TOOL_LISTS_KEPT)
+            .map(|n| {
+                let names: Vec<String> = (0..n % 4).map(|i| format!("tool_{n}_{i}")).collect();
+                list(&names)
+            })
+            .collect();
+        // Every list, again and again, in an order that evicts.
+        for round in 0..3 {
+            for (n, tools) in lists.iter().enumerate() {
+                let got = kept.of(tools).map(|json| json.get().to_string());
+                assert_eq!(got, serialized(tools), "round {round}, list {n}");
+            }
+        }
+        // The same list twice: the same JSON, not serialized again.
+        let (first, again) = (kept.of(&lists[1]).unwrap(), kept.of(&lists[1]).unwrap());
+        assert!(Arc::ptr_eq(&first, &again));
+        // Lists made and dropped one after another (the allocator may hand
+        // a new one a dropped one's address) each read as themselves.
+        for n in 0..200 {
+            let tools = list(&[format!("fresh_{n}")]);
+            let got = kept.of(&tools).map(|json| json.get().to_string());
+            assert_eq!(got, serialized(&tools), "fresh list {n}");
+        }
     }
 }
