@@ -328,7 +328,13 @@ struct Wire {
 /// every agent offered the same tools, sends one shared `Arc<[ToolSpec]>`
 /// (the runner's offers), so its JSON is kept by the list's address.
 #[derive(Default)]
-struct ToolsJson(Mutex<Vec<(Weak<[ToolSpec]>, Arc<RawValue>)>>);
+struct ToolsJson(Mutex<Vec<KeptTools>>);
+
+/// A tool list and its JSON.
+struct KeptTools {
+    list: Weak<[ToolSpec]>,
+    json: Arc<RawValue>,
+}
 
 /// How many tool lists' JSON is kept (the oldest goes first).
 const TOOL_LISTS_KEPT: usize = 16;
@@ -344,20 +350,23 @@ impl ToolsJson {
         let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         // A kept `Weak` keeps its list's allocation: while it is kept, no
         // other list can have that address.
-        if let Some((_, json)) = kept
+        if let Some(hit) = kept
             .iter()
-            .find(|(list, _)| std::ptr::addr_eq(list.as_ptr(), Arc::as_ptr(tools)))
+            .find(|k| std::ptr::addr_eq(k.list.as_ptr(), Arc::as_ptr(tools)))
         {
-            return Some(json.clone());
+            return Some(hit.json.clone());
         }
-        kept.retain(|(list, _)| list.strong_count() > 0);
+        kept.retain(|k| k.list.strong_count() > 0);
         if kept.len() >= TOOL_LISTS_KEPT {
             kept.remove(0);
         }
         let json: Arc<RawValue> = serde_json::value::to_raw_value(&WireTools(tools))
             .ok()?
             .into();
-        kept.push((Arc::downgrade(tools), json.clone()));
+        kept.push(KeptTools {
+            list: Arc::downgrade(tools),
+            json: json.clone(),
+        });
         Some(json)
     }
 }
