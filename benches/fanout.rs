@@ -19,8 +19,10 @@
 //!   resident memory per live agent ≤ 80 KiB.
 //!
 //! Run with `cargo bench --bench fanout`; `SHAPE=small|burst` runs one
-//! shape, `SIDE=bare|cadre` one side (for profiling), `STORE=memory` keeps
-//! cadre's store in memory, `AGENTS=N` changes the number of agents.
+//! shape, `SIDE=bare|cadre` one side once (for profiling), `STORE=memory`
+//! keeps cadre's store in memory, `AGENTS=N` changes the number of agents.
+//! Each side runs `ROUNDS` times (3 unless set), alternating with the other,
+//! each time in a fresh process; the median and the range are printed.
 
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
@@ -469,8 +471,10 @@ async fn cadre_side(shape: Shape, url: &str, workspace: &std::path::Path) -> Mea
     measured
 }
 
-/// Runs each side of each shape in a process of its own, so one side's
-/// memory does not hide the other's.
+/// Runs each side of each shape in a process of its own (one side's
+/// memory does not hide the other's), `ROUNDS` times each (3 unless set),
+/// the sides alternating so that both see the machine's drift alike, and
+/// prints each side's median and range.
 fn run_apart() {
     let exe = std::env::current_exe().expect("exe");
     let shapes: Vec<&str> = match std::env::var("SHAPE").as_deref() {
@@ -478,21 +482,65 @@ fn run_apart() {
         Ok("burst") => vec!["burst"],
         _ => vec!["small", "burst"],
     };
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(3)
+        .max(1);
     for shape in shapes {
-        for side in ["bare", "cadre"] {
-            let out = std::process::Command::new(&exe)
-                .env("SHAPE", shape)
-                .env("SIDE", side)
-                .output()
-                .expect("run a side");
-            let text = String::from_utf8_lossy(&out.stdout);
-            for line in text.lines() {
-                // The shape's title once, then each side's figures.
-                if side == "bare" || line.starts_with("  ") {
-                    println!("{line}");
-                }
+        let mut title = String::new();
+        let mut runs: [Vec<Figures>; 2] = [Vec::new(), Vec::new()];
+        for _ in 0..rounds {
+            for (side, runs) in ["bare", "cadre"].into_iter().zip(&mut runs) {
+                let out = std::process::Command::new(&exe)
+                    .env("SHAPE", shape)
+                    .env("SIDE", side)
+                    .output()
+                    .expect("run a side");
+                let text = String::from_utf8_lossy(&out.stdout);
+                let mut lines = text.lines();
+                title = lines.next().unwrap_or_default().to_string();
+                let figures = lines.find_map(Figures::read);
+                runs.push(figures.unwrap_or_else(|| panic!("{side} printed no figures: {text}")));
             }
         }
+        println!("{title} median of {rounds} runs (range)");
+        for (side, runs) in ["bare loop", "cadre"].into_iter().zip(&runs) {
+            let column = |f: fn(&Figures) -> f64| {
+                let mut v: Vec<f64> = runs.iter().map(f).collect();
+                v.sort_by(f64::total_cmp);
+                (v[v.len() / 2], v[0], v[v.len() - 1])
+            };
+            let (wall, cpu, kib) = (column(|f| f.wall), column(|f| f.cpu), column(|f| f.kib));
+            println!(
+                "  {side:<12} wall/ideal {:.2} ({:.2}-{:.2})   CPU per model call {:.0} µs ({:.0}-{:.0})   KiB per live agent {:.1} ({:.1}-{:.1})   request {} B",
+                wall.0, wall.1, wall.2, cpu.0, cpu.1, cpu.2, kib.0, kib.1, kib.2, runs[0].request,
+            );
+        }
+    }
+}
+
+/// One side's figures, read back from the line [`Measured::print`] wrote.
+struct Figures {
+    wall: f64,
+    cpu: f64,
+    kib: f64,
+    request: u64,
+}
+
+impl Figures {
+    fn read(line: &str) -> Option<Self> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let after = |word: &str| {
+            let at = words.iter().position(|w| *w == word)?;
+            words.get(at + 1)?.parse::<f64>().ok()
+        };
+        Some(Self {
+            wall: after("wall/ideal")?,
+            cpu: after("call")?,
+            kib: after("agent")?,
+            request: after("request")? as u64,
+        })
     }
 }
 
