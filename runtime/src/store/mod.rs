@@ -124,10 +124,6 @@ pub enum StoreError {
 /// How many prepared statements a connection keeps: more than the store has.
 const STATEMENT_CACHE: usize = 96;
 
-/// How many pages the write-ahead log holds before it is copied into the
-/// store (SQLite's default is 1,000).
-const WAL_CHECKPOINT_PAGES: i64 = 4_000;
-
 /// How long a request waits for another process's lock on the store.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -237,11 +233,6 @@ impl Store {
             });
         }
         conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(|e| StoreError::unreadable(&shown, &e))?;
-        // A checkpoint copies each page once however often the log rewrote
-        // it: a longer log (up to about 16 MiB) copies the hot pages (a
-        // session's row, the queue's) far fewer times.
-        conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)
             .map_err(|e| StoreError::unreadable(&shown, &e))?;
         // Savepoints (one per request in a shared commit) journal in memory,
         // not in a temporary file.
