@@ -490,18 +490,31 @@ fn run_apart() {
     for shape in shapes {
         let mut title = String::new();
         let mut runs: [Vec<Figures>; 2] = [Vec::new(), Vec::new()];
-        for _ in 0..rounds {
-            for (side, runs) in ["bare", "cadre"].into_iter().zip(&mut runs) {
+        for round in 0..rounds {
+            // bare, cadre, then cadre, bare: neither side always goes first.
+            let mut order = [0, 1];
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            for at in order {
+                let side = ["bare", "cadre"][at];
                 let out = std::process::Command::new(&exe)
                     .env("SHAPE", shape)
                     .env("SIDE", side)
                     .output()
                     .expect("run a side");
                 let text = String::from_utf8_lossy(&out.stdout);
+                assert!(
+                    out.status.success(),
+                    "the {side} side failed ({}): {text}{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr)
+                );
                 let mut lines = text.lines();
                 title = lines.next().unwrap_or_default().to_string();
                 let figures = lines.find_map(Figures::read);
-                runs.push(figures.unwrap_or_else(|| panic!("{side} printed no figures: {text}")));
+                runs[at]
+                    .push(figures.unwrap_or_else(|| panic!("{side} printed no figures: {text}")));
             }
         }
         println!("{title} median of {rounds} runs (range)");
@@ -509,7 +522,8 @@ fn run_apart() {
             let column = |f: fn(&Figures) -> f64| {
                 let mut v: Vec<f64> = runs.iter().map(f).collect();
                 v.sort_by(f64::total_cmp);
-                (v[v.len() / 2], v[0], v[v.len() - 1])
+                let median = (v[(v.len() - 1) / 2] + v[v.len() / 2]) / 2.0;
+                (median, v[0], v[v.len() - 1])
             };
             let (wall, cpu, kib) = (column(|f| f.wall), column(|f| f.cpu), column(|f| f.kib));
             println!(

@@ -336,8 +336,9 @@ struct KeptTools {
     json: Arc<RawValue>,
 }
 
-/// How many tool lists' JSON is kept (the oldest goes first).
-const TOOL_LISTS_KEPT: usize = 16;
+/// How many tool lists' JSON is kept, the least recently sent going first
+/// (as many as the runner keeps offers).
+const TOOL_LISTS_KEPT: usize = 64;
 
 impl ToolsJson {
     /// `tools` as the JSON of the request's `tools` field; `None` for no
@@ -347,22 +348,27 @@ impl ToolsJson {
         if tools.is_empty() {
             return None;
         }
-        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        // A kept `Weak` keeps its list's allocation: while it is kept, no
-        // other list can have that address.
-        if let Some(hit) = kept
-            .iter()
-            .find(|k| std::ptr::addr_eq(k.list.as_ptr(), Arc::as_ptr(tools)))
+        let same = |k: &KeptTools| std::ptr::addr_eq(k.list.as_ptr(), Arc::as_ptr(tools));
         {
-            return Some(hit.json.clone());
-        }
-        kept.retain(|k| k.list.strong_count() > 0);
-        if kept.len() >= TOOL_LISTS_KEPT {
-            kept.remove(0);
+            let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            // A kept `Weak` keeps its list's allocation: while it is kept,
+            // no other list can have that address.
+            if let Some(at) = kept.iter().position(same) {
+                let hit = kept.remove(at);
+                let json = hit.json.clone();
+                kept.push(hit);
+                return Some(json);
+            }
         }
         let json: Arc<RawValue> = serde_json::value::to_raw_value(&WireTools(tools))
             .ok()?
             .into();
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // Another request may have kept the same list meanwhile.
+        kept.retain(|k| k.list.strong_count() > 0 && !same(k));
+        if kept.len() >= TOOL_LISTS_KEPT {
+            kept.remove(0);
+        }
         kept.push(KeptTools {
             list: Arc::downgrade(tools),
             json: json.clone(),
@@ -878,6 +884,10 @@ mod tools_json_tests {
             .into()
     }
 
+    fn kept_list(name: &str) -> Arc<[ToolSpec]> {
+        list(&[name.to_string()])
+    }
+
     fn serialized(tools: &[ToolSpec]) -> Option<String> {
         (!tools.is_empty()).then(|| serde_json::to_string(&WireTools(tools)).unwrap())
     }
@@ -901,6 +911,19 @@ mod tools_json_tests {
         // The same list twice: the same JSON, not serialized again.
         let (first, again) = (kept.of(&lists[1]).unwrap(), kept.of(&lists[1]).unwrap());
         assert!(Arc::ptr_eq(&first, &again));
+        // A list sent again is kept longest: after as many other lists as
+        // are kept, it still has its JSON, while the next oldest lost its.
+        let fresh = ToolsJson::default();
+        let (hot, cold) = (kept_list("hot"), kept_list("cold"));
+        let (hot_json, cold_json) = (fresh.of(&hot).unwrap(), fresh.of(&cold).unwrap());
+        let others: Vec<_> = (0..TOOL_LISTS_KEPT - 1)
+            .map(|n| kept_list(&format!("other_{n}")))
+            .collect();
+        for other in &others {
+            fresh.of(other);
+            assert!(Arc::ptr_eq(&fresh.of(&hot).unwrap(), &hot_json));
+        }
+        assert!(!Arc::ptr_eq(&fresh.of(&cold).unwrap(), &cold_json));
         // Lists made and dropped one after another (the allocator may hand
         // a new one a dropped one's address) each read as themselves.
         for n in 0..200 {

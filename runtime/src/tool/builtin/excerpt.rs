@@ -5,9 +5,11 @@
 //! first, so a 2 GB file (or a 2 GB line) costs no more than the cap.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Seek};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+
+use rustix::fs::OFlags;
 
 /// A regular file this small is read where the call runs rather than on
 /// the blocking pool: from the page cache that takes microseconds, less
@@ -17,25 +19,59 @@ pub(super) const INLINE_BYTES: u64 = 128 * 1024;
 /// How much [`excerpt`] reads at a time.
 const BUFFER: usize = 64 * 1024;
 
-/// Opens `path` for [`excerpt_of`] without waiting on it (`O_NONBLOCK`: a
-/// FIFO opens at once instead of waiting for a writer). `Some` with a
-/// buffer size when it is a regular file of at most [`INLINE_BYTES`], to
-/// be read in place; `None` when it is anything else, for [`excerpt`] on
-/// the blocking pool.
-pub(super) fn open_small(path: &Path) -> std::io::Result<Option<(File, usize)>> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() || meta.len() > INLINE_BYTES {
-        return Ok(None);
+/// What [`read_small`] did.
+pub(super) enum Small {
+    /// It read the file where the call runs.
+    Read(Excerpt),
+    /// The file is not a small regular file, or grew past
+    /// [`INLINE_BYTES`] while it was read: read it on the blocking pool,
+    /// from this file when it was opened (rewound, waiting allowed).
+    Elsewhere(Option<File>),
+}
+
+/// [`excerpt`] of a small regular file, where the call runs; anything else
+/// is left to the blocking pool. The path is looked at before it is opened
+/// (opening a FIFO, even without waiting, would wake a writer waiting on
+/// it), opened without waiting (it may have been replaced since), and read
+/// at most [`INLINE_BYTES`] and a byte far. A size of 0 is not small: the
+/// files of /proc say 0 and go on.
+pub(super) fn read_small(
+    path: &Path,
+    first: usize,
+    limit: usize,
+    cap: usize,
+) -> std::io::Result<Small> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() || meta.len() == 0 || meta.len() > INLINE_BYTES {
+        return Ok(Small::Elsewhere(None));
     }
-    // A buffer the file's size (a file that is not what it says, like
-    // those of /proc, still reads whole, in more steps): freeing a large
-    // one makes the allocator consolidate its free lists.
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+    {
+        Ok(file) => file,
+        // A lease another process holds: wait for it on the pool.
+        Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
+            return Ok(Small::Elsewhere(None));
+        }
+        Err(err) => return Err(err),
+    };
+    rustix::fs::fcntl_setfl(&file, OFlags::empty())?;
+    if !file.metadata()?.is_file() {
+        return Ok(Small::Elsewhere(Some(file)));
+    }
+    // A buffer the file's size: freeing a large one makes the allocator
+    // consolidate its free lists.
     let buffer = usize::try_from(meta.len() + 1).map_or(BUFFER, |n| n.clamp(4096, BUFFER));
-    Ok(Some((file, buffer)))
+    let mut bounded = (&file).take(INLINE_BYTES + 1);
+    let read = excerpt_of(&mut bounded, buffer, first, limit, cap)?;
+    if bounded.limit() == 0 {
+        let mut file = file;
+        file.rewind()?;
+        return Ok(Small::Elsewhere(Some(file)));
+    }
+    Ok(Small::Read(read))
 }
 
 /// What [`excerpt`] read.
@@ -63,20 +99,25 @@ pub(super) enum Stop {
     Bytes { cut: bool },
 }
 
-/// Reads up to `limit` lines from line `first` (1-based) of the file at
-/// `path`, holding at most `cap` bytes of them.
+/// Reads up to `limit` lines from line `first` (1-based) of `file` (the
+/// file at `path` when `None`), holding at most `cap` bytes of them.
 pub(super) fn excerpt(
     path: &Path,
+    file: Option<File>,
     first: usize,
     limit: usize,
     cap: usize,
 ) -> std::io::Result<Excerpt> {
-    excerpt_of(File::open(path)?, BUFFER, first, limit, cap)
+    let file = match file {
+        Some(file) => file,
+        None => File::open(path)?,
+    };
+    excerpt_of(file, BUFFER, first, limit, cap)
 }
 
-/// [`excerpt`] of an open file, read `buffer` bytes at a time.
-pub(super) fn excerpt_of(
-    file: File,
+/// [`excerpt`] of what `file` reads, `buffer` bytes at a time.
+fn excerpt_of(
+    file: impl Read,
     buffer: usize,
     first: usize,
     limit: usize,

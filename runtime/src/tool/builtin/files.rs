@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::excerpt::{Stop, excerpt, excerpt_of, open_small};
+use super::excerpt::{Small, Stop, excerpt, read_small};
 use super::limits::withheld_note;
 use super::{FileLimits, optional_str, required_str, shown};
 use crate::tool::definition::{
@@ -68,11 +68,13 @@ impl Tool for ReadFile {
             let limit = number("limit").unwrap_or(self.limits.read_lines).max(1);
             let cap = self.limits.read_bytes;
             let shown_arg = arg.clone();
-            let read = match open_small(&path) {
-                Ok(Some((file, buffer))) => excerpt_of(file, buffer, first, limit, cap),
-                Ok(None) => tokio::task::spawn_blocking(move || excerpt(&path, first, limit, cap))
-                    .await
-                    .map_err(|_| ToolError::failed("reading the file was interrupted"))?,
+            let read = match read_small(&path, first, limit, cap) {
+                Ok(Small::Read(read)) => Ok(read),
+                Ok(Small::Elsewhere(file)) => {
+                    tokio::task::spawn_blocking(move || excerpt(&path, file, first, limit, cap))
+                        .await
+                        .map_err(|_| ToolError::failed("reading the file was interrupted"))?
+                }
                 Err(error) => Err(error),
             }
             .map_err(|e| ToolError::io(&shown_arg, &e))?;
@@ -125,60 +127,86 @@ impl Tool for ListDir {
             let arg = optional_str(&args, "path").unwrap_or(".").to_string();
             let path = ctx.resolve(&arg)?;
             let max = self.limits.list_entries;
-            // A small directory is listed where the call runs: that takes
-            // microseconds, less than the trip to the blocking pool and back.
-            if std::fs::metadata(&path).is_ok_and(|m| m.is_dir() && m.len() <= INLINE_DIR_BYTES) {
-                return list(&path, &arg, ctx, max);
-            }
-            let ctx = ctx.clone();
-            // One trip to the blocking pool for the whole listing, rather
-            // than one per entry.
-            tokio::task::spawn_blocking(move || list(&path, &arg, &ctx, max))
+            // The first entries are read where the call runs: a small
+            // directory takes microseconds, less than the trip to the
+            // blocking pool and back. A larger one is read on from there.
+            let mut entries = std::fs::read_dir(&path).map_err(|e| ToolError::io(&arg, &e))?;
+            let mut listing = Listing::default();
+            if !listing.read(&mut entries, &arg, ctx, Some(INLINE_ENTRIES))? {
+                let ctx = ctx.clone();
+                let shown = arg.clone();
+                listing = tokio::task::spawn_blocking(move || {
+                    listing.read(&mut entries, &shown, &ctx, None)?;
+                    Ok::<_, ToolError>(listing)
+                })
                 .await
-                .map_err(|_| ToolError::failed("listing the directory was interrupted"))?
+                .map_err(|_| ToolError::failed("listing the directory was interrupted"))??;
+            }
+            Ok(listing.render(max))
         })
     }
 }
 
-/// A directory whose size is at most this is small: a directory's size is
-/// the room its entries take (blocks of entries on ext4 and xfs, about 20
-/// bytes an entry on tmpfs), so this is a few hundred entries.
-const INLINE_DIR_BYTES: u64 = 16 * 1024;
+/// How many entries `list_dir` reads where the call runs.
+const INLINE_ENTRIES: usize = 256;
 
-fn list(path: &Path, arg: &str, ctx: &ToolContext, max: usize) -> Result<String, ToolError> {
-    let mut names = Vec::new();
-    let mut withheld = 0;
-    for entry in std::fs::read_dir(path).map_err(|e| ToolError::io(arg, &e))? {
-        let entry = entry.map_err(|e| ToolError::io(arg, &e))?;
-        if ctx.withholds(&entry.path()) {
-            withheld += 1;
-            continue;
+/// A directory's entries as read so far.
+#[derive(Default)]
+struct Listing {
+    names: Vec<String>,
+    withheld: usize,
+}
+
+impl Listing {
+    /// Reads entries, at most `most` of them when given; `true` when the
+    /// directory has no more.
+    fn read(
+        &mut self,
+        entries: &mut std::fs::ReadDir,
+        arg: &str,
+        ctx: &ToolContext,
+        most: Option<usize>,
+    ) -> Result<bool, ToolError> {
+        for _ in 0..most.unwrap_or(usize::MAX) {
+            let Some(entry) = entries.next() else {
+                return Ok(true);
+            };
+            let entry = entry.map_err(|e| ToolError::io(arg, &e))?;
+            if ctx.withholds(&entry.path()) {
+                self.withheld += 1;
+                continue;
+            }
+            let mut name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                name.push('/');
+            }
+            self.names.push(name);
         }
-        let mut name = entry.file_name().to_string_lossy().into_owned();
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            name.push('/');
+        Ok(false)
+    }
+
+    /// The listing for the model: sorted, at most `max` entries, with notes.
+    fn render(mut self, max: usize) -> String {
+        self.names.sort();
+        let total = self.names.len();
+        let mut out = if total == 0 {
+            "(empty directory)".to_string()
+        } else {
+            self.names.truncate(max);
+            self.names.join("\n")
+        };
+        if total > max {
+            out.push_str(&format!(
+                "\n[... {} more entries; list a subdirectory or use glob to narrow it]",
+                total - max
+            ));
         }
-        names.push(name);
+        if let Some(note) = withheld_note(self.withheld) {
+            out.push('\n');
+            out.push_str(&note);
+        }
+        out
     }
-    names.sort();
-    let total = names.len();
-    let mut out = if total == 0 {
-        "(empty directory)".to_string()
-    } else {
-        names.truncate(max);
-        names.join("\n")
-    };
-    if total > max {
-        out.push_str(&format!(
-            "\n[... {} more entries; list a subdirectory or use glob to narrow it]",
-            total - max
-        ));
-    }
-    if let Some(note) = withheld_note(withheld) {
-        out.push('\n');
-        out.push_str(&note);
-    }
-    Ok(out)
 }
 
 /// Refuses to write a file that has other names: a hard link made by a

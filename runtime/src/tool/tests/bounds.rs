@@ -275,28 +275,69 @@ async fn read_file_reads_the_same_in_place_and_on_the_blocking_pool() {
 
 #[tokio::test]
 async fn read_file_of_a_fifo_waits_for_its_writer_off_the_runtime() {
-    // A FIFO is not a regular file: it is opened on the blocking pool, where
-    // waiting for a writer holds no worker of the runtime.
+    // A FIFO is not a regular file: it is opened once, on the blocking
+    // pool, where waiting for a writer holds no thread of the runtime (this
+    // test's runtime has one). The writer comes first or after the reader.
     let env = Env::new(Mode::Work);
-    let fifo = env.ws().join("pipe");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
-    let writer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(50));
-        std::fs::write(fifo, "from the pipe\n").unwrap();
-    });
-    let read = env
-        .call("read_file", json!({"path": "pipe"}))
+    for (n, delay) in [0, 100].into_iter().enumerate() {
+        let fifo = env.ws().join(format!("pipe{n}"));
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(delay));
+            std::fs::write(fifo, "from the pipe\n").unwrap();
+        });
+        let ticks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let ticker = tokio::spawn({
+            let ticks = ticks.clone();
+            async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        });
+        let read = tokio::time::timeout(
+            Duration::from_secs(10),
+            env.call("read_file", json!({"path": format!("pipe{n}")})),
+        )
+        .await
+        .expect("the FIFO's contents within 10 s")
+        .unwrap();
+        ticker.abort();
+        writer.join().unwrap();
+        assert_eq!(read, "from the pipe\n");
+        if delay > 0 {
+            let ticked = ticks.load(std::sync::atomic::Ordering::Relaxed);
+            assert!(
+                ticked >= 5,
+                "the runtime ran {ticked} ticks while the read waited"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn read_file_of_a_file_that_says_it_is_empty_reads_on() {
+    // The files of /proc say they hold nothing and read on: a size of 0 is
+    // not taken for small, and the read is the pool's, bounded as ever.
+    let mut env = Env::new(Mode::Work);
+    env.ctx.workspace = env.ctx.workspace.clone().trust_everything();
+    let status = env
+        .call(
+            "read_file",
+            json!({"path": "/proc/self/status", "limit": 2}),
+        )
         .await
         .unwrap();
-    writer.join().unwrap();
-    assert_eq!(read, "from the pipe\n");
+    assert!(status.starts_with("Name:"), "{status}");
+    assert!(status.contains("read on with offset=3"), "{status}");
 }
 
 #[tokio::test]
