@@ -626,8 +626,10 @@ fn open_session(
             posture: open.posture,
         })?),
     };
-    if open.lease {
+    if open.lease && resumed {
         s.acquire_lease(id, owner)?;
+    } else if open.lease {
+        s.lease_new(id, owner)?;
     }
     if let Some(record) = created {
         // A new session has nothing stored to read back.
@@ -684,7 +686,8 @@ fn open_session(
 }
 
 /// Admits a new agent's first message and starts its turn (the
-/// conversation's first entry), as `Admit` with `start_seq` 0 does.
+/// conversation's first entry), as `Admit` with `start_seq` 0 does; the
+/// agent was created in this request, so it has no queue yet.
 fn admit_first(
     s: &mut Store,
     id: &str,
@@ -695,7 +698,7 @@ fn admit_first(
     };
     let admission = user_admission(id, &first.content, None, &first.key);
     let message = Message::user(first.content.clone());
-    s.admit_and_start(&admission, 0, &message).map(Some)
+    s.start_first(&admission, &message).map(Some)
 }
 
 /// A message the user sent, at the back of the queue.

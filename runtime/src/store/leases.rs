@@ -106,6 +106,25 @@ impl Store {
         Ok(())
     }
 
+    /// Takes the lease of a session created in the same transaction, which
+    /// nobody can hold yet: [`Store::acquire_lease`] without its lookup.
+    pub fn lease_new(&mut self, session_id: &str, owner: &LeaseOwner) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO leases (session_id, owner, host, pid, started, acquired_at, renewed_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
+            )?
+            .execute(params![
+                session_id,
+                owner.token,
+                owner.host,
+                owner.pid,
+                owner.started,
+                now()
+            ])?;
+        Ok(())
+    }
+
     /// Renews every lease `owner` holds.
     pub fn renew_leases(&mut self, owner: &LeaseOwner) -> Result<(), StoreError> {
         self.conn

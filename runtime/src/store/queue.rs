@@ -161,6 +161,60 @@ impl Store {
         Ok(admitted)
     }
 
+    /// Admits the first message of a session created in the same
+    /// transaction, its turn started (the conversation's first entry), as
+    /// [`Store::admit_and_start`] at `seq` 0 would, without its lookups:
+    /// the session has no queue yet, so the message goes in at position 0,
+    /// running. A key already used elsewhere fails (a new session's key is
+    /// new).
+    pub fn start_first(
+        &mut self,
+        admission: &Admission<'_>,
+        message: &Message,
+    ) -> Result<Admitted, StoreError> {
+        if admission.intent.is_some() {
+            return self.admit_and_start(admission, 0, message);
+        }
+        let tx = self.begin()?;
+        tx.prepare_cached(
+            "INSERT INTO queue (session_id, position, source, content, idem_key, plan_sha256, state, admitted_at)
+             VALUES (?1, 0, ?2, ?3, ?4, ?5, 'running', ?6)",
+        )?
+        .execute(params![
+            admission.session_id,
+            admission.source.as_str(),
+            admission.content,
+            admission.idempotency_key,
+            admission.plan_sha256,
+            now()
+        ])?;
+        let id = tx.last_insert_rowid();
+        tx.prepare_cached(
+            "INSERT INTO conversation (session_id, seq, message) VALUES (?1, 0, ?2)",
+        )?
+        .execute(params![
+            admission.session_id,
+            serde_json::to_string(message)?
+        ])?;
+        tx.prepare_cached(
+            "UPDATE sessions SET updated_at = ?2,
+                 title = CASE WHEN title = '' AND ?3 = 'user' THEN substr(?4, 1, 80) ELSE title END
+             WHERE id = ?1",
+        )?
+        .execute(params![
+            admission.session_id,
+            now(),
+            admission.source.as_str(),
+            admission.content
+        ])?;
+        tx.commit()?;
+        Ok(Admitted {
+            id,
+            position: 0,
+            new: true,
+        })
+    }
+
     /// Appends recorded messages, events and audit records in one
     /// transaction (the session batches them).
     pub fn append(

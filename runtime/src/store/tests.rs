@@ -534,3 +534,85 @@ fn in_a_shared_commit_a_failed_request_is_undone_whole_and_its_neighbours_are_ke
         .expect("title");
     assert_ne!(title, "half");
 }
+
+#[test]
+fn a_new_sessions_first_message_is_stored_as_the_general_path_stores_it() {
+    // `start_first` (no lookups) against `admit_and_start` at 0: the same
+    // queue, conversation, title and turn count, whatever the text.
+    let (_dir, mut store) = store();
+    let texts = [
+        "short".to_string(),
+        "é".repeat(100),
+        format!("{}\n{}", "line ".repeat(30), "🙂".repeat(40)),
+        String::new(),
+    ];
+    for (n, text) in texts.iter().enumerate() {
+        let (general, fresh) = (format!("general-{n}"), format!("fresh-{n}"));
+        let message = Message::user(text.clone());
+        for (id, key) in [(&general, format!("kg{n}")), (&fresh, format!("kf{n}"))] {
+            session(&mut store, id, "/ws");
+            let admission = Admission {
+                session_id: id,
+                content: text,
+                source: Source::User,
+                intent: None,
+                idempotency_key: &key,
+                front: false,
+                plan_sha256: None,
+            };
+            let admitted = if *id == general {
+                store.admit_and_start(&admission, 0, &message)
+            } else {
+                store.start_first(&admission, &message)
+            }
+            .expect("admitted");
+            assert_eq!((admitted.position, admitted.new), (0, true));
+        }
+        let seen = |id: &str| {
+            let pending: Vec<_> = store
+                .pending(id)
+                .unwrap()
+                .into_iter()
+                .map(|m| (m.content, m.interrupted, m.source, m.plan_sha256))
+                .collect();
+            (
+                pending,
+                store.conversation(id).unwrap(),
+                store.session(id).unwrap().unwrap().title,
+                store.turns_done(id).unwrap(),
+            )
+        };
+        assert_eq!(seen(&fresh), seen(&general), "text {n}");
+        // Its key is taken: the general path finds the admission made.
+        let again = store
+            .admit(&Admission {
+                session_id: &fresh,
+                content: text,
+                source: Source::User,
+                intent: None,
+                idempotency_key: &format!("kf{n}"),
+                front: false,
+                plan_sha256: None,
+            })
+            .unwrap();
+        assert!(!again.new);
+    }
+}
+
+#[test]
+fn a_new_sessions_lease_is_held_as_an_acquired_one() {
+    let (dir, mut store) = store();
+    session(&mut store, "s1", "/ws");
+    let me = LeaseOwner::this_process();
+    store.lease_new("s1", &me).expect("leased");
+    store.acquire_lease("s1", &me).expect("the holder again");
+    let mut other = Store::open(&store_path(dir.path())).expect("open");
+    let rival = LeaseOwner {
+        token: "rival".into(),
+        ..me.clone()
+    };
+    let refused = other.acquire_lease("s1", &rival).expect_err("leased");
+    assert!(matches!(refused, StoreError::Leased { .. }), "{refused:?}");
+    // A session that is not new cannot be leased as new.
+    assert!(other.lease_new("s1", &rival).is_err());
+}
