@@ -32,9 +32,10 @@ pub(super) enum Small {
 /// [`excerpt`] of a small regular file, where the call runs; anything else
 /// is left to the blocking pool. The path is looked at before it is opened
 /// (opening a FIFO, even without waiting, would wake a writer waiting on
-/// it), opened without waiting (it may have been replaced since), and read
-/// at most [`INLINE_BYTES`] and a byte far. A size of 0 is not small: the
-/// files of /proc say 0 and go on.
+/// it), opened and read without waiting (it may have been replaced since,
+/// and a read that would wait goes to the pool), at most [`INLINE_BYTES`]
+/// and a byte far. A size of 0 is not small: the files of /proc say 0 and
+/// go on.
 pub(super) fn read_small(
     path: &Path,
     first: usize,
@@ -57,19 +58,31 @@ pub(super) fn read_small(
         }
         Err(err) => return Err(err),
     };
-    rustix::fs::fcntl_setfl(&file, OFlags::empty())?;
+    // Handed to the pool, the file may be waited on again.
+    let elsewhere = |mut file: File, rewind: bool| -> std::io::Result<Small> {
+        rustix::fs::fcntl_setfl(&file, OFlags::empty())?;
+        if rewind {
+            file.rewind()?;
+        }
+        Ok(Small::Elsewhere(Some(file)))
+    };
     if !file.metadata()?.is_file() {
-        return Ok(Small::Elsewhere(Some(file)));
+        return elsewhere(file, false);
     }
     // A buffer the file's size: freeing a large one makes the allocator
     // consolidate its free lists.
     let buffer = usize::try_from(meta.len() + 1).map_or(BUFFER, |n| n.clamp(4096, BUFFER));
     let mut bounded = (&file).take(INLINE_BYTES + 1);
-    let read = excerpt_of(&mut bounded, buffer, first, limit, cap)?;
+    let read = match excerpt_of(&mut bounded, buffer, first, limit, cap) {
+        // A file that would make the read wait (a network or FUSE
+        // filesystem's): read it on the pool.
+        Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
+            return elsewhere(file, true);
+        }
+        read => read?,
+    };
     if bounded.limit() == 0 {
-        let mut file = file;
-        file.rewind()?;
-        return Ok(Small::Elsewhere(Some(file)));
+        return elsewhere(file, true);
     }
     Ok(Small::Read(read))
 }
