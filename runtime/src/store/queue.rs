@@ -189,24 +189,8 @@ impl Store {
             now()
         ])?;
         let id = tx.last_insert_rowid();
-        tx.prepare_cached(
-            "INSERT INTO conversation (session_id, seq, message) VALUES (?1, 0, ?2)",
-        )?
-        .execute(params![
-            admission.session_id,
-            serde_json::to_string(message)?
-        ])?;
-        tx.prepare_cached(
-            "UPDATE sessions SET updated_at = ?2,
-                 title = CASE WHEN title = '' AND ?3 = 'user' THEN substr(?4, 1, 80) ELSE title END
-             WHERE id = ?1",
-        )?
-        .execute(params![
-            admission.session_id,
-            now(),
-            admission.source.as_str(),
-            admission.content
-        ])?;
+        put_message(&tx, admission.session_id, 0, message)?;
+        touch_session(&tx, admission)?;
         tx.commit()?;
         Ok(Admitted {
             id,
@@ -348,11 +332,22 @@ fn mark_running(
     tx.prepare_cached("UPDATE queue SET state = 'running' WHERE id = ?1 AND session_id = ?2")?
         .execute(params![queue_id, session_id])?;
     if let Some((seq, message)) = user_message {
-        tx.prepare_cached(
-            "INSERT OR REPLACE INTO conversation (session_id, seq, message) VALUES (?1, ?2, ?3)",
-        )?
-        .execute(params![session_id, seq, serde_json::to_string(message)?])?;
+        put_message(tx, session_id, seq, message)?;
     }
+    Ok(())
+}
+
+/// Stores a turn's user message at its index in the conversation.
+fn put_message(
+    tx: &rusqlite::Connection,
+    session_id: &str,
+    seq: i64,
+    message: &Message,
+) -> Result<(), StoreError> {
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO conversation (session_id, seq, message) VALUES (?1, ?2, ?3)",
+    )?
+    .execute(params![session_id, seq, serde_json::to_string(message)?])?;
     Ok(())
 }
 
@@ -407,6 +402,17 @@ pub(super) fn admit_in(
         tx.prepare_cached("UPDATE sessions SET mode = ?2 WHERE id = ?1")?
             .execute(params![admission.session_id, mode_text(mode)])?;
     }
+    touch_session(tx, admission)?;
+    Ok(Admitted {
+        id,
+        position,
+        new: true,
+    })
+}
+
+/// An admission's mark on its session: active now, and titled by its first
+/// user message.
+fn touch_session(tx: &rusqlite::Connection, admission: &Admission<'_>) -> Result<(), StoreError> {
     tx.prepare_cached(
         "UPDATE sessions SET updated_at = ?2,
                  title = CASE WHEN title = '' AND ?3 = 'user' THEN substr(?4, 1, 80) ELSE title END
@@ -418,9 +424,5 @@ pub(super) fn admit_in(
         admission.source.as_str(),
         admission.content
     ])?;
-    Ok(Admitted {
-        id,
-        position,
-        new: true,
-    })
+    Ok(())
 }

@@ -296,28 +296,37 @@ fn owner(token: &str, pid: u32, started: i64) -> LeaseOwner {
 
 #[test]
 fn a_session_is_run_by_one_process_at_a_time() {
-    let (dir, mut store) = store();
-    session(&mut store, "s1", "/ws");
-    let me = LeaseOwner::this_process();
-    store.acquire_lease("s1", &me).expect("first");
-    store.acquire_lease("s1", &me).expect("the holder again");
-    // A second process on the same store, with the holder alive (this
-    // process, under another token): refused, naming the holder.
-    let mut other = Store::open(&store_path(dir.path())).expect("open");
-    let rival = LeaseOwner {
-        token: "rival".into(),
-        ..me.clone()
-    };
-    let refused = other.acquire_lease("s1", &rival).expect_err("leased");
-    assert!(matches!(refused, StoreError::Leased { .. }), "{refused:?}");
-    assert!(refused.is_retryable());
-    assert!(
-        refused.to_string().contains(&format!("process {}", me.pid)),
-        "{refused}"
-    );
-    // Released, it is free.
-    store.release_lease("s1", &me).expect("release");
-    other.acquire_lease("s1", &rival).expect("free now");
+    // Taken by a lookup, or as a session just created: held alike.
+    for new in [false, true] {
+        let (dir, mut store) = store();
+        session(&mut store, "s1", "/ws");
+        let me = LeaseOwner::this_process();
+        if new {
+            store.lease_new("s1", &me).expect("first, new");
+        } else {
+            store.acquire_lease("s1", &me).expect("first");
+        }
+        store.acquire_lease("s1", &me).expect("the holder again");
+        // A second process on the same store, with the holder alive (this
+        // process, under another token): refused, naming the holder.
+        let mut other = Store::open(&store_path(dir.path())).expect("open");
+        let rival = LeaseOwner {
+            token: "rival".into(),
+            ..me.clone()
+        };
+        let refused = other.acquire_lease("s1", &rival).expect_err("leased");
+        assert!(matches!(refused, StoreError::Leased { .. }), "{refused:?}");
+        assert!(refused.is_retryable());
+        assert!(
+            refused.to_string().contains(&format!("process {}", me.pid)),
+            "{refused}"
+        );
+        // A session with a lease cannot be leased as new.
+        assert!(other.lease_new("s1", &rival).is_err());
+        // Released, it is free.
+        store.release_lease("s1", &me).expect("release");
+        other.acquire_lease("s1", &rival).expect("free now");
+    }
 }
 
 #[test]
@@ -597,22 +606,4 @@ fn a_new_sessions_first_message_is_stored_as_the_general_path_stores_it() {
             .unwrap();
         assert!(!again.new);
     }
-}
-
-#[test]
-fn a_new_sessions_lease_is_held_as_an_acquired_one() {
-    let (dir, mut store) = store();
-    session(&mut store, "s1", "/ws");
-    let me = LeaseOwner::this_process();
-    store.lease_new("s1", &me).expect("leased");
-    store.acquire_lease("s1", &me).expect("the holder again");
-    let mut other = Store::open(&store_path(dir.path())).expect("open");
-    let rival = LeaseOwner {
-        token: "rival".into(),
-        ..me.clone()
-    };
-    let refused = other.acquire_lease("s1", &rival).expect_err("leased");
-    assert!(matches!(refused, StoreError::Leased { .. }), "{refused:?}");
-    // A session that is not new cannot be leased as new.
-    assert!(other.lease_new("s1", &rival).is_err());
 }
