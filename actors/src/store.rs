@@ -11,7 +11,9 @@
 //! each in a savepoint of one transaction — one commit to the write-ahead
 //! log for the lot, however many sessions they come from. Replies are sent
 //! only once that commit succeeded, so nothing is acknowledged that was not
-//! stored. A request that moves files around its commit (entering Plan
+//! stored. While many sessions commit at once, a turn's end or a new
+//! session's opening waits a moment for others to share its commit
+//! (`gather.rs`). A request that moves files around its commit (entering Plan
 //! backs up the old plan) runs in a transaction of its own. Appends that
 //! may be lost in a crash without losing an admitted message (recorded
 //! messages, transcript events, audit records) are buffered and written
@@ -23,6 +25,7 @@
 //! the session fails the turn as infrastructure instead of reporting as
 //! done what was not stored.
 
+mod gather;
 mod goal;
 mod request;
 
@@ -36,6 +39,7 @@ use std::time::{Duration, Instant};
 
 use cadre_runtime::message::Message;
 use cadre_runtime::store::{LeaseOwner, Store, StoreError};
+use gather::Gathering;
 use ractor::RpcReplyPort;
 
 /// How long appends may wait to be written together.
@@ -96,6 +100,7 @@ fn writer(mut store: Store, jobs: Receiver<Job>, appends: Appends, failed: Faile
     let owner = LeaseOwner::this_process();
     let mut renew_at = Instant::now() + RENEW_EVERY;
     let mut flush_by: Option<Instant> = None;
+    let mut gathering = Gathering::default();
     loop {
         // Wait for a request, a due flush or renewal, or the end.
         let mut work = Work::default();
@@ -112,11 +117,17 @@ fn writer(mut store: Store, jobs: Receiver<Job>, appends: Appends, failed: Faile
                 }
             },
         };
-        // Everything else already sent comes in the same job.
+        // Everything else already sent comes in the same job; while other
+        // sessions are committing too, so does what comes within a moment.
         let mut next = first;
+        let mut taken_at = None;
+        let mut patient = true;
         loop {
             match next.take() {
-                Some(Job::Request(request)) => work.requests.push(request),
+                Some(Job::Request(request)) => {
+                    patient &= request.patient();
+                    work.requests.push(request);
+                }
                 Some(Job::Appended) => {
                     flush_by.get_or_insert_with(|| Instant::now() + FLUSH_AFTER);
                 }
@@ -128,7 +139,27 @@ fn writer(mut store: Store, jobs: Receiver<Job>, appends: Appends, failed: Faile
             }
             match jobs.try_recv() {
                 Ok(job) => next = Some(job),
-                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Empty) => {
+                    let now = Instant::now();
+                    if work.requests.is_empty() {
+                        break;
+                    }
+                    let taken = *taken_at.get_or_insert(now);
+                    let Some(until) = gathering.until(taken, work.requests.len(), patient) else {
+                        break;
+                    };
+                    if until <= now {
+                        break;
+                    }
+                    match jobs.recv_timeout(until - now) {
+                        Ok(job) => next = Some(job),
+                        Err(RecvTimeoutError::Timeout) => break,
+                        Err(RecvTimeoutError::Disconnected) => {
+                            gone = true;
+                            break;
+                        }
+                    }
+                }
                 Err(TryRecvError::Disconnected) => {
                     gone = true;
                     break;
@@ -136,6 +167,7 @@ fn writer(mut store: Store, jobs: Receiver<Job>, appends: Appends, failed: Faile
             }
         }
         let now = Instant::now();
+        gathering.took(now, work.requests.len());
         let ending = closed.is_some() || gone;
         if now >= renew_at {
             work.renew = true;

@@ -366,6 +366,18 @@ impl StoreRequest {
         }
     }
 
+    /// Whether the request's sender can wait a moment for other sessions'
+    /// requests to share its commit (see `gather.rs`): a turn's end, and a
+    /// new session's opening with its first message. A sub-agent's opening
+    /// is not: its parent starts the next one only when it is answered.
+    pub(super) fn patient(&self) -> bool {
+        match self {
+            StoreRequest::FinishTurn { .. } => true,
+            StoreRequest::Open(open, _) => open.agent.is_none() && open.first.is_some(),
+            _ => false,
+        }
+    }
+
     /// Whether the request moves files around its commit (a Plan entry
     /// backs up the old plan), so it must commit on its own: a later failure
     /// of a shared commit could not put the files back.
