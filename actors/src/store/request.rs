@@ -367,13 +367,15 @@ impl StoreRequest {
     }
 
     /// Whether the request's sender can wait a moment for other sessions'
-    /// requests to share its commit (see `gather.rs`): a turn's end, and a
-    /// new session's opening with its first message. A sub-agent's opening
-    /// is not: its parent starts the next one only when it is answered.
+    /// requests to share its commit (see `gather.rs`): a turn's end, and an
+    /// agent's opening with its first message (a workflow step's, a host's
+    /// new session's: the agent has nothing to do before it). A sub-agent
+    /// that a session starts is opened without one, and is not: its parent
+    /// starts the next one only when it is answered.
     pub(super) fn patient(&self) -> bool {
         match self {
             StoreRequest::FinishTurn { .. } => true,
-            StoreRequest::Open(open, _) => open.agent.is_none() && open.first.is_some(),
+            StoreRequest::Open(open, _) => open.first.is_some(),
             _ => false,
         }
     }
