@@ -11,9 +11,9 @@
 //! each in a savepoint of one transaction — one commit to the write-ahead
 //! log for the lot, however many sessions they come from. Replies are sent
 //! only once that commit succeeded, so nothing is acknowledged that was not
-//! stored. While many sessions commit at once, a turn's end or a new
-//! session's opening waits a moment for others to share its commit
-//! (`gather.rs`). A request that moves files around its commit (entering Plan
+//! stored. While many agents commit at once, a turn's end or an agent's
+//! opening with its first message waits a moment for others to share its
+//! commit (`gather.rs`). A request that moves files around its commit (entering Plan
 //! backs up the old plan) runs in a transaction of its own. Appends that
 //! may be lost in a crash without losing an admitted message (recorded
 //! messages, transcript events, audit records) are buffered and written
@@ -141,7 +141,7 @@ fn writer(mut store: Store, jobs: Receiver<Job>, appends: Appends, failed: Faile
                 Ok(job) => next = Some(job),
                 Err(TryRecvError::Empty) => {
                     let now = Instant::now();
-                    if work.requests.is_empty() {
+                    if work.requests.is_empty() || failed.get().is_some() {
                         break;
                     }
                     let taken = *taken_at.get_or_insert(now);

@@ -3,20 +3,28 @@
 //! A commit costs about the same whether it carries one session's request
 //! or thirty: SQLite writes each page the transaction touched once, and the
 //! pages most requests touch are the same few (the last leaf of each table
-//! and index). When many sessions are committing, the thread therefore
-//! waits [`GATHER_FOR`] after a job's first request for others to join the
-//! same commit, as PostgreSQL's `commit_delay` does when it has siblings.
-//! It waits only while the store is crowded: a job carried two requests or
-//! more within the last [`CROWDED_FOR`]. A lone session, which never has a
-//! second request queued, is answered as soon as its commit is done. Only
-//! requests whose senders have nothing else to do meanwhile wait (a turn's
-//! end, a new session's opening): a request someone is waiting on to send
-//! the next (a parent starting its sub-agents one by one) commits at once,
-//! with whatever was gathered so far.
+//! and index). When many agents are committing, the thread therefore waits
+//! up to [`GATHER_FOR`], once it has taken what was queued, for others to
+//! join the same commit, as PostgreSQL's `commit_delay` does when it has
+//! siblings. It waits only while the store is crowded: a job carried two
+//! requests or more within the last [`CROWDED_FOR`]. A store that had no
+//! such job (a single session working alone, which never has a second
+//! request queued) answers as soon as its commit is done; a session whose
+//! sub-agents or workflow steps make it crowded may wait on its own
+//! requests too.
+//!
+//! Only patient requests wait (a turn's end, an agent's opening with its
+//! first message), and the wait is bounded: a turn's end holds up its
+//! session's next turn and its `turn.completed` by at most [`GATHER_FOR`],
+//! next to a model call of tens of milliseconds or more. A request that
+//! someone waits on to send the next (a parent starting its sub-agents one
+//! by one) commits at once, with whatever was gathered so far. Nothing
+//! waits after a write has failed.
 
 use std::time::{Duration, Instant};
 
-/// How long a job waits, from its first request, for others to join it.
+/// How long a job waits, once it has taken what was queued, for others to
+/// join it.
 pub(super) const GATHER_FOR: Duration = Duration::from_micros(500);
 
 /// How long after a job that carried several requests the store counts as

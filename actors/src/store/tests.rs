@@ -238,3 +238,96 @@ async fn when_every_handle_is_dropped_the_thread_writes_what_was_buffered_and_en
         vec![Message::user("left behind")]
     );
 }
+
+/// Opens `n` agents at once, each with its first message (requests that
+/// wait for company while the store is crowded), on `handle`.
+async fn open_many(
+    handle: &StoreHandle,
+    n: usize,
+    tag: &str,
+) -> Vec<(String, Result<super::Opened, StoreError>)> {
+    let opens = (0..n).map(|i| {
+        let id = format!("{tag}{i}");
+        let request = SessionOpen {
+            first: Some(super::FirstMessage {
+                content: format!("task {i}"),
+                key: format!("{id}-k"),
+            }),
+            ..open(&id)
+        };
+        async move {
+            let opened = handle.ask(|reply| StoreRequest::Open(request, reply)).await;
+            (id, opened)
+        }
+    });
+    futures::future::join_all(opens).await
+}
+
+#[tokio::test]
+async fn agents_committing_at_once_are_all_answered_and_stored_and_a_close_mid_wait_loses_none() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = Store::open(&store_path(dir.path())).expect("open");
+    let (handle, thread) = StoreHandle::start(store).await.expect("thread");
+    let within = std::time::Duration::from_secs(20);
+    // Crowded from the first wave on: every agent's opening and turn end
+    // is answered, and stored before it is.
+    for wave in 0..3 {
+        let tag = format!("w{wave}-");
+        let opened = tokio::time::timeout(within, open_many(&handle, 40, &tag))
+            .await
+            .expect("every opening answered");
+        let finishes = opened.into_iter().map(|(id, opened)| {
+            let admitted = opened.expect("opened").first.expect("admitted");
+            let handle = handle.clone();
+            async move {
+                handle
+                    .ask(|reply| StoreRequest::FinishTurn {
+                        session_id: id.clone(),
+                        queue_id: admitted.id,
+                        reply,
+                    })
+                    .await
+                    .expect("finished");
+                id
+            }
+        });
+        let finished = tokio::time::timeout(within, futures::future::join_all(finishes))
+            .await
+            .expect("every turn end answered");
+        let store = Store::open(&store_path(dir.path())).expect("reopen");
+        for (i, id) in finished.iter().enumerate() {
+            assert_eq!(
+                store.conversation(id).expect("conversation"),
+                vec![Message::user(format!("task {i}"))],
+                "{id}"
+            );
+            assert!(
+                store.pending(id).expect("pending").is_empty(),
+                "{id} is done"
+            );
+        }
+    }
+    // Closed while openings wait for company: each is either stored and
+    // answered, or refused; none is left unanswered.
+    let closing = handle.clone();
+    let (opened, ()) = tokio::time::timeout(
+        within,
+        futures::future::join(open_many(&handle, 40, "late-"), async move {
+            tokio::task::yield_now().await;
+            closing.close(thread).await;
+        }),
+    )
+    .await
+    .expect("every late opening answered");
+    let store = Store::open(&store_path(dir.path())).expect("reopen");
+    for (id, opened) in opened {
+        match opened {
+            Ok(_) => assert_eq!(
+                store.conversation(&id).expect("conversation").len(),
+                1,
+                "{id}"
+            ),
+            Err(err) => assert!(err.to_string().contains("closed"), "{id}: {err}"),
+        }
+    }
+}
