@@ -13,11 +13,11 @@
 //! only once that commit succeeded, so nothing is acknowledged that was not
 //! stored. While many agents commit at once, a turn's end or an agent's
 //! opening with its first message waits a moment for others to share its
-//! commit (`gather.rs`). A request that moves files around its commit (entering Plan
-//! backs up the old plan) runs in a transaction of its own. Appends that
-//! may be lost in a crash without losing an admitted message (recorded
-//! messages, transcript events, audit records) are buffered and written
-//! within 20 ms, and always before the next request.
+//! commit (`gather.rs`). A request that moves files around its commit
+//! (entering Plan backs up the old plan) runs in a transaction of its own.
+//! Appends that may be lost in a crash without losing an admitted message
+//! (recorded messages, transcript events, audit records) are buffered and
+//! written within 20 ms, and always before the next request.
 //!
 //! **A failed write is never silent.** When a commit fails (a full disk),
 //! the requests it carried get the error, and the store keeps the failure
@@ -121,13 +121,9 @@ fn writer(mut store: Store, jobs: Receiver<Job>, appends: Appends, failed: Faile
         // sessions are committing too, so does what comes within a moment.
         let mut next = first;
         let mut taken_at = None;
-        let mut patient = true;
         loop {
             match next.take() {
-                Some(Job::Request(request)) => {
-                    patient &= request.patient();
-                    work.requests.push(request);
-                }
+                Some(Job::Request(request)) => work.requests.push(request),
                 Some(Job::Appended) => {
                     flush_by.get_or_insert_with(|| Instant::now() + FLUSH_AFTER);
                 }
@@ -145,6 +141,7 @@ fn writer(mut store: Store, jobs: Receiver<Job>, appends: Appends, failed: Faile
                         break;
                     }
                     let taken = *taken_at.get_or_insert(now);
+                    let patient = work.requests.iter().all(StoreRequest::patient);
                     let Some(until) = gathering.until(taken, work.requests.len(), patient) else {
                         break;
                     };
