@@ -13,7 +13,7 @@ use cadre_runtime::model::{ResponseLimits, RetryPolicy};
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::permission::rules::{PermissionRules, RuleSet, Scope};
 use cadre_runtime::permission::{Posture, ProtectedPaths};
-use cadre_runtime::protocol::ModeSource;
+use cadre_runtime::protocol::{ModeSource, ModelSource};
 use cadre_runtime::sandbox::{
     DEFAULT_MAX_OUTPUT, SandboxConfig, default_writable_roots, inherited,
 };
@@ -55,6 +55,19 @@ pub struct RunConfig {
     pub data_dir: PathBuf,
     /// The model.
     pub model: ModelChoice,
+    /// Where `model` came from, for `session.started` and the demo's
+    /// notices.
+    pub model_source: ModelSource,
+    /// `--base-url`, `--model` or `--script` (or their environment
+    /// variables) chose the model: a resumed session switches to it;
+    /// otherwise it keeps the model it was started with.
+    pub model_given: bool,
+    /// The key from `OPENAI_API_KEY`, kept so that a resumed session's
+    /// recorded server gets it.
+    pub api_key: Option<ApiKey>,
+    /// This run's own rules (`--allow`, `--ask`, `--deny`), recorded with
+    /// the session so that a resume keeps them.
+    pub session_rules: PermissionRules,
     /// Output format.
     pub output: OutputFormat,
     /// Model requests per turn.
@@ -102,6 +115,23 @@ pub struct RunConfig {
     /// Whether text shows a spinner while it waits for the model: stderr
     /// is a terminal and carries no log lines.
     pub spinner: bool,
+}
+
+/// The OpenAI endpoint: where a model name or a key with no base URL goes,
+/// as the OpenAI SDKs do.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The environment variable the key is read from.
+pub const API_KEY_VAR: &str = "OPENAI_API_KEY";
+
+/// A bearer token: never shown, never stored.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(pub String);
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(…)")
+    }
 }
 
 /// A new session, or a stored one to carry on (ST3).
@@ -257,33 +287,22 @@ impl RunConfig {
         if let Some(home) = &env.home {
             protected = protected.home(home);
         }
-        let base_url = args.base_url.or_else(|| settings.base_url.clone());
-        let model_name = args
-            .model
-            .or_else(|| settings.model.clone())
-            .or(defaults.model);
-        let model = match (args.script, base_url) {
-            (Some(path), _) => ModelChoice::Script(path),
-            (None, Some(base_url)) => {
-                if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-                    return Err(CliError::usage(format!(
-                        "--base-url '{base_url}' must start with http:// or https://"
-                    )));
-                }
-                let Some(model) = model_name.filter(|m| !m.trim().is_empty()) else {
-                    return Err(CliError::usage(
-                        "--model (or OPENAI_MODEL) is required with --base-url",
-                    ));
-                };
-                ModelChoice::Server {
-                    base_url,
-                    model,
-                    api_key: env.api_key.filter(|k| !k.is_empty()),
-                    stream: !args.no_stream,
-                }
-            }
-            (None, None) => ModelChoice::Demo,
-        };
+        let model_given = args.script.is_some() || args.base_url.is_some() || args.model.is_some();
+        let resuming_session = args.resume.is_some() || args.continue_latest;
+        let api_key = env.api_key.filter(|k| !k.is_empty()).map(ApiKey);
+        let (model, model_source) = choose_model(
+            ModelFlags {
+                script: args.script,
+                base_url: args.base_url,
+                model: args.model,
+                stream: !args.no_stream,
+            },
+            settings.base_url.clone(),
+            settings.model.clone().or(defaults.model),
+            // A resume keeps its session's model (`launch::keep_recorded`):
+            // a key alone names none there.
+            api_key.clone().filter(|_| model_given || !resuming_session),
+        )?;
         let followup = Followup::new(&data_dir, default_data_dir.as_deref())
             .model(&model)
             .workspace(&workspace, current_dir.as_deref());
@@ -300,6 +319,10 @@ impl RunConfig {
             workspace,
             data_dir,
             model,
+            model_source,
+            model_given,
+            api_key,
+            session_rules: session,
             output: OutputFormat::Text,
             max_iterations: args.max_iterations,
             retry: RetryPolicy {
@@ -353,6 +376,66 @@ impl RunConfig {
 /// The starting mode and where it came from: `--mode`, else `CADRE_MODE`,
 /// else the user's configuration files' `mode`, else the settings'
 /// `default_mode`, else Work; a project's `mode` narrows the last three.
+/// What the command line (and its environment fallbacks) says of the model.
+struct ModelFlags {
+    script: Option<PathBuf>,
+    base_url: Option<String>,
+    model: Option<String>,
+    stream: bool,
+}
+
+/// The model a run talks to, and where that came from (LLM4, LLM9).
+///
+/// The demo script answers only when nothing names a model: no flag, no
+/// configured `base_url` or `model`, no key. A model name or a key with no
+/// base URL means the OpenAI endpoint, so `--model gpt-4.1` never runs the
+/// demo and exits 0.
+fn choose_model(
+    flags: ModelFlags,
+    configured_url: Option<String>,
+    configured_model: Option<String>,
+    api_key: Option<ApiKey>,
+) -> Result<(ModelChoice, ModelSource), CliError> {
+    if let Some(path) = flags.script {
+        return Ok((ModelChoice::Script(path), ModelSource::Flags));
+    }
+    let source = if flags.base_url.is_some() || flags.model.is_some() || api_key.is_some() {
+        ModelSource::Flags
+    } else if configured_url.is_some() || configured_model.is_some() {
+        ModelSource::Config
+    } else {
+        return Ok((ModelChoice::Demo, ModelSource::Demo));
+    };
+    let base_url = flags
+        .base_url
+        .or(configured_url)
+        .unwrap_or_else(|| OPENAI_BASE_URL.to_string());
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(CliError::usage(format!(
+            "--base-url '{base_url}' must start with http:// or https://"
+        )));
+    }
+    let Some(model) = flags
+        .model
+        .or(configured_model)
+        .filter(|m| !m.trim().is_empty())
+    else {
+        return Err(CliError::usage(format!(
+            "no model named for {base_url}: pass --model NAME (or set OPENAI_MODEL, or \
+             `model` in config.toml)"
+        )));
+    };
+    Ok((
+        ModelChoice::Server {
+            base_url,
+            model,
+            api_key: api_key.map(|k| k.0),
+            stream: flags.stream,
+        },
+        source,
+    ))
+}
+
 fn starting_mode(
     flag: Option<&str>,
     vars: &[(String, String)],
@@ -423,6 +506,7 @@ fn sandbox_config(
         max_output: limits.bash_output_mib.map_or(DEFAULT_MAX_OUTPUT, |mib| {
             mib.max(1).saturating_mul(1024 * 1024)
         }),
+        check_cache: Some(data_dir.join("checks")),
     }
 }
 
@@ -447,3 +531,6 @@ pub fn snapshot_cap(settings: &cadre_runtime::config::SnapshotSettings) -> u64 {
             mib.saturating_mul(1024 * 1024)
         })
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,7 @@
 //! `cadre exec`: one prompt, one session, no terminal UI.
 
 use cadre_runtime::goal::GoalStatus;
-use cadre_runtime::protocol::{Activity, Envelope, Event, FailureCategory, Op};
+use cadre_runtime::protocol::{Activity, Envelope, Event, FailureCategory, ModelSource, Op};
 use cadre_runtime::store::QuestionnaireAnswer;
 
 use crate::args::OutputFormat;
@@ -9,6 +9,15 @@ use crate::config::RunConfig;
 use crate::exit::{self, CliError};
 use crate::launch::{Launched, launch, stamp};
 use crate::render::{Renderer, TextView};
+
+/// Said on stderr when nothing named a model: the demo's answers must never
+/// pass for a model's (LLM4).
+pub const DEMO_START: &str = "cadre: no model is configured (no --base-url, --model, --script, \
+     config or OPENAI_* variable): cadre's built-in demo script answers, not a model";
+
+/// Said on stderr at the end of a demo run.
+pub const DEMO_END: &str =
+    "cadre: this was cadre's built-in demo script, not a model; see README: Using a real model";
 
 /// How the run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,8 +70,13 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
         mut events,
         host,
         mode_source,
+        model_source,
         ..
     } = launch(&config, false).await?;
+    let demo = model_source == ModelSource::Demo;
+    if demo {
+        crate::errln!("{DEMO_START}");
+    }
     let mut driver = Driver::new(&config);
     if let Some(goal) = &config.goal {
         handle
@@ -95,7 +109,7 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
         tokio::select! {
             event = events.recv() => {
                 let Some(Envelope { mut event, .. }) = event else { break };
-                stamp(&mut event, mode_source);
+                stamp(&mut event, mode_source, model_source);
                 renderer.event(&event);
                 if matches!(event, Event::SessionStopped { .. }) {
                     break;
@@ -117,6 +131,10 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
     }
     handle.stopped().await;
     host.close().await;
+    if demo {
+        renderer.pause();
+        crate::errln!("{DEMO_END}");
+    }
     let (status, code) = driver.ending().status_and_code();
     renderer.event(&Event::SessionCompleted {
         status: status.to_string(),

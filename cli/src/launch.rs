@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use cadre_actors::SessionHandle;
 use cadre_actors::host::{Host, HostError, Resume as HostResume, SessionOptions, Started};
-use cadre_runtime::protocol::{Event, ModeSource};
+use cadre_runtime::protocol::{Event, ModeSource, ModelSource};
+use cadre_runtime::store::{LaunchRecord, ModelRecord, Store, store_path};
 use cadre_workflows::cluster::child::ClusterPlacement;
 use cadre_workflows::engine::Engine;
 
-use crate::config::{Resume, RunConfig};
+use crate::config::{API_KEY_VAR, ModelChoice, Resume, RunConfig};
 use crate::exit::CliError;
 
 /// A running session and the host to close once it has stopped.
@@ -29,12 +30,21 @@ pub struct Launched {
     pub attached: crate::attach::Attached,
     /// Where its mode came from; [`stamp`] puts it on `session.started`.
     pub mode_source: ModeSource,
+    /// Where its model came from, likewise.
+    pub model_source: ModelSource,
 }
 
-/// Fills in `session.started`'s `mode_source`, which only the host knows.
-pub fn stamp(event: &mut Event, source: ModeSource) {
-    if let Event::SessionStarted { mode_source, .. } = event {
-        *mode_source = Some(source);
+/// Fills in `session.started`'s `mode_source` and `model_source`, which
+/// only the host knows.
+pub fn stamp(event: &mut Event, mode: ModeSource, model: ModelSource) {
+    if let Event::SessionStarted {
+        mode_source,
+        model_source,
+        ..
+    } = event
+    {
+        *mode_source = Some(mode);
+        *model_source = Some(model);
     }
 }
 
@@ -45,6 +55,25 @@ pub fn stamp(event: &mut Event, source: ModeSource) {
 /// shell can (Ask becomes `approval.requested`), `exec` cannot (Ask becomes
 /// a denial that says why, P7).
 pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, CliError> {
+    // A resumed session talks to the model it was started with, under the
+    // rules it was started with, unless a flag says otherwise.
+    let mut config = config.clone();
+    let resumed = match &config.resume {
+        Resume::New => None,
+        Resume::Spec(spec) => resolve_session(&config, spec, None)?,
+        Resume::LatestHere => {
+            let here = config
+                .workspace
+                .canonicalize()
+                .unwrap_or_else(|_| config.workspace.clone());
+            resolve_session(&config, "latest", Some(&here))?
+        }
+    };
+    if let Some(id) = &resumed {
+        let record = recorded(&config.data_dir, id)?;
+        keep_recorded(&mut config, record.as_ref())?;
+    }
+    let config = &config;
     let host = host(config).await?;
     let resume = match &config.resume {
         Resume::New => HostResume::New,
@@ -95,6 +124,7 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
         Resume::Spec(_) | Resume::LatestHere if !config.mode_given => ModeSource::Resumed,
         Resume::New | Resume::Spec(_) | Resume::LatestHere => config.mode_source,
     };
+    record(&config.data_dir, &session_id, config)?;
     Ok(Launched {
         handle,
         events,
@@ -102,7 +132,163 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
         session_id,
         attached,
         mode_source,
+        model_source: config.model_source,
     })
+}
+
+/// The id of the stored session `spec` names, if the store has it (a
+/// resume of a session that is not there fails later, with the host's
+/// message).
+fn resolve_session(
+    config: &RunConfig,
+    spec: &str,
+    workspace: Option<&std::path::Path>,
+) -> Result<Option<String>, CliError> {
+    let path = store_path(&config.data_dir);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let store = Store::open(&path).map_err(|e| host_error(HostError::Store(e)))?;
+    Ok(store.resolve(spec, workspace).ok().map(|found| found.id))
+}
+
+/// How `owner` (a session or a workflow run) was launched, if recorded.
+pub fn recorded(data_dir: &std::path::Path, owner: &str) -> Result<Option<LaunchRecord>, CliError> {
+    let path = store_path(data_dir);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let store = Store::open(&path).map_err(|e| host_error(HostError::Store(e)))?;
+    store
+        .launch(owner)
+        .map_err(|e| host_error(HostError::Store(e)))
+}
+
+/// Records how `owner` was launched: its model (never a key) and this
+/// run's rules.
+pub fn record(data_dir: &std::path::Path, owner: &str, config: &RunConfig) -> Result<(), CliError> {
+    let Some(model) = model_record(config) else {
+        return Ok(());
+    };
+    let mut store =
+        Store::open(&store_path(data_dir)).map_err(|e| host_error(HostError::Store(e)))?;
+    store
+        .record_launch(
+            owner,
+            &LaunchRecord {
+                model,
+                rules: config.session_rules.clone(),
+            },
+        )
+        .map_err(|e| host_error(HostError::Store(e)))
+}
+
+/// What of `config`'s model a resume can rebuild; a library's own client
+/// or script text cannot be recorded.
+fn model_record(config: &RunConfig) -> Option<ModelRecord> {
+    match &config.model {
+        ModelChoice::Server {
+            base_url,
+            model,
+            api_key,
+            stream,
+        } => Some(ModelRecord::Server {
+            base_url: base_url.clone(),
+            model: model.clone(),
+            stream: *stream,
+            key_env: api_key.as_ref().map(|_| API_KEY_VAR.to_string()),
+        }),
+        ModelChoice::Script(path) => Some(ModelRecord::Script {
+            path: std::path::absolute(path).unwrap_or_else(|_| path.clone()),
+        }),
+        ModelChoice::Demo => Some(ModelRecord::Demo),
+        ModelChoice::ScriptText { .. } | ModelChoice::Client(_) => None,
+    }
+}
+
+/// Makes a resumed run keep what its session (or run) was started with:
+/// the model, unless `--base-url`, `--model` or `--script` changed it (then
+/// it says so), and the session's rules, to which this run's are added.
+///
+/// A model that cannot be built again fails the resume (exit 2) naming
+/// what is missing: a session started against a server never falls back
+/// to the demo.
+pub fn keep_recorded(
+    config: &mut RunConfig,
+    record: Option<&LaunchRecord>,
+) -> Result<(), CliError> {
+    let Some(record) = record else {
+        return Ok(());
+    };
+    let rules = cadre_runtime::permission::rules::PermissionRules {
+        allow: union(&record.rules.allow, &config.session_rules.allow),
+        ask: union(&record.rules.ask, &config.session_rules.ask),
+        deny: union(&record.rules.deny, &config.session_rules.deny),
+    };
+    config
+        .rules
+        .extend_from(
+            cadre_runtime::permission::rules::Scope::Session,
+            &record.rules,
+        )
+        .map_err(|e| CliError::config(format!("the session's recorded rules: {e}")))?;
+    config.session_rules = rules;
+    if config.model_given {
+        if model_record(config).as_ref() != Some(&record.model) {
+            crate::errln!(
+                "cadre: this session was started with {}; this run uses {} (a flag changed it)",
+                record.model.describe(),
+                model_record(config).map_or_else(|| "another model".to_string(), |m| m.describe()),
+            );
+        }
+        return Ok(());
+    }
+    config.model = match &record.model {
+        ModelRecord::Server {
+            base_url,
+            model,
+            stream,
+            key_env,
+        } => {
+            let api_key = config.api_key.as_ref().map(|k| k.0.clone());
+            if let Some(var) = key_env
+                && api_key.is_none()
+            {
+                return Err(CliError::usage(format!(
+                    "this session was started with {} and a key from {var}, which is unset now: \
+                     set {var}, or pass --base-url/--model/--script to change the model",
+                    record.model.describe()
+                )));
+            }
+            ModelChoice::Server {
+                base_url: base_url.clone(),
+                model: model.clone(),
+                api_key,
+                stream: *stream,
+            }
+        }
+        ModelRecord::Script { path } => {
+            if !path.exists() {
+                return Err(CliError::usage(format!(
+                    "this session was started with {}, which no longer exists: pass \
+                     --script FILE (or --base-url/--model) to change the model",
+                    record.model.describe()
+                )));
+            }
+            ModelChoice::Script(path.clone())
+        }
+        ModelRecord::Demo => ModelChoice::Demo,
+    };
+    config.model_source = ModelSource::Recorded;
+    config.followup = config.followup.clone().model(&config.model);
+    Ok(())
+}
+
+/// `first`, then what `second` adds.
+fn union(first: &[String], second: &[String]) -> Vec<String> {
+    let mut out = first.to_vec();
+    out.extend(second.iter().filter(|r| !first.contains(r)).cloned());
+    out
 }
 
 /// Builds the host a `RunConfig` asks for: the store, the model client,

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use cadre_actors::EventSink;
 use cadre_actors::host::Host;
 use cadre_actors::store::StoreRequest;
-use cadre_runtime::protocol::Event;
+use cadre_runtime::protocol::{Event, ModelSource};
 use cadre_runtime::store::{LeaseOwner, Store, StoreError, store_path};
 use cadre_workflows::cluster::Cluster;
 use cadre_workflows::diagnostic::Source;
@@ -191,6 +191,13 @@ async fn resume_cmd(
         .cluster;
     let env_for_cluster = env.clone();
     let mut config = run_config(args.session, env, config_dir.as_deref(), args.output_format)?;
+    // The run's steps talk to the model the run was started with, unless a
+    // flag changes it: a resume never finishes a run on the demo.
+    let stored = open(&config.data_dir)?
+        .resolve_run(&args.run)
+        .map_err(store_error)?;
+    let record = crate::launch::recorded(&config.data_dir, &stored.id)?;
+    crate::launch::keep_recorded(&mut config, record.as_ref())?;
     let host = host(&config).await?;
     let spec = args.run.clone();
     let opened = host
@@ -259,6 +266,11 @@ async fn drive(
             StartError::Store(store) => store_error(store),
             other => CliError::internal(other.to_string()),
         })?;
+    crate::launch::record(&config.data_dir, &handle.run_id, config)?;
+    let demo = config.model_source == ModelSource::Demo;
+    if demo {
+        crate::errln!("{}", crate::exec::DEMO_START);
+    }
     let mut out = Output::new(config.output);
     let mut done = handle.done;
     let mut interrupted = false;
@@ -289,6 +301,9 @@ async fn drive(
         ));
     };
     out.finish(&handle.run_id, &report);
+    if demo {
+        crate::errln!("{}", crate::exec::DEMO_END);
+    }
     Ok(match report.status.as_str() {
         "completed" => exit::SUCCESS,
         "cancelled" if interrupted => exit::INTERRUPTED,

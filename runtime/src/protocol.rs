@@ -243,6 +243,34 @@ pub enum Activity {
     Running,
 }
 
+/// Where a session's model came from: a run that answers from the demo
+/// script, or from another model than the one it started with, says why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelSource {
+    /// `--base-url`, `--model` or `--script`, or `OPENAI_BASE_URL`,
+    /// `OPENAI_MODEL` or `OPENAI_API_KEY` in the environment.
+    Flags,
+    /// `base_url` or `model` in a configuration file or `settings.toml`.
+    Config,
+    /// A resumed session (or workflow run) keeps the model it started with.
+    Recorded,
+    /// Nothing named a model: cadre's built-in demo script.
+    Demo,
+}
+
+impl ModelSource {
+    /// The name written to stream-json.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelSource::Flags => "flags",
+            ModelSource::Config => "config",
+            ModelSource::Recorded => "recorded",
+            ModelSource::Demo => "demo",
+        }
+    }
+}
+
 /// Where a session's starting mode came from, lowest layer last: a run that
 /// comes up in an unexpected mode says why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -307,6 +335,10 @@ pub enum Event {
         /// it in (the `cadre` binary always does); absent otherwise.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mode_source: Option<ModeSource>,
+        /// Where the model came from; filled in by the host, like
+        /// `mode_source`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model_source: Option<ModelSource>,
     },
     /// A user message was admitted (stored, in a session with a store).
     #[serde(rename = "input.admitted")]

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use crate::support::cli::{HeldLease, Output, cadre, dirs, events, exec_json, of_type, s};
 use crate::support::contents;
+use crate::support::hermetic::Hermetic;
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
 
 #[tokio::test]
@@ -360,6 +361,7 @@ async fn a_killed_exec_resumes_with_every_admitted_message_once_and_in_order() {
     }]);
     let (ws, data) = dirs();
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_cadre"))
+        .hermetic()
         .args([
             "exec",
             "--base-url",

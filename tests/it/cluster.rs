@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 
 use crate::support::PATIENCE;
 use crate::support::cli::{Output, s, workflow_events};
+use crate::support::hermetic::Hermetic;
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
 use crate::workflows::{Harness, answered, prompt_of};
 
@@ -81,6 +82,7 @@ impl Node {
     ) -> Option<Node> {
         let addr = format!("127.0.0.1:{}", free_port());
         let mut child = Command::new(env!("CARGO_BIN_EXE_cadre"))
+            .hermetic()
             .args([
                 "node",
                 "--listen",
@@ -199,6 +201,7 @@ fn coordinator(
     }
     args.extend(flags);
     Command::new(env!("CARGO_BIN_EXE_cadre"))
+        .hermetic()
         .args(&args)
         .env("CADRE_CLUSTER_SECRET", secret)
         .env_remove("OPENAI_BASE_URL")

@@ -7,6 +7,7 @@ use tokio::process::Command;
 use crate::cluster::{Node, SECRET, finish};
 use crate::support::PATIENCE;
 use crate::support::cli::{Output, dirs, events, s};
+use crate::support::hermetic::Hermetic;
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
 use crate::workflows::{answered, prompt_of};
 
@@ -38,6 +39,7 @@ fn exec_on(
     args.extend(flags);
     args.push(prompt);
     Command::new(env!("CARGO_BIN_EXE_cadre"))
+        .hermetic()
         .args(&args)
         .env("CADRE_CLUSTER_SECRET", SECRET)
         .env_remove("OPENAI_BASE_URL")

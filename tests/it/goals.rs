@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
 use crate::support::{SessionBuilder, TestSession, contents};
 
+mod checks;
 mod cli;
 
 fn text(text: &str) -> Reply {

@@ -13,6 +13,7 @@ mod command_line;
 mod crash;
 mod durability;
 mod goals;
+mod hermetic;
 mod kernel;
 mod mcp;
 mod mcp_cli;

@@ -20,6 +20,7 @@ use serde_json::json;
 use tempfile::TempDir;
 
 use crate::support::SessionBuilder;
+use crate::support::hermetic::Hermetic;
 use crate::support::mock::MockServer;
 
 /// A background writer that touches `late` after `delay` seconds, behind a
@@ -176,6 +177,7 @@ text = "done"
     let config = data.path().join("config.toml");
     std::fs::write(&config, "[sandbox]\nenv = [\"CADRE_EXTRA\"]\n").unwrap();
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_cadre"))
+        .hermetic()
         .args(["exec", "--script", path(&script), "--config", path(&config)])
         .args([
             "--workspace",
@@ -230,6 +232,7 @@ fn the_text_header_says_when_there_is_no_sandbox() {
             model: "m".into(),
             sandbox: sandbox.into(),
             mode_source: None,
+            model_source: None,
         };
         let piece = cadre::cli::render::TextView::default()
             .event(&event)

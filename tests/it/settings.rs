@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use crate::support::hermetic::Hermetic;
 use cadre_runtime::settings;
 use serde_json::Value;
 use tempfile::TempDir;
@@ -20,6 +21,7 @@ struct Output {
 fn command(dir: &Path, program: &str) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(program);
     command
+        .hermetic()
         .env("CADRE_CONFIG_DIR", dir)
         .env_remove("CADRE_POSTURE")
         .env_remove("CADRE_HOME")

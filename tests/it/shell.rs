@@ -10,6 +10,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::support::hermetic::Hermetic;
 use rexpect::process::WaitStatus;
 use rexpect::session::{PtySession, spawn_command};
 use tempfile::TempDir;
@@ -100,6 +101,7 @@ pub(crate) fn start_in(
     let script_file = data.path().join("shell.toml");
     std::fs::write(&script_file, script).expect("script");
     let mut command = Command::new(env!("CARGO_BIN_EXE_cadre"));
+    command.hermetic();
     command
         .args(["--script", s(&script_file)])
         .args(["--workspace", s(ws.path())])

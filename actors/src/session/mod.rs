@@ -433,6 +433,7 @@ impl Actor for SessionActor {
             model: state.model_name().to_string(),
             sandbox: sandbox_status().to_string(),
             mode_source: None,
+            model_source: None,
         });
         Ok(state)
     }

@@ -23,7 +23,7 @@ pub mod view;
 pub mod workflow;
 
 use cadre_runtime::Mode;
-use cadre_runtime::protocol::{Envelope, Event};
+use cadre_runtime::protocol::{Envelope, Event, ModelSource};
 use cadre_runtime::settings::Settings;
 
 use crate::config::RunConfig;
@@ -46,6 +46,7 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
         session_id,
         attached,
         mode_source,
+        model_source,
     } = launch(&config, true).await?;
     let (found_tx, mut found) = tokio::sync::mpsc::unbounded_channel();
     let lookups = Lookups {
@@ -56,6 +57,9 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
     // Before the terminal: rustyline saves the SIGINT handler around each
     // line and puts it back after, so the shell's must be in place first.
     let mut interrupts = interrupts();
+    if model_source == ModelSource::Demo {
+        crate::errln!("{}", crate::exec::DEMO_START);
+    }
     let mut terminal = Terminal::start(config.data_dir.join("shell_history")).await;
     let mut view = View::new(
         crate::render::TextView::default()
@@ -87,7 +91,7 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
         tokio::select! {
             event = events.recv() => {
                 let Some(Envelope { mut event, .. }) = event else { break };
-                crate::launch::stamp(&mut event, mode_source);
+                crate::launch::stamp(&mut event, mode_source, model_source);
                 if let Some(piece) = view.event(&event) {
                     terminal.show(piece);
                 }
@@ -212,6 +216,9 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
     lookups.attached.mcp.shutdown().await;
     host.close().await;
     terminal.finish();
+    if model_source == ModelSource::Demo {
+        crate::errln!("{}", crate::exec::DEMO_END);
+    }
     Ok(exit::SUCCESS)
 }
 

@@ -9,7 +9,8 @@ use crate::message::Message;
 /// The verifier's system prompt: the contract of its answer.
 pub const VERIFIER_PROMPT: &str = "You are a goal verifier. A worker agent claims it has met an \
 objective. Check the claim against the workspace yourself with your read-only tools (read files, \
-search, run read-only commands); do not trust the claim or the digest, which only show where to \
+search, run read-only commands, and `run_check` to run the project's own build and tests as \
+written, e.g. `cargo test`); do not trust the claim or the digest, which only show where to \
 look. You cannot change anything, and you do not fix what you find. Answer with your findings, \
 each unmet requirement on its own line starting with `GAP: `, and end your answer with exactly \
 one last line: `VERDICT: PASS` when the objective is fully met, `VERDICT: FAIL` when it is not \

@@ -29,7 +29,7 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 
-pub use check::{CheckRun, run_check};
+pub use check::{CheckRun, build_outputs, cache_dir, run_check};
 pub use env::{ALLOWED, DEFAULT_PATH, NEVER, inherited};
 pub use groups::{GroupGuard, kill_live_groups, live_groups};
 pub use landlock::{PINNED, SandboxStatus, sandbox_status};
@@ -57,6 +57,10 @@ pub struct SandboxConfig {
     pub env: Vec<(String, String)>,
     /// Total output bytes after which a command is killed.
     pub max_output: u64,
+    /// Where checks keep their build outputs between runs (`<data
+    /// dir>/checks`); `None` keeps them in each check's temp dir, so every
+    /// check builds from scratch.
+    pub check_cache: Option<PathBuf>,
 }
 
 impl Default for SandboxConfig {
@@ -68,6 +72,7 @@ impl Default for SandboxConfig {
             protected: Vec::new(),
             env: inherited(std::iter::empty(), &[]),
             max_output: DEFAULT_MAX_OUTPUT,
+            check_cache: None,
         }
     }
 }

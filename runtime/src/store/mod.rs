@@ -20,6 +20,7 @@
 
 mod agents;
 mod goals;
+mod launch;
 mod leases;
 mod plans;
 mod queue;
@@ -37,6 +38,7 @@ pub use crate::plan::lifecycle::{
     IMPLEMENT_INSTRUCTION, ModeIntent, QuestionnaireAnswer, QuestionnaireKind,
 };
 pub use agents::{AgentRecord, NewAgent};
+pub use launch::{LaunchRecord, ModelRecord};
 pub use leases::{LEASE_EXPIRY_SECS, LeaseOwner};
 pub use plans::{AnswerOutcome, NewQuestionnaire, Questionnaire};
 pub use queue::{Admission, Admitted, QueuedMessage, Source};

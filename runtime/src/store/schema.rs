@@ -171,6 +171,16 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX sessions_by_workspace ON sessions(workspace, updated_at)
         WHERE kind = 'session';
     "#,
+    // 6: how a session or a workflow run chose its model and its session
+    // rules (`launch::LaunchRecord`), so a resume keeps them. Keyed by the
+    // session's id or the run's; never holds a key.
+    r#"
+    CREATE TABLE launches (
+        owner       TEXT PRIMARY KEY,
+        record      TEXT NOT NULL,
+        updated_at  REAL NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this cadre writes.

@@ -66,6 +66,11 @@ impl ToolRunner {
         &self.registry
     }
 
+    /// How long a call may take when its tool sets no timeout of its own.
+    pub fn default_timeout(&self) -> Duration {
+        self.default_timeout
+    }
+
     /// Executes one call. Never panics and never hangs past the timeout:
     /// every failure comes back as a [`ToolError`] the model can read.
     pub async fn execute(&self, call: &ToolCall, ctx: &ToolContext) -> ToolOutcome {

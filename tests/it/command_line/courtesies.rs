@@ -8,6 +8,7 @@ use rexpect::session::spawn_command;
 use super::modes::HELLO;
 use super::{Dirs, run, s, strs};
 use crate::shell::{exits_0, expect, start_in};
+use crate::support::hermetic::Hermetic;
 
 /// One model request that reads a twelve-line file and runs a command
 /// printing twelve lines, then answers.
@@ -41,6 +42,7 @@ fn exec_args(dirs: &Dirs, script: &str, extra: &[&str]) -> Vec<String> {
 /// What `exec` prints on a terminal (stdout and stderr together).
 fn on_a_terminal(args: &[String], env: &[(&str, &str)]) -> String {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cadre"));
+    command.hermetic();
     for var in [
         "RUST_LOG",
         "NO_COLOR",

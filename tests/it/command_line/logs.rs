@@ -4,6 +4,7 @@
 use rexpect::session::spawn_command;
 
 use super::{Dirs, run, strs};
+use crate::support::hermetic::Hermetic;
 use crate::support::mock::{MockServer, Reply, text_chunks};
 
 /// A server whose first answer is a 503, then text: the retry makes
@@ -71,6 +72,7 @@ async fn stream_json_leaves_stderr_empty() {
 fn on_a_terminal(url: &str, env: &[(&str, &str)]) -> String {
     let dirs = Dirs::new();
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cadre"));
+    command.hermetic();
     for var in [
         "RUST_LOG",
         "NO_COLOR",

@@ -11,6 +11,7 @@ mod examples;
 mod flags;
 mod followups;
 mod logs;
+mod model_choice;
 mod modes;
 mod pipe;
 mod prompts;
@@ -56,20 +57,8 @@ pub(crate) async fn run(args: &[&str], env: &[(&str, &str)], stdin: Option<&[u8]
 /// Removes every variable through which the caller's own setup could leak
 /// into a run.
 pub(crate) fn clean(mut command: tokio::process::Command) -> tokio::process::Command {
-    for var in [
-        "OPENAI_BASE_URL",
-        "OPENAI_API_KEY",
-        "OPENAI_MODEL",
-        "CADRE_HOME",
-        "CADRE_MODE",
-        "CADRE_POSTURE",
-        "CADRE_CONFIG_DIR",
-        "RUST_LOG",
-        "NO_COLOR",
-    ] {
-        command.env_remove(var);
-    }
-    command.kill_on_drop(true);
+    use crate::support::hermetic::Hermetic;
+    command.hermetic().kill_on_drop(true);
     command
 }
 

@@ -5,6 +5,8 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use serde_json::Value;
+
+use crate::support::hermetic::Hermetic;
 use tempfile::TempDir;
 
 /// What a finished `cadre` process left.
@@ -17,6 +19,7 @@ pub struct Output {
 /// Runs `cadre` with `args`, in a clean environment.
 pub async fn cadre(args: &[&str]) -> Output {
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_cadre"))
+        .hermetic()
         .args(args)
         .env_remove("OPENAI_BASE_URL")
         .env_remove("OPENAI_API_KEY")
@@ -145,6 +148,7 @@ pub async fn exec_json(
 /// clean environment (for tests that watch it or kill it mid-run).
 pub fn spawn_cadre(args: &[&str]) -> tokio::process::Child {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_cadre"))
+        .hermetic()
         .args(args)
         .env_remove("OPENAI_BASE_URL")
         .env_remove("OPENAI_API_KEY")

@@ -1,6 +1,7 @@
 //! Shared test support: the mock server and a session harness.
 
 pub mod cli;
+pub mod hermetic;
 pub mod mock;
 
 use std::path::PathBuf;

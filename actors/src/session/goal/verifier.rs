@@ -22,6 +22,7 @@ use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::Posture;
 use cadre_runtime::protocol::{Envelope, Event, Op};
 use cadre_runtime::sandbox::{CheckRun, SandboxConfig};
+use cadre_runtime::tool::{RUN_CHECK, RunCheck, ToolRegistry, ToolRunner};
 use ractor::ActorRef;
 use tokio::sync::oneshot;
 
@@ -183,13 +184,34 @@ impl SessionState {
         };
         let services = AgentServices {
             model,
-            tools: self.services.tools.clone(),
+            tools: with_run_check(&self.services.tools)?,
             store: Some(self.store.clone()),
         };
         spawn_agent(spec, services, Some(myself.get_cell()))
             .await
             .map_err(|e| format!("the verifier could not start: {e}"))
     }
+}
+
+/// How long one of the verifier's `run_check` calls may take: a project's
+/// build and tests, not a quick read.
+const RUN_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The session's tools and `run_check`, so the verifier can run the
+/// project's build and tests and still change nothing (G5).
+fn with_run_check(tools: &ToolRunner) -> Result<ToolRunner, String> {
+    let mut registry = ToolRegistry::new();
+    for tool in tools.registry().tools() {
+        registry
+            .register(tool.clone())
+            .map_err(|e| format!("the verifier's tools: {e}"))?;
+    }
+    if registry.get(RUN_CHECK).is_none() {
+        registry
+            .register(Arc::new(RunCheck::new(RUN_CHECK_TIMEOUT)))
+            .map_err(|e| format!("the verifier's tools: {e}"))?;
+    }
+    Ok(ToolRunner::new(Arc::new(registry), tools.default_timeout()))
 }
 
 /// Reads the verifier's events until its turn ends: the verdict from its

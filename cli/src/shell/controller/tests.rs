@@ -355,6 +355,7 @@ fn config_shows_what_the_events_said() {
                 model: "m".into(),
                 sandbox: "landlock-abi-7".into(),
                 mode_source: None,
+                model_source: None,
             }),
             Step::Event(Event::ModeChanged { mode: Mode::Plan }),
             Step::Event(Event::PostureChanged {

@@ -15,6 +15,8 @@
 //!   to the workflow engine through the host.
 //! - `plan`: `exit_plan_mode` (Plan only) and `enter_plan_mode` (Work only,
 //!   when the host allows it), the plan lifecycle through the host.
+//! - `check`: `run_check`, a check command (the project's build and tests)
+//!   that cannot change the project; registered only for the goal verifier.
 //! - `goal`: `create_goal`, `get_goal`, `update_goal`, the session's goal
 //!   through the host (sessions only).
 //!
@@ -24,6 +26,7 @@
 
 mod agent;
 mod bash;
+mod check;
 mod excerpt;
 mod files;
 mod goal;
@@ -39,6 +42,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use agent::AGENT_TOOL;
+pub use check::{RUN_CHECK, RunCheck};
 pub use limits::FileLimits;
 pub use plan::ENTER_PLAN_TOOL;
 pub use todo::TodoItem;

@@ -1,0 +1,89 @@
+//! `run_check`: the goal verifier's way to run the project's own build and
+//! tests (`cargo test`, `npm test`, `python -m pytest`) and see them pass or
+//! fail, without the authority to change anything.
+//!
+//! It is offered only where a host registers it (the goal verifier), never
+//! among the built-ins: the command runs as a check (`sandbox::run_check`),
+//! read-only but for the workspace's build cache and a temp dir, with the
+//! tree compared before and after. That is what makes it read-only for the
+//! gates, whatever the command says.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::required_str;
+use crate::sandbox::{CheckRun, run_check, session_tmp};
+use crate::tool::definition::{Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
+
+/// The tool's name.
+pub const RUN_CHECK: &str = "run_check";
+
+/// Runs one check command.
+pub struct RunCheck {
+    definition: ToolDefinition,
+    timeout: Duration,
+}
+
+impl RunCheck {
+    /// A `run_check` whose checks stop after `timeout`.
+    pub fn new(timeout: Duration) -> Self {
+        let definition = ToolDefinition::new(
+            RUN_CHECK,
+            "Run one of the project's own checks (its build, tests or linters as written, \
+             e.g. `cargo test`, `npm test`, `python -m pytest`, `make test`) in the workspace \
+             and return whether it passed, with its output. The command cannot change the \
+             project: only build outputs are written, outside the workspace.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The check's command line"}
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }),
+            Safety::ReadOnly,
+        )
+        // The runner's own limit must not cut a build short: the check's
+        // timeout (and a margin to report it) is the call's.
+        .with_timeout(timeout + Duration::from_secs(5));
+        Self {
+            definition,
+            timeout,
+        }
+    }
+}
+
+impl Tool for RunCheck {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn run<'a>(&'a self, args: serde_json::Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let command = required_str(&args, "command")?;
+            let tmp = session_tmp(&ctx.session_dir).join("check");
+            let ran = run_check(
+                command,
+                ctx.workspace.root(),
+                &tmp,
+                &ctx.sandbox,
+                self.timeout,
+            )
+            .await;
+            let _ = std::fs::remove_dir_all(&tmp);
+            match ran {
+                CheckRun::Passed(detail) => Ok(format!("check passed: {detail}")),
+                CheckRun::Failed(detail) => {
+                    Err(ToolError::failed(format!("check failed: {detail}")))
+                }
+                CheckRun::TimedOut(detail) => {
+                    Err(ToolError::failed(format!("check timed out: {detail}")))
+                }
+                CheckRun::Unrunnable(detail) => {
+                    Err(ToolError::failed(format!("check could not run: {detail}")))
+                }
+            }
+        })
+    }
+}
