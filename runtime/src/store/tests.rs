@@ -482,6 +482,7 @@ fn a_version_4_store_moves_its_agents_out_of_the_workspace_index_and_keeps_its_s
     let raw = rusqlite::Connection::open(&path).expect("raw");
     raw.execute_batch(
         "DROP INDEX sessions_by_workspace;
+         DROP TABLE launches;
          CREATE INDEX sessions_by_workspace ON sessions(workspace, updated_at);
          INSERT INTO sessions (id, workspace, mode, posture, kind, created_at, updated_at)
              VALUES ('a1', '/ws', 'work', 'never', 'agent', 9e9, 9e9);
@@ -606,4 +607,36 @@ fn a_new_sessions_first_message_is_stored_as_the_general_path_stores_it() {
             .unwrap();
         assert!(!again.new);
     }
+}
+
+#[test]
+fn a_launch_record_round_trips_is_replaced_and_holds_no_key() {
+    use crate::permission::rules::PermissionRules;
+    use crate::store::{LaunchRecord, ModelRecord};
+    let dir = tempfile::TempDir::new().expect("dir");
+    let mut store = Store::open(&store_path(dir.path())).expect("store");
+    assert_eq!(store.launch("s1").expect("read"), None);
+    let first = LaunchRecord {
+        model: ModelRecord::Server {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: "m".into(),
+            stream: true,
+            key_env: Some("OPENAI_API_KEY".into()),
+        },
+        rules: PermissionRules {
+            allow: vec!["bash(cargo test:*)".into()],
+            ..PermissionRules::default()
+        },
+    };
+    store.record_launch("s1", &first).expect("record");
+    assert_eq!(store.launch("s1").expect("read"), Some(first));
+    let second = LaunchRecord {
+        model: ModelRecord::Script {
+            path: "/tmp/s.toml".into(),
+        },
+        rules: PermissionRules::default(),
+    };
+    store.record_launch("s1", &second).expect("replace");
+    assert_eq!(store.launch("s1").expect("read"), Some(second));
+    assert_eq!(store.launch("s2").expect("read"), None);
 }
