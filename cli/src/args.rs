@@ -463,6 +463,11 @@ pub struct ExecArgs {
     #[arg(long, value_enum, default_value = "text")]
     pub output_format: OutputFormat,
 
+    /// Also write the answer (the last message of the last turn, which a
+    /// text run alone prints on stdout) to FILE, in any output format.
+    #[arg(long, value_name = "FILE")]
+    pub output_last_message: Option<PathBuf>,
+
     /// A goal to drive to a verified end.
     #[command(flatten)]
     pub goal: crate::goal_cmd::GoalFlags,

@@ -70,6 +70,8 @@ pub struct RunConfig {
     pub session_rules: PermissionRules,
     /// Output format.
     pub output: OutputFormat,
+    /// Where `exec` also writes its answer (`--output-last-message`).
+    pub output_last_message: Option<PathBuf>,
     /// Model requests per turn.
     pub max_iterations: u32,
     /// The retry policy for model requests.
@@ -207,6 +209,7 @@ impl RunConfig {
         config.approve_plan = args.approve_plan;
         config.plan_only = args.plan_only;
         config.output = args.output_format;
+        config.output_last_message = args.output_last_message;
         Ok(config)
     }
 
@@ -324,6 +327,7 @@ impl RunConfig {
             api_key,
             session_rules: session,
             output: OutputFormat::Text,
+            output_last_message: None,
             max_iterations: args.max_iterations,
             retry: RetryPolicy {
                 max_attempts: args.max_retries.saturating_add(1),

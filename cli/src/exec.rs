@@ -102,7 +102,8 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
 
     let view = TextView::default()
         .with_followup(config.followup.clone())
-        .with_tool_output_lines(config.tool_output_lines);
+        .with_tool_output_lines(config.tool_output_lines)
+        .answer_only();
     let mut renderer = Renderer::new(config.output, view).with_spinner(config.spinner);
     let mut interrupts = 0u32;
     loop {
@@ -140,6 +141,12 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
         status: status.to_string(),
         exit_code: i32::from(code),
     });
+    if let Some(file) = &config.output_last_message {
+        let answer = renderer.answer().map(|a| format!("{}\n", a.trim_end()));
+        std::fs::write(file, answer.unwrap_or_default()).map_err(|e| {
+            CliError::internal(format!("--output-last-message {}: {e}", file.display()))
+        })?;
+    }
     Ok(code)
 }
 

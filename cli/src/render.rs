@@ -31,6 +31,11 @@ pub struct Renderer {
 struct Summary {
     session_id: String,
     text: String,
+    /// The last message no tool call followed in a completed turn: the
+    /// run's answer (`--output-last-message`).
+    answer: Option<String>,
+    /// The latest message, until its turn says whether it was the answer.
+    held: Option<String>,
     usage: Usage,
     iterations: u32,
     tool_calls: u32,
@@ -60,9 +65,25 @@ impl Renderer {
         self.spinner.stop();
     }
 
+    /// The run's answer so far: the last message of its last completed
+    /// turn that no tool call followed.
+    pub fn answer(&self) -> Option<&str> {
+        self.summary.answer.as_deref()
+    }
+
     /// Renders one event.
     pub fn event(&mut self, event: &Event) {
         self.remember(event);
+        if let Event::SessionCompleted { .. } = event
+            && self.format == OutputFormat::Text
+            && let Some(answer) = self.view.take_answer()
+        {
+            self.spinner.before_write(&answer);
+            crate::out::text(
+                true,
+                &crate::printable::printable(&format!("{}\n", answer.trim_end())),
+            );
+        }
         match self.format {
             OutputFormat::StreamJson => {
                 if let Ok(line) = serde_json::to_string(event) {
@@ -93,13 +114,22 @@ impl Renderer {
         let s = &mut self.summary;
         match event {
             Event::SessionStarted { session_id, .. } => s.session_id.clone_from(session_id),
-            Event::AssistantMessage { text, .. } => s.text.clone_from(text),
-            Event::ToolCall { .. } => s.tool_calls += 1,
+            Event::AssistantMessage { text, .. } => {
+                s.text.clone_from(text);
+                s.held = Some(text.clone());
+            }
+            Event::ToolCall { .. } => {
+                s.tool_calls += 1;
+                s.held = None;
+            }
             Event::TurnCompleted {
                 usage, iterations, ..
             } => {
                 s.usage.add(*usage);
                 s.iterations += iterations;
+                if let Some(answer) = s.held.take() {
+                    s.answer = Some(answer);
+                }
             }
             Event::TurnFailed {
                 message,
@@ -110,6 +140,7 @@ impl Renderer {
                 s.usage.add(*usage);
                 s.iterations += iterations;
                 s.error = Some(message.clone());
+                s.held = None;
             }
             _ => {}
         }
@@ -156,6 +187,15 @@ pub struct TextView {
     followup: Followup,
     /// How many lines of a tool's output to show.
     tool_lines: usize,
+    /// `exec`: stdout carries only the answer, the last message of the last
+    /// turn; messages a tool call followed go to stderr with the progress.
+    answer_only: bool,
+    /// The latest message, not yet known to be an answer (a tool call may
+    /// follow it).
+    held: Option<String>,
+    /// The latest turn's answer, shown on stdout at the end
+    /// ([`TextView::take_answer`]), or on stderr when another turn follows.
+    answer: Option<String>,
 }
 
 /// Lines of a tool's output text shows: enough to see what a command
@@ -171,6 +211,9 @@ impl Default for TextView {
             streamed: false,
             followup: Followup::default(),
             tool_lines: TOOL_OUTPUT_LINES,
+            answer_only: false,
+            held: None,
+            answer: None,
         }
     }
 }
@@ -180,6 +223,43 @@ impl TextView {
     pub fn with_tool_output_lines(mut self, lines: usize) -> Self {
         self.tool_lines = lines.max(1);
         self
+    }
+
+    /// A view that keeps stdout for the answer alone (`exec`): the last
+    /// message of the last turn, given by [`TextView::take_answer`] at the
+    /// end; every other message goes to stderr as it is known not to be it.
+    pub fn answer_only(mut self) -> Self {
+        self.answer_only = true;
+        self
+    }
+
+    /// The answer not yet shown (answer-only views).
+    pub fn take_answer(&mut self) -> Option<String> {
+        self.held.take().or(self.answer.take())
+    }
+
+    /// Messages held back that are known now not to be the answer, as
+    /// stderr lines.
+    fn not_the_answer(&mut self, held: bool, answer: bool) -> String {
+        let mut text = String::new();
+        for message in [
+            answer.then(|| self.answer.take()).flatten(),
+            held.then(|| self.held.take()).flatten(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            text.push_str(message.trim_end());
+            text.push('\n');
+        }
+        text
+    }
+
+    /// `line` on stderr after what it shows is not the answer.
+    fn after_messages(&mut self, held: bool, answer: bool, line: String) -> Option<Piece> {
+        let mut text = self.not_the_answer(held, answer);
+        text.push_str(&line);
+        err(text)
     }
 
     /// A view whose printed commands carry `followup`'s flags.
@@ -231,7 +311,19 @@ impl TextView {
                     None
                 }
             }
+            Event::TurnStarted { turn_id, mode } if self.answer_only => {
+                self.after_messages(true, true, format!("── turn {turn_id} ({mode}) ──"))
+            }
             Event::TurnStarted { turn_id, mode } => err(format!("── turn {turn_id} ({mode}) ──")),
+            Event::AssistantDelta { .. } if self.answer_only => None,
+            Event::AssistantMessage { text, .. } if self.answer_only => {
+                let earlier = self.not_the_answer(true, false);
+                self.held = Some(text.clone());
+                (!earlier.is_empty()).then_some(Piece {
+                    stream: Stream::Err,
+                    text: earlier,
+                })
+            }
             Event::AssistantDelta { text, .. } => {
                 self.streamed = true;
                 Some(Piece {
@@ -251,7 +343,10 @@ impl TextView {
             Event::AssistantReasoning { .. } => None,
             Event::ToolCall {
                 name, arguments, ..
-            } => err(format!("  → {name} {}", brief_arguments(arguments))),
+            } => {
+                let line = format!("  → {name} {}", brief_arguments(arguments));
+                self.after_messages(true, false, line)
+            }
             Event::ToolResult {
                 status,
                 error_code,
@@ -279,21 +374,30 @@ impl TextView {
                 turn_id,
                 usage,
                 iterations,
-            } => err(format!(
-                "── turn {turn_id} completed · {} · {} prompt / {} completion tokens",
-                count(u64::from(*iterations), "model request"),
-                usage.prompt_tokens,
-                usage.completion_tokens
-            )),
+            } => {
+                let earlier = self.not_the_answer(false, true);
+                self.answer = self.held.take();
+                let mut text = earlier;
+                text.push_str(&format!(
+                    "── turn {turn_id} completed · {} · {} prompt / {} completion tokens",
+                    count(u64::from(*iterations), "model request"),
+                    usage.prompt_tokens,
+                    usage.completion_tokens
+                ));
+                err(text)
+            }
             Event::TurnFailed {
                 turn_id,
                 category,
                 message,
                 ..
-            } => err(format!(
-                "── turn {turn_id} failed ({}): {message}",
-                category_name(*category)
-            )),
+            } => {
+                let line = format!(
+                    "── turn {turn_id} failed ({}): {message}",
+                    category_name(*category)
+                );
+                self.after_messages(true, false, line)
+            }
             Event::PermissionDecision { decision, line, .. } => {
                 // Read-only calls the floor proved safe are in the event
                 // stream and the audit log; the terminal shows the rest.

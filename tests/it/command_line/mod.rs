@@ -4,6 +4,7 @@
 //! a wrong base URL, the README walked from a clean directory, and the
 //! smaller courtesies (issue 11). Every test runs the binary.
 
+mod answer;
 mod base_url;
 mod courtesies;
 mod escapes;
