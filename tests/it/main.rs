@@ -31,3 +31,4 @@ mod streaming;
 mod support;
 mod tools;
 mod workflows;
+mod write_ahead;
