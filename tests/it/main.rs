@@ -30,5 +30,6 @@ mod shell;
 mod streaming;
 mod support;
 mod tools;
+mod trust;
 mod workflows;
 mod write_ahead;
