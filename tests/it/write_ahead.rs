@@ -57,11 +57,18 @@ fn conversation(data: &Path) -> Vec<Message> {
 
 #[tokio::test]
 async fn a_side_effect_killed_right_after_it_started_is_stored_and_never_run_again_by_a_resume() {
-    for delay_ms in [0u64, 2, 10, 40] {
+    for delay_ms in [0u64, 0, 0, 1, 2, 5, 10, 40] {
         let dirs = Dirs::new();
         let (calls, checks) = (dirs.data.path().join("calls.toml"), dirs.data.path().join("checks.toml"));
         std::fs::write(&calls, CALLS).expect("script");
         std::fs::write(&checks, CHECKS).expect("script");
+        // No snapshot before the call: its git work would give the batched
+        // appends time to be written anyway, and hide a missing wait.
+        std::fs::write(
+            dirs.config.path().join("config.toml"),
+            "[snapshots]\nenabled = false\n",
+        )
+        .expect("user config");
         let mut args: Vec<String> = vec!["exec".into()];
         args.extend(dirs.flags());
         args.extend(["--posture".into(), "full-access".into()]);
