@@ -216,3 +216,26 @@ async fn cadre_trust_shows_grants_and_revokes_and_never_writes_into_the_workspac
     assert_eq!(tree(dirs.ws.path()), before, "the workspace was written");
     assert!(!dirs.ws.path().join("started").exists());
 }
+
+#[test]
+fn slash_trust_in_the_shell_shows_grants_and_revokes_for_its_workspace() {
+    use crate::shell::{exits_0, expect, start_in};
+    let dirs = Dirs::new();
+    project_config(&dirs, "[permissions]\nallow = [\"bash(*)\"]\n");
+    let record = dirs.config.path().join("trusted.toml");
+    let mut shell = start_in(dirs.tuple(), "[[response]]\nrepeat = true\ntext = \"hi\"\n", &[], &[]);
+    shell.pty.send_line("/trust").expect("send");
+    expect(&mut shell.pty, "trust      not trusted");
+    expect(&mut shell.pty, "ignored    permissions.allow (.cadre/config.toml)");
+    shell.pty.send_line("/trust yes").expect("send");
+    expect(&mut shell.pty, "trusted the project config of");
+    assert!(record.exists(), "no record in the user's config dir");
+    shell.pty.send_line("/trust").expect("send");
+    expect(&mut shell.pty, "trust      trusted");
+    shell.pty.send_line("/trust no").expect("send");
+    expect(&mut shell.pty, "is no longer trusted");
+    shell.pty.send_line("/trust maybe").expect("send");
+    expect(&mut shell.pty, "usage: /trust [yes|no]");
+    shell.pty.send_line("/quit").expect("send");
+    exits_0(&mut shell.pty);
+}
