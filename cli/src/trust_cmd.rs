@@ -83,9 +83,9 @@ pub fn apply(
     let shown = project.workspace.display();
     match action {
         TrustAction::Show => Ok(show(&review, &book)),
-        TrustAction::Yes if project.files.is_empty() => Ok(format!(
-            "nothing to trust: {shown} has no project config"
-        )),
+        TrustAction::Yes if project.files.is_empty() => {
+            Ok(format!("nothing to trust: {shown} has no project config"))
+        }
         TrustAction::Yes => {
             book.grant(project)
                 .map_err(|e| CliError::config(e.to_string()))?;

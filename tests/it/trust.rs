@@ -61,9 +61,25 @@ async fn goal_run(dirs: &Dirs, mock: &MockServer) -> Output {
     let mut args: Vec<String> = vec!["exec".into()];
     args.extend(dirs.flags());
     args.extend(
-        ["--base-url", &mock.url, "--model", "m", "--max-retries", "0"].map(String::from),
+        [
+            "--base-url",
+            &mock.url,
+            "--model",
+            "m",
+            "--max-retries",
+            "0",
+        ]
+        .map(String::from),
     );
-    args.extend(["--output-format", "stream-json", "--goal", "write report.txt"].map(String::from));
+    args.extend(
+        [
+            "--output-format",
+            "stream-json",
+            "--goal",
+            "write report.txt",
+        ]
+        .map(String::from),
+    );
     run(&strs(&args), &[], None).await
 }
 
@@ -84,9 +100,13 @@ async fn a_projects_verifier_prompt_reaches_the_verifier_only_once_the_workspace
     let out = goal_run(&dirs, &mock).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(mock.requests().len(), 2, "the worker's and the verifier's");
-    assert!(!planted_reached(&mock), "an untrusted verifier prompt was sent");
     assert!(
-        out.stderr.contains("not trusted; ignored: roles.verifier (.cadre/config.toml)"),
+        !planted_reached(&mock),
+        "an untrusted verifier prompt was sent"
+    );
+    assert!(
+        out.stderr
+            .contains("not trusted; ignored: roles.verifier (.cadre/config.toml)"),
         "{}",
         out.stderr
     );
@@ -95,7 +115,10 @@ async fn a_projects_verifier_prompt_reaches_the_verifier_only_once_the_workspace
     let mock = MockServer::start().await;
     let out = goal_run(&dirs, &mock).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(planted_reached(&mock), "the trusted verifier prompt was not sent");
+    assert!(
+        planted_reached(&mock),
+        "the trusted verifier prompt was not sent"
+    );
     assert!(!out.stderr.contains("not trusted"), "{}", out.stderr);
 }
 
@@ -155,11 +178,17 @@ async fn a_projects_allow_rule_runs_nothing_under_ask_until_trusted_and_again_af
 
     trust(&dirs, &["yes"]).await;
     let (decision, scope, ran, _) = allowed_under_ask(&dirs).await;
-    assert_eq!((decision.as_str(), scope.as_str(), ran), ("allow rule", "project", true));
+    assert_eq!(
+        (decision.as_str(), scope.as_str(), ran),
+        ("allow rule", "project", true)
+    );
 
     // A pull changes the project's config: it is untrusted again.
-    std::fs::write(&config, "[permissions]\nallow = [\"bash(*)\", \"write_file(*)\"]\n")
-        .expect("changed");
+    std::fs::write(
+        &config,
+        "[permissions]\nallow = [\"bash(*)\", \"write_file(*)\"]\n",
+    )
+    .expect("changed");
     let (decision, _, ran, stderr) = allowed_under_ask(&dirs).await;
     assert!(!ran && decision.starts_with("deny"), "{decision}");
     assert!(stderr.contains("changed since you trusted it"), "{stderr}");
@@ -202,16 +231,32 @@ async fn cadre_trust_shows_grants_and_revokes_and_never_writes_into_the_workspac
     );
 
     let granted = trust(&dirs, &["grant"]).await.stdout;
-    assert!(granted.starts_with("trusted the project config of"), "{granted}");
+    assert!(
+        granted.starts_with("trusted the project config of"),
+        "{granted}"
+    );
     assert!(record.exists(), "the record is in the user's config dir");
     let shown = trust(&dirs, &[]).await.stdout;
     assert!(shown.contains("trust      trusted\n"), "{shown}");
-    assert!(shown.contains("ignored    nothing (while untrusted: "), "{shown}");
+    assert!(
+        shown.contains("ignored    nothing (while untrusted: "),
+        "{shown}"
+    );
 
     let revoked = trust(&dirs, &["no"]).await.stdout;
     assert!(revoked.contains("is no longer trusted"), "{revoked}");
-    assert!(trust(&dirs, &["revoke"]).await.stdout.contains("was not trusted"));
-    assert!(trust(&dirs, &[]).await.stdout.contains("trust      not trusted\n"));
+    assert!(
+        trust(&dirs, &["revoke"])
+            .await
+            .stdout
+            .contains("was not trusted")
+    );
+    assert!(
+        trust(&dirs, &[])
+            .await
+            .stdout
+            .contains("trust      not trusted\n")
+    );
 
     assert_eq!(tree(dirs.ws.path()), before, "the workspace was written");
     assert!(!dirs.ws.path().join("started").exists());
@@ -223,10 +268,18 @@ fn slash_trust_in_the_shell_shows_grants_and_revokes_for_its_workspace() {
     let dirs = Dirs::new();
     project_config(&dirs, "[permissions]\nallow = [\"bash(*)\"]\n");
     let record = dirs.config.path().join("trusted.toml");
-    let mut shell = start_in(dirs.tuple(), "[[response]]\nrepeat = true\ntext = \"hi\"\n", &[], &[]);
+    let mut shell = start_in(
+        dirs.tuple(),
+        "[[response]]\nrepeat = true\ntext = \"hi\"\n",
+        &[],
+        &[],
+    );
     shell.pty.send_line("/trust").expect("send");
     expect(&mut shell.pty, "trust      not trusted");
-    expect(&mut shell.pty, "ignored    permissions.allow (.cadre/config.toml)");
+    expect(
+        &mut shell.pty,
+        "ignored    permissions.allow (.cadre/config.toml)",
+    );
     shell.pty.send_line("/trust yes").expect("send");
     expect(&mut shell.pty, "trusted the project config of");
     assert!(record.exists(), "no record in the user's config dir");

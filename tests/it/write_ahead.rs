@@ -59,7 +59,10 @@ fn conversation(data: &Path) -> Vec<Message> {
 async fn a_side_effect_killed_right_after_it_started_is_stored_and_never_run_again_by_a_resume() {
     for delay_ms in [0u64, 0, 0, 1, 2, 5, 10, 40] {
         let dirs = Dirs::new();
-        let (calls, checks) = (dirs.data.path().join("calls.toml"), dirs.data.path().join("checks.toml"));
+        let (calls, checks) = (
+            dirs.data.path().join("calls.toml"),
+            dirs.data.path().join("checks.toml"),
+        );
         std::fs::write(&calls, CALLS).expect("script");
         std::fs::write(&checks, CHECKS).expect("script");
         // No snapshot before the call: its git work would give the batched
@@ -83,7 +86,12 @@ async fn a_side_effect_killed_right_after_it_started_is_stored_and_never_run_aga
 
         // The call and its decision were stored before the command started.
         let data = s(dirs.data.path());
-        let audit = run(&["sessions", "audit", "latest", "--data-dir", data], &[], None).await;
+        let audit = run(
+            &["sessions", "audit", "latest", "--data-dir", data],
+            &[],
+            None,
+        )
+        .await;
         assert_eq!(audit.code, 0, "{}", audit.stderr);
         assert!(
             audit.stdout.contains("bash") && audit.stdout.contains("allow"),
@@ -93,24 +101,36 @@ async fn a_side_effect_killed_right_after_it_started_is_stored_and_never_run_aga
         let call_id = conversation(dirs.data.path())
             .iter()
             .find_map(|m| match m {
-                Message::Assistant { tool_calls, .. } => {
-                    tool_calls.iter().find(|c| c.name == "bash").map(|c| c.id.clone())
-                }
+                Message::Assistant { tool_calls, .. } => tool_calls
+                    .iter()
+                    .find(|c| c.name == "bash")
+                    .map(|c| c.id.clone()),
                 Message::User { .. } | Message::Tool { .. } => None,
             })
             .unwrap_or_else(|| panic!("after {delay_ms} ms: the call was not stored"));
 
         // The resume answers the call as interrupted and does not run it.
         let mut resume = args.clone();
-        resume.extend(["--script".into(), s(&checks).into(), "--resume".into(), "latest".into()]);
+        resume.extend([
+            "--script".into(),
+            s(&checks).into(),
+            "--resume".into(),
+            "latest".into(),
+        ]);
         let out = run(&strs(&resume), &[], None).await;
         assert_eq!(out.code, 0, "after {delay_ms} ms: {}", out.stderr);
         let effects = std::fs::read_to_string(dirs.ws.path().join("effects.txt")).expect("effects");
-        assert_eq!(effects, "ran\n", "after {delay_ms} ms: the command ran again");
+        assert_eq!(
+            effects, "ran\n",
+            "after {delay_ms} ms: the command ran again"
+        );
         let answers: Vec<String> = conversation(dirs.data.path())
             .iter()
             .filter_map(|m| match m {
-                Message::Tool { call_id: id, content } if *id == call_id => Some(content.clone()),
+                Message::Tool {
+                    call_id: id,
+                    content,
+                } if *id == call_id => Some(content.clone()),
                 Message::User { .. } | Message::Assistant { .. } | Message::Tool { .. } => None,
             })
             .collect();

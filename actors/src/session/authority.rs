@@ -185,7 +185,9 @@ impl Authorizer for SessionAuthorizer {
                     return Decision::new(
                         Verdict::Deny,
                         Layer::Posture,
-                        format!("the call could not be recorded before it ran, so it did not run: {err}"),
+                        format!(
+                            "the call could not be recorded before it ran, so it did not run: {err}"
+                        ),
                     );
                 }
             }

@@ -290,9 +290,8 @@ impl Lookups {
             let (action, workspace) = (*action, self.workspace.clone());
             let config_dir = self.config_dir.clone();
             tokio::task::spawn_blocking(move || {
-                let text =
-                    crate::trust_cmd::apply(action, &workspace, config_dir.as_deref())
-                        .unwrap_or_else(|err| err.message);
+                let text = crate::trust_cmd::apply(action, &workspace, config_dir.as_deref())
+                    .unwrap_or_else(|err| err.message);
                 let _ = found.send(Notice::Found(text));
             });
             return;

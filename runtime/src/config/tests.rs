@@ -26,10 +26,13 @@ allow = ["bash(cargo test:*)"]
 posture = "never"
 "#,
     );
-    let merged = Config::merge(vec![
-        (user, Scope::User, "user.toml".into()),
-        (project, Scope::Project, "project.toml".into()),
-    ], Trust::Trusted)
+    let merged = Config::merge(
+        vec![
+            (user, Scope::User, "user.toml".into()),
+            (project, Scope::Project, "project.toml".into()),
+        ],
+        Trust::Trusted,
+    )
     .expect("merges");
     assert_eq!(merged.settings.posture, Some(Posture::Auto));
     assert_eq!(merged.posture(Posture::Auto), Posture::Auto);
@@ -45,8 +48,7 @@ posture = "never"
         .find(|def| def.shell)
         .expect("a shell tool");
     let decide = |args| {
-        let call =
-            crate::permission::Call::new(bash, args, crate::tool::Safety::SideEffect, root);
+        let call = crate::permission::Call::new(bash, args, crate::tool::Safety::SideEffect, root);
         merged.rules.decide(&call)
     };
     assert!(decide(&push).is_some());
@@ -57,13 +59,11 @@ posture = "never"
 /// chose `user`.
 #[test]
 fn a_projects_limits_only_tighten_the_users_and_the_defaults() {
-    let project =
-        file("[limits]\nread_lines = 10\nresponse_secs = 100000\nmodel_requests = 2\n");
-    let merged = Config::merge(vec![(
-        project.clone(),
-        Scope::Project,
-        "project.toml".into(),
-    )], Trust::Trusted)
+    let project = file("[limits]\nread_lines = 10\nresponse_secs = 100000\nmodel_requests = 2\n");
+    let merged = Config::merge(
+        vec![(project.clone(), Scope::Project, "project.toml".into())],
+        Trust::Trusted,
+    )
     .expect("merges");
     let limits = merged.limits();
     // Lower than the default: taken.
@@ -74,10 +74,13 @@ fn a_projects_limits_only_tighten_the_users_and_the_defaults() {
     assert_eq!(limits.model_requests, Some(2));
     // The user's own limits: the lower of theirs and the project's.
     let user = file("[limits]\nread_lines = 5\nresponse_secs = 200000\nmodel_requests = 8\n");
-    let merged = Config::merge(vec![
-        (user, Scope::User, "user.toml".into()),
-        (project, Scope::Project, "project.toml".into()),
-    ], Trust::Trusted)
+    let merged = Config::merge(
+        vec![
+            (user, Scope::User, "user.toml".into()),
+            (project, Scope::Project, "project.toml".into()),
+        ],
+        Trust::Trusted,
+    )
     .expect("merges");
     let limits = merged.limits();
     assert_eq!(limits.read_lines, Some(5));
@@ -127,8 +130,11 @@ fn a_limit_within_a_project_is_never_above_the_users_or_the_default() {
 #[test]
 fn a_projects_mode_only_narrows_and_its_guardian_is_ignored() {
     let project = file("mode = \"operate\"\n[guardian]\nmodel = \"tiny\"\ntimeout_secs = 1\n");
-    let merged =
-        Config::merge(vec![(project, Scope::Project, "project.toml".into())], Trust::Trusted).expect("merges");
+    let merged = Config::merge(
+        vec![(project, Scope::Project, "project.toml".into())],
+        Trust::Trusted,
+    )
+    .expect("merges");
     for user in [Mode::Plan, Mode::Work, Mode::Operate] {
         assert_eq!(
             merged.mode(user),
@@ -139,22 +145,32 @@ fn a_projects_mode_only_narrows_and_its_guardian_is_ignored() {
     assert_eq!(merged.settings.guardian.model, None);
     assert_eq!(merged.settings.guardian.timeout_secs, None);
     let plan = file("mode = \"plan\"\n");
-    let merged =
-        Config::merge(vec![(plan, Scope::Project, "project.toml".into())], Trust::Trusted).expect("merges");
+    let merged = Config::merge(
+        vec![(plan, Scope::Project, "project.toml".into())],
+        Trust::Trusted,
+    )
+    .expect("merges");
     for user in [Mode::Plan, Mode::Work, Mode::Operate] {
         assert_eq!(merged.mode(user), Mode::Plan);
     }
     // The user's own file still chooses both.
     let user = file("mode = \"operate\"\n[guardian]\nmodel = \"careful\"\n");
-    let merged = Config::merge(vec![(user, Scope::User, "user.toml".into())], Trust::Trusted).expect("merges");
+    let merged = Config::merge(
+        vec![(user, Scope::User, "user.toml".into())],
+        Trust::Trusted,
+    )
+    .expect("merges");
     assert_eq!(merged.settings.mode, Some(Mode::Operate));
     assert_eq!(merged.settings.guardian.model.as_deref(), Some("careful"));
 }
 
 fn project_posture(user: Posture, project: Posture, expected: Posture) {
     let project_file = file(&format!("posture = \"{}\"\n", project.as_str()));
-    let merged = Config::merge(vec![(project_file, Scope::Project, "project.toml".into())], Trust::Trusted)
-        .expect("merges");
+    let merged = Config::merge(
+        vec![(project_file, Scope::Project, "project.toml".into())],
+        Trust::Trusted,
+    )
+    .expect("merges");
     assert_eq!(merged.settings.posture, None, "kept apart");
     assert_eq!(
         merged.posture(user),
@@ -186,15 +202,21 @@ fn a_project_file_cannot_choose_the_model_server() {
         "base_url = \"http://127.0.0.1:9/v1\"\n",
         "[roles.r]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
     ] {
-        let err = Config::merge(vec![(file(text), Scope::Project, "project.toml".into())], Trust::Trusted)
-            .expect_err(text);
+        let err = Config::merge(
+            vec![(file(text), Scope::Project, "project.toml".into())],
+            Trust::Trusted,
+        )
+        .expect_err(text);
         assert_eq!(err.path, "project.toml");
         assert!(
             err.message.contains("base_url: a project's config cannot"),
             "{err}"
         );
-        Config::merge(vec![(file(text), Scope::Local, "local.toml".into())], Trust::Trusted)
-            .expect("the local file may");
+        Config::merge(
+            vec![(file(text), Scope::Local, "local.toml".into())],
+            Trust::Trusted,
+        )
+        .expect("the local file may");
     }
 }
 
@@ -204,10 +226,13 @@ fn a_project_file_cannot_widen_the_sandbox() {
     let project = file(
         "[sandbox]\nwritable_roots = [\"/\"]\nenv = [\"AWS_SECRET\"]\n[limits]\nresponse_secs = 60\n",
     );
-    let merged = Config::merge(vec![
-        (user, Scope::User, "user.toml".into()),
-        (project, Scope::Project, "project.toml".into()),
-    ], Trust::Trusted)
+    let merged = Config::merge(
+        vec![
+            (user, Scope::User, "user.toml".into()),
+            (project, Scope::Project, "project.toml".into()),
+        ],
+        Trust::Trusted,
+    )
     .expect("merges");
     let s = &merged.settings;
     assert_eq!(s.sandbox.writable_roots, Some(vec!["~/.cache".to_string()]));
@@ -223,10 +248,13 @@ fn a_project_file_cannot_widen_the_sandbox() {
 fn a_project_file_cannot_turn_snapshots_off() {
     let user = file("[snapshots]\nmax_file_mib = 2\n");
     let project = file("[snapshots]\nenabled = false\nmax_file_mib = 0\n");
-    let merged = Config::merge(vec![
-        (user, Scope::User, "user.toml".into()),
-        (project, Scope::Project, "project.toml".into()),
-    ], Trust::Trusted)
+    let merged = Config::merge(
+        vec![
+            (user, Scope::User, "user.toml".into()),
+            (project, Scope::Project, "project.toml".into()),
+        ],
+        Trust::Trusted,
+    )
     .expect("merges");
     assert_eq!(
         merged.settings.snapshots,
@@ -250,34 +278,40 @@ fn errors_name_the_file_and_the_line() {
         "{err}"
     );
     assert!(err.message.contains("line 2"), "{err}");
-    let err = ConfigFile::parse("posture = \"yolo\"\n", Path::new("c.toml"))
-        .expect_err("bad posture");
+    let err =
+        ConfigFile::parse("posture = \"yolo\"\n", Path::new("c.toml")).expect_err("bad posture");
     assert!(err.message.contains("yolo"), "{err}");
     let bad_rule = file("[permissions]\ndeny = [\"bash(git push\"]\n");
-    let err =
-        Config::merge(vec![(bad_rule, Scope::Project, "p.toml".into())], Trust::Trusted).expect_err("bad rule");
+    let err = Config::merge(
+        vec![(bad_rule, Scope::Project, "p.toml".into())],
+        Trust::Trusted,
+    )
+    .expect_err("bad rule");
     assert_eq!(err.path, "p.toml");
 }
 
 #[test]
 fn limits_from_the_highest_user_layer_that_sets_each_key_tightened_by_the_project() {
-    let merged = Config::merge(vec![
-        (
-            file("[limits]\nread_bytes = 100\ngrep_matches = 5\n"),
-            Scope::User,
-            "user.toml".into(),
-        ),
-        (
-            file("[limits]\nread_bytes = 200\nlist_entries = 0\n"),
-            Scope::Project,
-            "project.toml".into(),
-        ),
-        (
-            file("[limits]\nread_bytes = 150\n"),
-            Scope::Local,
-            "local.toml".into(),
-        ),
-    ], Trust::Trusted)
+    let merged = Config::merge(
+        vec![
+            (
+                file("[limits]\nread_bytes = 100\ngrep_matches = 5\n"),
+                Scope::User,
+                "user.toml".into(),
+            ),
+            (
+                file("[limits]\nread_bytes = 200\nlist_entries = 0\n"),
+                Scope::Project,
+                "project.toml".into(),
+            ),
+            (
+                file("[limits]\nread_bytes = 150\n"),
+                Scope::Local,
+                "local.toml".into(),
+            ),
+        ],
+        Trust::Trusted,
+    )
     .expect("merges");
     let limits = merged.limits().apply(FileLimits::default());
     assert_eq!(

@@ -203,7 +203,10 @@ fn an_untrusted_projects_server_never_starts_even_when_the_user_enabled_it() {
         );
     }
     let trusted = merged_with(&layers, Trust::Trusted).unwrap();
-    assert_eq!(trusted[1].disabled, None, "trusted, the user's enable holds");
+    assert_eq!(
+        trusted[1].disabled, None,
+        "trusted, the user's enable holds"
+    );
 }
 
 fn user(text: &str) -> Layer {

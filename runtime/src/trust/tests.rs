@@ -12,7 +12,11 @@ const KEYS: &[(&str, &str, Option<&str>)] = &[
     ("mode", "mode = \"plan\"\n", None),
     ("posture", "posture = \"never\"\n", None),
     ("limits", "[limits]\nread_lines = 10\n", None),
-    ("deny", "[permissions]\ndeny = [\"bash(git push:*)\"]\n", None),
+    (
+        "deny",
+        "[permissions]\ndeny = [\"bash(git push:*)\"]\n",
+        None,
+    ),
     ("ask", "[permissions]\nask = [\"bash(make:*)\"]\n", None),
     ("plan_off", "[plan]\nagent_entry = false\n", None),
     ("mcp_off", "[mcp_servers.fs]\nenabled = false\n", None),
@@ -22,7 +26,11 @@ const KEYS: &[(&str, &str, Option<&str>)] = &[
         None,
     ),
     ("model", "model = \"theirs\"\n", Some("model")),
-    ("max_subagents", "max_subagents = 100\n", Some("max_subagents")),
+    (
+        "max_subagents",
+        "max_subagents = 100\n",
+        Some("max_subagents"),
+    ),
     (
         "allow",
         "[permissions]\nallow = [\"bash(*)\"]\n",
@@ -43,7 +51,11 @@ const KEYS: &[(&str, &str, Option<&str>)] = &[
         "[roles.helper]\nallowed_tools = [\"bash\"]\nposture = \"bypass\"\n",
         Some("roles.helper"),
     ),
-    ("plan_on", "[plan]\nagent_entry = true\n", Some("plan.agent_entry")),
+    (
+        "plan_on",
+        "[plan]\nagent_entry = true\n",
+        Some("plan.agent_entry"),
+    ),
     (
         "mcp_server",
         "[mcp_servers.web]\ncommand = \"sh\"\nargs = [\"-c\", \"x\"]\n",
@@ -182,7 +194,10 @@ fn trust_is_recorded_outside_the_workspace_and_lost_when_the_project_config_chan
     assert_eq!(review.trust, Trust::Untrusted(Untrusted::Never));
     assert_eq!(
         review.project.files,
-        [PathBuf::from(".mcp.json"), PathBuf::from(".cadre/config.toml")]
+        [
+            PathBuf::from(".mcp.json"),
+            PathBuf::from(".cadre/config.toml")
+        ]
     );
     let notice = review.notice().expect("a notice");
     assert!(
@@ -199,7 +214,10 @@ fn trust_is_recorded_outside_the_workspace_and_lost_when_the_project_config_chan
 
     book.grant(&review.project).expect("grant");
     let trusted = load(ws.path(), book.path());
-    assert_eq!(trusted.trust.as_ref().map(|r| r.trust), Some(Trust::Trusted));
+    assert_eq!(
+        trusted.trust.as_ref().map(|r| r.trust),
+        Some(Trust::Trusted)
+    );
     assert_eq!(trusted.trust.as_ref().and_then(Review::notice), None);
     assert_eq!(kinds(&trusted), ["deny", "allow"]);
 
@@ -213,7 +231,10 @@ fn trust_is_recorded_outside_the_workspace_and_lost_when_the_project_config_chan
     let review = changed.trust.clone().expect("a review");
     assert_eq!(review.trust, Trust::Untrusted(Untrusted::Changed));
     assert!(
-        review.notice().expect("a notice").contains("changed since you trusted it"),
+        review
+            .notice()
+            .expect("a notice")
+            .contains("changed since you trusted it"),
         "{review:?}"
     );
     assert!(kinds(&changed).is_empty());
@@ -263,8 +284,7 @@ fn without_a_record_no_project_is_trusted_and_the_users_own_layers_still_apply()
             PathBuf::from("project.toml"),
         ),
     ];
-    let merged =
-        Config::merge(layers, Trust::Untrusted(Untrusted::Unrecorded)).expect("merges");
+    let merged = Config::merge(layers, Trust::Untrusted(Untrusted::Unrecorded)).expect("merges");
     assert_eq!(merged.roles.keys().collect::<Vec<_>>(), ["r"]);
     assert_eq!(merged.roles["r"].model.as_deref(), Some("mine"));
     let scopes: Vec<Scope> = merged.rules.iter().map(|r| r.scope()).collect();
