@@ -17,7 +17,10 @@
 //! (entering Plan backs up the old plan) runs in a transaction of its own.
 //! Appends that may be lost in a crash without losing an admitted message
 //! (recorded messages, transcript events, audit records) are buffered and
-//! written within 20 ms, and always before the next request.
+//! written within 20 ms, and always before the next request. A
+//! side-effecting tool call does not wait for that: it asks for a commit
+//! ([`StoreHandle::commit`]) and starts only once its call and decision are
+//! stored (the exactly-once rule, `docs/runtime-semantics.md`).
 //!
 //! **A failed write is never silent.** When a commit fails (a full disk),
 //! the requests it carried get the error, and the store keeps the failure
@@ -411,6 +414,13 @@ impl StoreHandle {
             batch.events.extend(events);
             batch.audit.extend(audit);
         });
+    }
+
+    /// Waits until everything buffered before this call (by any handle) is
+    /// committed: a side-effecting call's write-ahead, so its call and its
+    /// decision are stored before it starts.
+    pub async fn commit(&self) -> Result<(), StoreError> {
+        self.ask(StoreRequest::Commit).await
     }
 
     /// Gives up this process's lease on a session once its buffered

@@ -59,6 +59,8 @@ pub enum Command {
     Node(Box<NodeArgs>),
     /// Show, pause, resume, clear a stored session's goal, or change its budget.
     Goal(crate::goal_cmd::GoalArgs),
+    /// Show, grant or revoke the trust of this workspace's project config.
+    Trust(crate::trust_cmd::TrustArgs),
 }
 
 /// `cadre node`.

@@ -13,6 +13,8 @@
 //! - [`exec`]: `cadre exec`.
 //! - [`shell`]: `cadre` with no subcommand, the interactive shell.
 //! - [`config_cmd`]: `cadre config get|set|list` over `settings.toml`.
+//! - [`trust_cmd`]: `cadre trust show|yes|no` and `/trust`: a workspace's
+//!   trust; the notice of what an untrusted project's config lost.
 //! - [`sessions_cmd`]: `cadre sessions list|show|fork` and `cadre plan …`,
 //!   offline against the store.
 //! - [`attach`]: what a session gets besides the built-ins: MCP servers'
@@ -59,6 +61,7 @@ pub mod restore_cmd;
 pub mod sessions_cmd;
 pub mod shell;
 pub mod spinner;
+pub mod trust_cmd;
 pub mod workflow_cmd;
 pub mod workflow_view;
 
@@ -132,6 +135,9 @@ pub fn main() -> ExitCode {
         Some(Command::Node(args)) => block_on(cluster_cmd::node(*args, env, config_dir)),
         Some(Command::Goal(args)) => offline_store(args.data_dir.clone(), &env)
             .and_then(|(dir, followup)| goal_cmd::run(args, dir, &followup)),
+        Some(Command::Trust(args)) => {
+            trust_cmd::run(args, env.current_dir.clone(), config_dir.as_deref())
+        }
         Some(Command::Config(args)) => match config_dir {
             Some(dir) => config_cmd::run(args, &Settings::in_dir(&dir)),
             None => Err(exit::CliError::usage(
@@ -379,8 +385,11 @@ pub(crate) fn load_config(
         user: config_dir.map(|d| d.join("config.toml")),
         workspace: args.workspace.clone().or_else(|| env.current_dir.clone()),
         explicit: args.config.clone(),
+        trust_book: config_dir.map(|d| d.join(cadre_runtime::trust::TRUST_FILE)),
     };
-    Config::load(&paths).map_err(|e| exit::CliError::config(e.to_string()))
+    let config = Config::load(&paths).map_err(|e| exit::CliError::config(e.to_string()))?;
+    trust_cmd::warn(&config);
+    Ok(config)
 }
 
 /// Reads the user's defaults from `settings.toml`, the lowest layer.

@@ -22,9 +22,12 @@ pub async fn run(
         ));
     };
     let paths = ConfigPaths {
-        user: config_dir.map(|d| d.join("config.toml")),
+        user: config_dir.as_ref().map(|d| d.join("config.toml")),
         workspace: Some(workspace.clone()),
         explicit: args.config,
+        trust_book: config_dir
+            .as_ref()
+            .map(|d| d.join(cadre_runtime::trust::TRUST_FILE)),
     };
     let config = Config::load(&paths).map_err(|e| CliError::config(e.to_string()))?;
     let workspace = Workspace::new(&workspace)

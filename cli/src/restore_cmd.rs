@@ -63,6 +63,7 @@ pub fn run(
         user: config_dir.map(|d| d.join("config.toml")),
         workspace: Some(workspace.clone()),
         explicit: args.config.clone(),
+        trust_book: config_dir.map(|d| d.join(cadre_runtime::trust::TRUST_FILE)),
     };
     let config = Config::load(&paths).map_err(|e| CliError::config(e.to_string()))?;
     // What counts as the workspace now uses the session's own cap, even

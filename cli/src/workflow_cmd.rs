@@ -101,6 +101,7 @@ fn validate_cmd(
         user: config_dir.map(|d| d.join("config.toml")),
         workspace: args.workspace.clone().or_else(|| env.current_dir.clone()),
         explicit: args.config.clone(),
+        trust_book: config_dir.map(|d| d.join(cadre_runtime::trust::TRUST_FILE)),
     };
     let config =
         cadre_runtime::config::Config::load(&paths).map_err(|e| CliError::config(e.to_string()))?;

@@ -12,6 +12,10 @@
 //! as a layer just below its config file; `[mcp_servers]` merge by the
 //! rules of `mcp::config` (a project cannot start or trust a server).
 //! `[sandbox]`, `[snapshots]` and `[cluster]` are ignored in the project's file.
+//! Until the user trusts the workspace (`trust.rs`), the project's files
+//! (`.cadre/config.toml`, a committed `config.local.toml`, `.mcp.json`)
+//! only narrow: what widens or steers is ignored, and [`Config::trust`]
+//! names it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +27,7 @@ use crate::mode::Mode;
 use crate::permission::Posture;
 use crate::permission::rules::{PermissionRules, RuleError, RuleSet, Scope};
 use crate::tool::FileLimits;
+use crate::trust::{Ignored, ProjectFiles, Review, Trust, TrustBook, Untrusted};
 
 /// A configuration file that could not be read or understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -349,6 +354,9 @@ pub struct ConfigPaths {
     pub workspace: Option<PathBuf>,
     /// A file named with `--config`.
     pub explicit: Option<PathBuf>,
+    /// The user's record of trusted workspaces (`trust::TrustBook`, in
+    /// their configuration directory). Without one, no project is trusted.
+    pub trust_book: Option<PathBuf>,
 }
 
 impl ConfigPaths {
@@ -404,6 +412,40 @@ fn committed(path: &Path) -> bool {
         .is_ok_and(|rel| index.get_path(rel, 0).is_some())
 }
 
+/// The workspace's trust: its project files now against the user's
+/// record, and what each project layer loses untrusted.
+fn review(
+    workspace: &Path,
+    book: Option<&Path>,
+    layers: &[(ConfigFile, Scope, PathBuf)],
+) -> Result<Review, ConfigError> {
+    let project: Vec<&(ConfigFile, Scope, PathBuf)> = layers
+        .iter()
+        .filter(|(_, scope, _)| *scope == Scope::Project)
+        .collect();
+    let covered: Vec<PathBuf> = project.iter().map(|(_, _, path)| path.clone()).collect();
+    let files = ProjectFiles::read(workspace, &covered)?;
+    let trust = match book {
+        Some(book) => {
+            let entry = TrustBook::at(book.to_path_buf()).lookup(&files.workspace)?;
+            Trust::decide(entry.as_ref().map(|e| e.digest.as_str()), &files.digest)
+        }
+        None => Trust::Untrusted(Untrusted::Unrecorded),
+    };
+    let ignored = project
+        .into_iter()
+        .map(|(file, _, path)| Ignored {
+            file: path.strip_prefix(workspace).unwrap_or(path).to_path_buf(),
+            keys: crate::trust::untrusted(file.clone()).1,
+        })
+        .collect();
+    Ok(Review {
+        project: files,
+        trust,
+        ignored,
+    })
+}
+
 /// A project's file may not name a model server: the API key goes with
 /// every request, and a repository must not choose where it goes.
 fn refuse_endpoints(file: &ConfigFile, path: &Path) -> Result<(), ConfigError> {
@@ -456,6 +498,9 @@ pub struct Config {
     /// The project file's `[limits]`, which only tighten the user's (see
     /// [`Config::limits`]).
     pub project_limits: LimitSettings,
+    /// The workspace's trust and what distrust ignored (`None` without a
+    /// workspace, or when the layers were merged directly).
+    pub trust: Option<Review>,
 }
 
 impl Config {
@@ -472,11 +517,14 @@ impl Config {
             });
         }
         let mut files = Vec::new();
+        let mut json_read = false;
         for (path, scope) in paths.layers() {
             if scope == Scope::Project
+                && !json_read
                 && let Some(ws) = &paths.workspace
             {
                 // A project's `.mcp.json` sits just below its config file.
+                json_read = true;
                 let json = ws.join(".mcp.json");
                 let mcp_servers = crate::mcp::config::read_mcp_json(&json)?;
                 let file = ConfigFile {
@@ -487,16 +535,33 @@ impl Config {
             }
             files.push((ConfigFile::read(&path)?, scope, path));
         }
-        Self::merge(files)
+        let review = match &paths.workspace {
+            Some(ws) => Some(review(ws, paths.trust_book.as_deref(), &files)?),
+            None => None,
+        };
+        let trust = review
+            .as_ref()
+            .map_or(Trust::Untrusted(Untrusted::Never), |r| r.trust);
+        let mut merged = Self::merge(files, trust)?;
+        merged.trust = review;
+        Ok(merged)
     }
 
-    /// Merges parsed layers, lowest precedence first.
-    pub fn merge(layers: Vec<(ConfigFile, Scope, PathBuf)>) -> Result<Self, ConfigError> {
+    /// Merges parsed layers, lowest precedence first; the project's layers
+    /// apply whole only when `trust` says so (`trust::untrusted`).
+    pub fn merge(
+        layers: Vec<(ConfigFile, Scope, PathBuf)>,
+        trust: Trust,
+    ) -> Result<Self, ConfigError> {
         let mut merged = Config::default();
         let mut mcp = Vec::new();
         for (mut file, scope, path) in layers {
             if scope == Scope::Project {
+                // Never from a project, trusted or not.
                 refuse_endpoints(&file, &path)?;
+                if !trust.is_trusted() {
+                    file = crate::trust::untrusted(file).0;
+                }
             }
             mcp.push((std::mem::take(&mut file.mcp_servers), scope, path.clone()));
             let s = &mut merged.settings;
@@ -543,7 +608,7 @@ impl Config {
             merged.roles.extend(file.roles);
         }
         let layers: Vec<_> = mcp.iter().map(|(e, s, p)| (e, *s, p.as_path())).collect();
-        merged.mcp_servers = crate::mcp::config::merge(&layers)?;
+        merged.mcp_servers = crate::mcp::config::merge(&layers, trust)?;
         Ok(merged)
     }
 
@@ -569,298 +634,4 @@ impl Config {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn file(text: &str) -> ConfigFile {
-        ConfigFile::parse(text, Path::new("test.toml")).expect("parses")
-    }
-
-    #[test]
-    fn higher_layers_win_for_settings_and_roles_and_rules_accumulate() {
-        let user = file(
-            r#"
-posture = "auto"
-model = "small"
-[permissions]
-deny = ["bash(git push:*)"]
-[roles.reviewer]
-model = "big"
-system_prompt = "review"
-"#,
-        );
-        let project = file(
-            r#"
-model = "medium"
-[permissions]
-allow = ["bash(cargo test:*)"]
-[roles.reviewer]
-posture = "never"
-"#,
-        );
-        let merged = Config::merge(vec![
-            (user, Scope::User, "user.toml".into()),
-            (project, Scope::Project, "project.toml".into()),
-        ])
-        .expect("merges");
-        assert_eq!(merged.settings.posture, Some(Posture::Auto));
-        assert_eq!(merged.posture(Posture::Auto), Posture::Auto);
-        assert_eq!(merged.settings.model.as_deref(), Some("medium"));
-        let reviewer = &merged.roles["reviewer"];
-        assert_eq!(reviewer.posture, Some(Posture::Never));
-        assert_eq!(reviewer.model, None, "a role is replaced whole, not merged");
-        let root = Path::new("/ws");
-        let push = serde_json::json!({"command": "git push"});
-        let test = serde_json::json!({"command": "cargo test -p x"});
-        let bash = crate::tool::builtin_definitions()
-            .iter()
-            .find(|def| def.shell)
-            .expect("a shell tool");
-        let decide = |args| {
-            let call =
-                crate::permission::Call::new(bash, args, crate::tool::Safety::SideEffect, root);
-            merged.rules.decide(&call)
-        };
-        assert!(decide(&push).is_some());
-        assert!(decide(&test).is_some());
-    }
-
-    /// The posture a project file asking for `project` leaves a user who
-    /// chose `user`.
-    #[test]
-    fn a_projects_limits_only_tighten_the_users_and_the_defaults() {
-        let project =
-            file("[limits]\nread_lines = 10\nresponse_secs = 100000\nmodel_requests = 2\n");
-        let merged = Config::merge(vec![(
-            project.clone(),
-            Scope::Project,
-            "project.toml".into(),
-        )])
-        .expect("merges");
-        let limits = merged.limits();
-        // Lower than the default: taken.
-        assert_eq!(limits.read_lines, Some(10));
-        // Higher than the default (600 s): the default stays.
-        assert_eq!(limits.response_secs, None);
-        // No limit by default: any limit tightens.
-        assert_eq!(limits.model_requests, Some(2));
-        // The user's own limits: the lower of theirs and the project's.
-        let user = file("[limits]\nread_lines = 5\nresponse_secs = 200000\nmodel_requests = 8\n");
-        let merged = Config::merge(vec![
-            (user, Scope::User, "user.toml".into()),
-            (project, Scope::Project, "project.toml".into()),
-        ])
-        .expect("merges");
-        let limits = merged.limits();
-        assert_eq!(limits.read_lines, Some(5));
-        assert_eq!(limits.response_secs, Some(100000));
-        assert_eq!(limits.model_requests, Some(2));
-    }
-
-    #[test]
-    fn a_limit_within_a_project_is_never_above_the_users_or_the_default() {
-        // Every combination of unset and a few values, for one field.
-        let values = [None, Some(1u64), Some(50), Some(600), Some(10_000)];
-        for user in values {
-            for project in values {
-                for default in values {
-                    let got = LimitSettings {
-                        response_secs: user,
-                        ..LimitSettings::default()
-                    }
-                    .within(
-                        LimitSettings {
-                            response_secs: project,
-                            ..LimitSettings::default()
-                        },
-                        LimitSettings {
-                            response_secs: default,
-                            ..LimitSettings::default()
-                        },
-                    )
-                    .response_secs;
-                    let before = user.or(default);
-                    let after = got.or(default);
-                    match (before, after) {
-                        (Some(b), Some(a)) => assert!(a <= b, "{user:?} {project:?} {default:?}"),
-                        (Some(_), None) => {
-                            panic!("a bound was lifted: {user:?} {project:?} {default:?}")
-                        }
-                        _ => {}
-                    }
-                    if project.is_none() {
-                        assert_eq!(got, user);
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn a_projects_mode_only_narrows_and_its_guardian_is_ignored() {
-        let project = file("mode = \"operate\"\n[guardian]\nmodel = \"tiny\"\ntimeout_secs = 1\n");
-        let merged =
-            Config::merge(vec![(project, Scope::Project, "project.toml".into())]).expect("merges");
-        for user in [Mode::Plan, Mode::Work, Mode::Operate] {
-            assert_eq!(
-                merged.mode(user),
-                user,
-                "operate in a project never widens {user}"
-            );
-        }
-        assert_eq!(merged.settings.guardian.model, None);
-        assert_eq!(merged.settings.guardian.timeout_secs, None);
-        let plan = file("mode = \"plan\"\n");
-        let merged =
-            Config::merge(vec![(plan, Scope::Project, "project.toml".into())]).expect("merges");
-        for user in [Mode::Plan, Mode::Work, Mode::Operate] {
-            assert_eq!(merged.mode(user), Mode::Plan);
-        }
-        // The user's own file still chooses both.
-        let user = file("mode = \"operate\"\n[guardian]\nmodel = \"careful\"\n");
-        let merged = Config::merge(vec![(user, Scope::User, "user.toml".into())]).expect("merges");
-        assert_eq!(merged.settings.mode, Some(Mode::Operate));
-        assert_eq!(merged.settings.guardian.model.as_deref(), Some("careful"));
-    }
-
-    fn project_posture(user: Posture, project: Posture, expected: Posture) {
-        let project_file = file(&format!("posture = \"{}\"\n", project.as_str()));
-        let merged = Config::merge(vec![(project_file, Scope::Project, "project.toml".into())])
-            .expect("merges");
-        assert_eq!(merged.settings.posture, None, "kept apart");
-        assert_eq!(
-            merged.posture(user),
-            expected,
-            "user {user:?}, project {project:?}"
-        );
-    }
-
-    #[test]
-    fn a_project_file_narrows_the_posture_and_never_widens_it() {
-        let all = [
-            Posture::Never,
-            Posture::Suggest,
-            Posture::Auto,
-            Posture::Bypass,
-        ];
-        for user in all {
-            for project in all {
-                project_posture(user, project, user.min(project));
-            }
-        }
-        project_posture(Posture::Suggest, Posture::Bypass, Posture::Suggest);
-        project_posture(Posture::Bypass, Posture::Never, Posture::Never);
-    }
-
-    #[test]
-    fn a_project_file_cannot_choose_the_model_server() {
-        for text in [
-            "base_url = \"http://127.0.0.1:9/v1\"\n",
-            "[roles.r]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
-        ] {
-            let err = Config::merge(vec![(file(text), Scope::Project, "project.toml".into())])
-                .expect_err(text);
-            assert_eq!(err.path, "project.toml");
-            assert!(
-                err.message.contains("base_url: a project's config cannot"),
-                "{err}"
-            );
-            Config::merge(vec![(file(text), Scope::Local, "local.toml".into())])
-                .expect("the local file may");
-        }
-    }
-
-    #[test]
-    fn a_project_file_cannot_widen_the_sandbox() {
-        let user = file("[sandbox]\nwritable_roots = [\"~/.cache\"]\n[limits]\nresponse_mib = 4\n");
-        let project = file(
-            "[sandbox]\nwritable_roots = [\"/\"]\nenv = [\"AWS_SECRET\"]\n[limits]\nresponse_secs = 60\n",
-        );
-        let merged = Config::merge(vec![
-            (user, Scope::User, "user.toml".into()),
-            (project, Scope::Project, "project.toml".into()),
-        ])
-        .expect("merges");
-        let s = &merged.settings;
-        assert_eq!(s.sandbox.writable_roots, Some(vec!["~/.cache".to_string()]));
-        assert_eq!(s.sandbox.env, None);
-        let limits = merged.limits();
-        assert_eq!(
-            (limits.response_mib, limits.response_secs),
-            (Some(4), Some(60))
-        );
-    }
-
-    #[test]
-    fn a_project_file_cannot_turn_snapshots_off() {
-        let user = file("[snapshots]\nmax_file_mib = 2\n");
-        let project = file("[snapshots]\nenabled = false\nmax_file_mib = 0\n");
-        let merged = Config::merge(vec![
-            (user, Scope::User, "user.toml".into()),
-            (project, Scope::Project, "project.toml".into()),
-        ])
-        .expect("merges");
-        assert_eq!(
-            merged.settings.snapshots,
-            SnapshotSettings {
-                enabled: None,
-                max_file_mib: Some(2)
-            }
-        );
-    }
-
-    #[test]
-    fn errors_name_the_file_and_the_line() {
-        let err = ConfigFile::parse(
-            "posture = \"auto\"\nmodle = \"x\"\n",
-            Path::new("/home/u/.config/cadre/config.toml"),
-        )
-        .expect_err("unknown key");
-        assert!(
-            err.to_string()
-                .starts_with("/home/u/.config/cadre/config.toml: "),
-            "{err}"
-        );
-        assert!(err.message.contains("line 2"), "{err}");
-        let err = ConfigFile::parse("posture = \"yolo\"\n", Path::new("c.toml"))
-            .expect_err("bad posture");
-        assert!(err.message.contains("yolo"), "{err}");
-        let bad_rule = file("[permissions]\ndeny = [\"bash(git push\"]\n");
-        let err =
-            Config::merge(vec![(bad_rule, Scope::Project, "p.toml".into())]).expect_err("bad rule");
-        assert_eq!(err.path, "p.toml");
-    }
-
-    #[test]
-    fn limits_from_the_highest_user_layer_that_sets_each_key_tightened_by_the_project() {
-        let merged = Config::merge(vec![
-            (
-                file("[limits]\nread_bytes = 100\ngrep_matches = 5\n"),
-                Scope::User,
-                "user.toml".into(),
-            ),
-            (
-                file("[limits]\nread_bytes = 200\nlist_entries = 0\n"),
-                Scope::Project,
-                "project.toml".into(),
-            ),
-            (
-                file("[limits]\nread_bytes = 150\n"),
-                Scope::Local,
-                "local.toml".into(),
-            ),
-        ])
-        .expect("merges");
-        let limits = merged.limits().apply(FileLimits::default());
-        assert_eq!(
-            limits,
-            FileLimits {
-                read_bytes: 150,
-                grep_matches: 5,
-                list_entries: 1,
-                ..FileLimits::default()
-            }
-        );
-        assert!(ConfigFile::parse("[limits]\nread_byte = 1\n", Path::new("c.toml")).is_err());
-    }
-}
+mod tests;

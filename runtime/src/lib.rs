@@ -18,6 +18,8 @@
 //! - [`agent`]: sub-agents' authority (it only narrows, also live), typed
 //!   agent and approval ids, the child table, reports.
 //! - [`config`]: configuration files and their precedence.
+//! - [`trust`]: workspace trust: what an untrusted project's config may
+//!   still do, the user's record of trusted workspaces.
 //! - [`goal`]: a session's goal: statuses, settlement, breaker, budgets, verdicts, continuations.
 //! - [`settings`]: user defaults in `settings.toml`, replaced whole under a cross-process lock.
 //! - [`mcp`]: MCP servers over stdio, their tools behind the same gates.
@@ -48,6 +50,7 @@ pub mod settings;
 pub mod snapshot;
 pub mod store;
 pub mod tool;
+pub mod trust;
 pub mod turn;
 
 pub use message::{Message, ToolCall};

@@ -31,4 +31,6 @@ mod shell;
 mod streaming;
 mod support;
 mod tools;
+mod trust;
 mod workflows;
+mod write_ahead;

@@ -23,7 +23,7 @@ use cadre_runtime::permission::{
     Call, Decision, Evaluation, Layer, Policy, Posture, ProtectedPaths, Verdict, evaluate,
 };
 use cadre_runtime::protocol::{ApprovalDecision, Event, FailureCategory, Op};
-use cadre_runtime::tool::{Authorization, Authorizer, DecisionFuture};
+use cadre_runtime::tool::{Authorization, Authorizer, DecisionFuture, Safety};
 use ractor::{Actor, ActorRef, RpcReplyPort};
 
 use super::{SessionMsg, SessionState};
@@ -143,6 +143,9 @@ pub(crate) struct SessionAuthorizer {
     pub(crate) session: ActorRef<SessionMsg>,
     pub(crate) turn_id: u64,
     pub(crate) policy: Arc<TaskPolicy>,
+    /// The agent's store: an allowed side-effecting call waits here until
+    /// its call and decision are committed (the exactly-once rule).
+    pub(crate) store: StoreHandle,
 }
 
 impl Authorizer for SessionAuthorizer {
@@ -150,12 +153,14 @@ impl Authorizer for SessionAuthorizer {
         let session = self.session.clone();
         let turn_id = self.turn_id;
         let policy = self.policy.clone();
+        let store = self.store.clone();
         Box::pin(async move {
             // The parsing and the floor run here, in the tool's task.
             let evaluation = request
                 .refused
                 .is_none()
                 .then(|| Box::new(policy.evaluate(&request)));
+            let side_effect = request.safety == Safety::SideEffect;
             let (reply, answer) = tokio::sync::oneshot::channel();
             let asked = session.cast(SessionMsg::Authorize {
                 turn_id,
@@ -166,9 +171,27 @@ impl Authorizer for SessionAuthorizer {
             if asked.is_err() {
                 return Decision::new(Verdict::Deny, Layer::Posture, "the session has stopped");
             }
-            answer.await.unwrap_or_else(|_| {
+            let decision = answer.await.unwrap_or_else(|_| {
                 Decision::new(Verdict::Deny, Layer::Posture, "the decision was withdrawn")
-            })
+            });
+            if side_effect && decision.verdict != Verdict::Deny {
+                // Write-ahead: the assistant's call (recorded before the call
+                // was started) and this decision (settled before the answer
+                // came) are buffered; the call starts only once they are
+                // committed, so a crash after it started leaves them stored
+                // and a resume reports the call as interrupted instead of
+                // losing it and letting it run again.
+                if let Err(err) = store.commit().await {
+                    return Decision::new(
+                        Verdict::Deny,
+                        Layer::Posture,
+                        format!(
+                            "the call could not be recorded before it ran, so it did not run: {err}"
+                        ),
+                    );
+                }
+            }
+            decision
         })
     }
 }

@@ -852,10 +852,15 @@ impl SessionState {
     /// Answers every call the conversation left open, so the next request
     /// is well-formed.
     fn close_unanswered(&mut self, why: &str) {
+        self.answer_unanswered(&format!("error ({}): {why}", ErrorCode::Cancelled));
+    }
+
+    /// Answers every open call with `content`.
+    pub(super) fn answer_unanswered(&mut self, content: &str) {
         for call in unanswered_calls(&self.conversation) {
             self.record(Arc::new(Message::Tool {
                 call_id: call.id,
-                content: format!("error ({}): {why}", ErrorCode::Cancelled),
+                content: content.to_string(),
             }));
         }
     }

@@ -28,6 +28,10 @@ use cadre_runtime::tool::{Offer, ToolContext};
 use cadre_runtime::turn::{TurnConfig, TurnMachine};
 use ractor::{Actor, ActorRef, RpcReplyPort};
 
+/// The answer a resume gives a call the stopped process left unanswered.
+pub(super) const INTERRUPTED: &str = "interrupted: this call may have run before cadre stopped (a \
+     crash or a kill), and cadre did not run it again; check its effects before repeating it";
+
 use super::{SessionMsg, SessionState, agents, authority, plan as plan_host};
 use crate::store::{FirstMessage, SessionOpen, StoreRequest};
 use crate::turn::{TurnActor, TurnArgs};
@@ -109,10 +113,10 @@ impl SessionState {
                 .restored(&child.path, child.role, child.state, child.report);
         }
         // A crash can leave calls without answers; the next request must
-        // answer every one.
-        self.close_unanswered(
-            "the session stopped (a crash or a kill) before this call was answered",
-        );
+        // answer every one. A side-effecting call was stored before it
+        // started, so it may have run: the model is told so, and cadre never
+        // runs it again itself (the exactly-once rule).
+        self.answer_unanswered(INTERRUPTED);
         self.goal.goal = opened.goal;
         self.first = match (self.spec.first_message.clone(), opened.first) {
             (Some(text), Some(admitted)) => Some(First::Admitted(text, admitted)),
@@ -398,6 +402,7 @@ impl SessionState {
                 session: myself.clone(),
                 turn_id,
                 policy: self.authority.task_policy(&self.spec, &self.live),
+                store: self.store.clone(),
             })),
             file_scopes: spec.authority.file_scopes.clone(),
             agents: spec.subagents.is_some().then(|| {

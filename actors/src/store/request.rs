@@ -271,6 +271,10 @@ pub enum StoreRequest {
         /// It.
         reply: Reply<Vec<Message>>,
     },
+    /// Nothing of its own: answered once everything buffered before it is
+    /// committed, the write-ahead of a side-effecting call (its call and
+    /// its decision stored before it starts).
+    Commit(Reply<()>),
     /// Records a new workflow run and takes its lease.
     CreateRun(Box<RunDraft>, Reply<RunRecord>),
     /// Opens a stored run to resume it (takes its lease): the run and its
@@ -349,7 +353,8 @@ impl StoreRequest {
             | StoreRequest::OpenQuestionnaire(_, reply)
             | StoreRequest::CreateAgent { reply, .. }
             | StoreRequest::AgentState { reply, .. }
-            | StoreRequest::ReleaseLease { reply, .. } => no!(reply),
+            | StoreRequest::ReleaseLease { reply, .. }
+            | StoreRequest::Commit(reply) => no!(reply),
             StoreRequest::Pending { reply, .. } => no!(reply),
             StoreRequest::SetMode { reply, .. } => no!(reply),
             StoreRequest::Answer { reply, .. } => no!(reply),
@@ -402,6 +407,7 @@ impl StoreRequest {
             | StoreRequest::Audit { .. }
             | StoreRequest::Admitted { .. }
             | StoreRequest::Conversation { .. }
+            | StoreRequest::Commit(_)
             | StoreRequest::CreateRun(..)
             | StoreRequest::OpenRun { .. }
             | StoreRequest::RecordInstances { .. }
@@ -560,6 +566,9 @@ impl StoreRequest {
             StoreRequest::Conversation { session_id, reply } => {
                 defer(reply, s.isolated(|s| s.conversation(&session_id)))
             }
+            // The job wrote the buffered appends before it; the answer waits
+            // for the commit like every other.
+            StoreRequest::Commit(reply) => defer(reply, Ok(())),
             StoreRequest::CreateRun(draft, reply) => {
                 let created = s.isolated(|s| {
                     s.create_run(

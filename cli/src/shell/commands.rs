@@ -11,6 +11,7 @@ const MODE_USAGE: &str = "/mode [plan|work|operate]";
 const PLAN_USAGE: &str = "/plan on|off|status|view";
 const MODEL_USAGE: &str = "/model [NAME]";
 const RESTORE_USAGE: &str = "/restore [list | SNAPSHOT [--dry-run]]";
+const TRUST_USAGE: &str = "/trust [yes|no]";
 const GOAL_USAGE: &str = "/goal [OBJECTIVE [budget=50K] | budget=N|clear | edit OBJECTIVE | pause | resume | complete | blocked | clear]";
 
 /// The slash commands and what they do, for `/help`.
@@ -36,6 +37,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "show the goal, set one the session works on until it is verified, or change it",
     ),
     ("/mcp", "the MCP servers: state, tools and their safety"),
+    (
+        TRUST_USAGE,
+        "this workspace's trust: what of its project config is ignored; yes trusts it as it is now, no revokes (for sessions started after)",
+    ),
     ("/config", "the session's effective settings"),
     ("/queue", "how many messages wait for a turn"),
     ("/help", "this list"),
@@ -77,6 +82,8 @@ pub enum Command {
     Goal(GoalAction),
     /// `/mcp`.
     Mcp,
+    /// `/trust`, `/trust yes|grant`, `/trust no|revoke`.
+    Trust(crate::trust_cmd::TrustAction),
     /// `/config`.
     Config,
     /// `/queue`.
@@ -142,6 +149,15 @@ pub fn parse(line: &str) -> Line {
         },
         "/goal" => goal(trimmed.get(name.len()..).unwrap_or_default().trim()),
         "/mcp" => no_arguments(&args, Command::Mcp, "/mcp"),
+        "/trust" => {
+            use crate::trust_cmd::TrustAction;
+            match args.as_slice() {
+                [] | ["show"] => Ok(Command::Trust(TrustAction::Show)),
+                ["yes" | "grant"] => Ok(Command::Trust(TrustAction::Yes)),
+                ["no" | "revoke"] => Ok(Command::Trust(TrustAction::No)),
+                _ => Err(TRUST_USAGE),
+            }
+        }
         "/config" => no_arguments(&args, Command::Config, "/config"),
         "/queue" => no_arguments(&args, Command::Queue, "/queue"),
         "/help" | "/?" => no_arguments(&args, Command::Help, "/help"),

@@ -79,7 +79,10 @@ pub enum Notice {
     /// `/restore`: the host lists the session's snapshots and answers with
     /// `Found`.
     Snapshots,
-    /// What the host found for `McpServers` or `Snapshots`, as text.
+    /// `/trust`: the host shows or changes the workspace's trust and
+    /// answers with `Found`.
+    Trust(crate::trust_cmd::TrustAction),
+    /// What the host found for `McpServers`, `Snapshots` or `Trust`, as text.
     Found(String),
     /// A mode chosen with `/mode` was saved as the startup mode of new
     /// sessions (M6), or could not be (`error`).
@@ -320,6 +323,7 @@ impl Controller {
                 action: Box::new(action),
             }),
             Command::Mcp => notice(Notice::McpServers),
+            Command::Trust(action) => notice(Notice::Trust(action)),
             Command::Config => notice(Notice::Config(self.facts.clone())),
             Command::Queue => op(Op::Status),
             Command::Help => notice(Notice::Help),

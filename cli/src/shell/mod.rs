@@ -22,6 +22,8 @@ pub mod terminal;
 pub mod view;
 pub mod workflow;
 
+use std::path::PathBuf;
+
 use cadre_runtime::Mode;
 use cadre_runtime::protocol::{Envelope, Event, ModelSource};
 use cadre_runtime::settings::Settings;
@@ -53,6 +55,10 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
         attached,
         session_id: session_id.clone(),
         found: found_tx,
+        workspace: config.workspace.clone(),
+        config_dir: settings
+            .as_ref()
+            .and_then(|s| s.path().parent().map(PathBuf::from)),
     };
     // Before the terminal: rustyline saves the SIGINT handler around each
     // line and puts it back after, so the shell's must be in place first.
@@ -278,11 +284,25 @@ struct Lookups {
     attached: crate::attach::Attached,
     session_id: String,
     found: tokio::sync::mpsc::UnboundedSender<Notice>,
+    /// For `/trust`: the workspace and the configuration directory that
+    /// keeps the user's trust record.
+    workspace: PathBuf,
+    config_dir: Option<PathBuf>,
 }
 
 impl Lookups {
     fn answer(&self, notice: &Notice) {
         let found = self.found.clone();
+        if let Notice::Trust(action) = notice {
+            let (action, workspace) = (*action, self.workspace.clone());
+            let config_dir = self.config_dir.clone();
+            tokio::task::spawn_blocking(move || {
+                let text = crate::trust_cmd::apply(action, &workspace, config_dir.as_deref())
+                    .unwrap_or_else(|err| err.message);
+                let _ = found.send(Notice::Found(text));
+            });
+            return;
+        }
         if let Notice::McpServers = notice {
             let mcp = self.attached.mcp.clone();
             tokio::spawn(async move {

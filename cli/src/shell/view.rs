@@ -145,6 +145,7 @@ impl View {
             Notice::SessionGone => "the session stopped; press Enter to leave\n".into(),
             Notice::McpServers => "looking up the MCP servers…\n".into(),
             Notice::Snapshots => "listing this session's snapshots…\n".into(),
+            Notice::Trust(_) => "looking up this workspace's trust…\n".into(),
             Notice::Found(text) => format!("{}\n", text.trim_end()),
             Notice::ModeSaved { mode, error: None } => {
                 format!("{mode} — saved as the startup mode for new sessions\n")

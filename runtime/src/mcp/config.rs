@@ -6,7 +6,9 @@
 //! `.mcp.json`) starts only when the user's own configuration (the user,
 //! local or `--config` file) sets `enabled = true` for it, and only the
 //! user's configuration can mark a server `trusted`. A project's entry never
-//! replaces the command of a server the user declared.
+//! replaces the command of a server the user declared. Until the user
+//! trusts the workspace (`trust.rs`), a project's server does not start even
+//! when enabled: a pull may have changed its command.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +18,7 @@ use serde::Deserialize;
 
 use crate::config::ConfigError;
 use crate::permission::rules::Scope;
+use crate::trust::Trust;
 
 /// How long a server may take to start and list its tools, by default.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -176,6 +179,7 @@ pub fn read_mcp_json(path: &Path) -> Result<BTreeMap<String, McpServerEntry>, Co
 /// to start (see the module's rules). Errors name the file and the entry.
 pub fn merge(
     layers: &[(&BTreeMap<String, McpServerEntry>, Scope, &Path)],
+    trust: Trust,
 ) -> Result<Vec<McpServerConfig>, ConfigError> {
     let mut names: Vec<&String> = layers.iter().flat_map(|(e, _, _)| e.keys()).collect();
     names.sort();
@@ -274,6 +278,12 @@ pub fn merge(
         config.disabled = match (enabled, project_off, from_project) {
             (Some(false), _, _) => Some("enabled = false".into()),
             (None, true, _) => Some("enabled = false in the project's config".into()),
+            // Even one the user enabled: the command may have changed since.
+            (Some(true) | None, _, true) if !trust.is_trusted() => Some(format!(
+                "declared by the project ({}), whose config is not trusted; \
+                 `cadre trust` shows it",
+                config.declared_in.display()
+            )),
             (None, false, true) => Some(format!(
                 "declared by the project ({}); start it by setting \
                  [mcp_servers.{name}] enabled = true in your own config",

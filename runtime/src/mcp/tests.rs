@@ -167,11 +167,46 @@ fn entry(toml_text: &str) -> BTreeMap<String, McpServerEntry> {
 type Layer = (BTreeMap<String, McpServerEntry>, Scope, PathBuf);
 
 fn merged(layers: &[Layer]) -> Result<Vec<McpServerConfig>, crate::config::ConfigError> {
+    merged_with(layers, crate::trust::Trust::Trusted)
+}
+
+fn merged_with(
+    layers: &[Layer],
+    trust: crate::trust::Trust,
+) -> Result<Vec<McpServerConfig>, crate::config::ConfigError> {
     let refs: Vec<_> = layers
         .iter()
         .map(|(e, s, p)| (e, *s, p.as_path()))
         .collect();
-    merge(&refs)
+    merge(&refs, trust)
+}
+
+#[test]
+fn an_untrusted_projects_server_never_starts_even_when_the_user_enabled_it() {
+    use crate::trust::{Trust, Untrusted};
+    let layers = [
+        project("[mcp_servers.web]\ncommand = \"w\"\n"),
+        local("[mcp_servers.web]\nenabled = true\n"),
+        user("[mcp_servers.fs]\ncommand = \"a\"\n"),
+    ];
+    for why in [Untrusted::Never, Untrusted::Changed, Untrusted::Unrecorded] {
+        let servers = merged_with(&layers, Trust::Untrusted(why)).unwrap();
+        let state: Vec<(&str, Option<&str>)> = servers
+            .iter()
+            .map(|s| (s.name.as_str(), s.disabled.as_deref()))
+            .collect();
+        assert_eq!(state[0], ("fs", None), "the user's own server starts");
+        assert_eq!(state[1].0, "web");
+        assert!(
+            state[1].1.is_some_and(|why| why.contains("not trusted")),
+            "{state:?}"
+        );
+    }
+    let trusted = merged_with(&layers, Trust::Trusted).unwrap();
+    assert_eq!(
+        trusted[1].disabled, None,
+        "trusted, the user's enable holds"
+    );
 }
 
 fn user(text: &str) -> Layer {

@@ -36,6 +36,13 @@ fn slash_commands() {
     check("/?", command(Command::Help));
     check("/quit", command(Command::Quit));
     check("/exit", command(Command::Quit));
+    use crate::trust_cmd::TrustAction;
+    check("/trust", command(Command::Trust(TrustAction::Show)));
+    check("/trust show", command(Command::Trust(TrustAction::Show)));
+    check("/trust yes", command(Command::Trust(TrustAction::Yes)));
+    check("/trust grant", command(Command::Trust(TrustAction::Yes)));
+    check("/trust no", command(Command::Trust(TrustAction::No)));
+    check("/trust revoke", command(Command::Trust(TrustAction::No)));
 }
 
 #[test]
@@ -48,6 +55,8 @@ fn bad_arguments_name_the_usage() {
     check("/config x", usage("/config"));
     check("/queue 3", usage("/queue"));
     check("/help me", usage("/help"));
+    check("/trust maybe", usage("/trust [yes|no]"));
+    check("/trust yes now", usage("/trust [yes|no]"));
 }
 
 #[test]
