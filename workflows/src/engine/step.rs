@@ -7,7 +7,10 @@
 //! caller must see, with their ids made the step's. It keeps the watchdogs
 //! (a wall-clock timeout and an idle timeout with no model or tool
 //! progress), runs the check when asked (a command, or a verifier agent:
-//! `verify`), and reports one outcome per phase to the supervisor. A crash of the agent fails this attempt only;
+//! `verify`), and reports one outcome per phase to the supervisor. After its
+//! answer it waits for what the supervisor sends next (a check, a merge, or
+//! a stop): the supervisor stops it whenever the run's machine ends the
+//! attempt ([`crate::scheduler::Effect::ends_attempt`]). A crash of the agent fails this attempt only;
 //! a crash of this actor is the supervisor's supervision event, which
 //! fails the instance only.
 
@@ -416,11 +419,12 @@ impl Actor for StepActor {
                 if !std::mem::replace(&mut state.checking, false) {
                     return Ok(());
                 }
+                // The actor stays: a passed check of a merging step is
+                // followed by its merge; the supervisor stops it otherwise.
                 let _ = state.args.supervisor.cast(SupervisorMsg::Step(
                     state.args.id,
                     StepReport::Checked { passed, detail },
                 ));
-                myself.stop(None);
             }
             StepMsg::Stop => {
                 state.reported = true;
