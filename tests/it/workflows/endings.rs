@@ -55,9 +55,7 @@ impl Outcome {
         match self {
             Outcome::NoCallUnderCheck => "check = \"true\"\n",
             Outcome::NotJson => "output = \"json\"\n",
-            Outcome::BreaksSchema => {
-                "output = \"json\"\noutput_schema = { type = \"object\" }\n"
-            }
+            Outcome::BreaksSchema => "output = \"json\"\noutput_schema = { type = \"object\" }\n",
             Outcome::CheckFails => "output = \"json\"\ncheck = \"false\"\n",
             Outcome::Verified => "output = \"json\"\ncheck = \"true\"\n",
         }
@@ -102,7 +100,9 @@ async fn every_generated_outcome_ends_its_run_through_the_engine_with_counts_tha
             name: "script.toml".into(),
         })
         .await;
-        let why = format!("case {case}: {outcome:?}, retries {retries}, {items} items, dependents {dependents}");
+        let why = format!(
+            "case {case}: {outcome:?}, retries {retries}, {items} items, dependents {dependents}"
+        );
         let finished = harness.run(&text, Posture::Auto, None).await;
         let completed = finished
             .events
@@ -133,18 +133,30 @@ async fn every_generated_outcome_ends_its_run_through_the_engine_with_counts_tha
             (true, false) => Some(State::Blocked),
         };
         if let Some(after) = after {
-            assert_eq!(finished.states("after", None).last().map(String::as_str), Some(after.as_str()), "{why}");
+            assert_eq!(
+                finished.states("after", None).last().map(String::as_str),
+                Some(after.as_str()),
+                "{why}"
+            );
         }
         // Each item ran 1 + retries attempts when it failed, 1 when not.
-        let attempts = finished.states("work", Some(0)).iter().filter(|s| *s == "dispatched").count();
-        let expected = if outcome.succeeds() { 1 } else { 1 + retries as usize };
+        let attempts = finished
+            .states("work", Some(0))
+            .iter()
+            .filter(|s| *s == "dispatched")
+            .count();
+        let expected = if outcome.succeeds() {
+            1
+        } else {
+            1 + retries as usize
+        };
         assert_eq!(attempts, expected, "{why}");
     }
 }
 
 /// `cadre workflow run FILE` in `dir`'s workspace with `script`, its own
 /// home, configuration and data.
-async fn run_binary(dir: &Path, workflow: &str, script: &str, extra: &[&str]) -> Output {
+pub(super) async fn run_binary(dir: &Path, workflow: &str, script: &str, extra: &[&str]) -> Output {
     let file = dir.join("wf.toml");
     std::fs::write(&file, workflow).expect("workflow");
     let script_file = dir.join("script.toml");
@@ -195,7 +207,7 @@ async fn run_binary(dir: &Path, workflow: &str, script: &str, extra: &[&str]) ->
 }
 
 /// The `workflow.completed` line of stream-json output.
-fn completed(out: &Output) -> serde_json::Value {
+pub(super) fn completed(out: &Output) -> serde_json::Value {
     out.stdout
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
