@@ -58,6 +58,7 @@ async fn compare(n: usize, parallel: usize, latency: Duration) -> (Measured, Mea
             name: "bench".into(),
             secret: SECRET.into(),
             listen: "127.0.0.1:0".parse().expect("addr"),
+            limits: Default::default(),
         },
         nodes: vec![a, b],
         local_slots: 0,

@@ -91,6 +91,13 @@ pub struct NodeArgs {
     /// A file holding the cluster secret (default: $CADRE_CLUSTER_SECRET).
     #[arg(long, value_name = "FILE")]
     pub secret_file: Option<PathBuf>,
+    /// Milliseconds a connecting peer has to prove the secret before it is
+    /// closed.
+    #[arg(long, default_value_t = 5000, value_name = "MS")]
+    pub handshake_timeout_ms: u64,
+    /// Connections not yet authenticated at once; more are closed at once.
+    #[arg(long, default_value_t = 32, value_name = "N")]
+    pub max_unauthenticated: usize,
     /// The model, limits and rules agents run with here.
     #[command(flatten)]
     pub session: SessionArgs,

@@ -13,6 +13,7 @@ use cadre_runtime::config::ClusterSettings;
 use cadre_runtime::permission::Posture;
 use cadre_runtime::permission::rules::{PermissionRules, RuleKind};
 use cadre_workflows::cluster::admit::{Ceiling, Mapping};
+use cadre_workflows::cluster::guard::PreAuthLimits;
 use cadre_workflows::cluster::link::LinkNotice;
 use cadre_workflows::cluster::node::{NodeConfig, Notice};
 use cadre_workflows::cluster::server::{PeerEvent, ServerConfig};
@@ -122,6 +123,8 @@ pub async fn node(
         name,
         serve: served,
         secret_file,
+        handshake_timeout_ms,
+        max_unauthenticated,
         session,
     } = args;
     if session.resume.is_some() || session.continue_latest {
@@ -177,6 +180,11 @@ pub async fn node(
         name: name.clone(),
         secret,
         listen,
+        limits: PreAuthLimits {
+            handshake: Duration::from_millis(handshake_timeout_ms.max(1)),
+            pending: max_unauthenticated.max(1),
+            ..PreAuthLimits::default()
+        },
     };
     let mut handle = serve(&server, node_config, template, &connect)
         .await
@@ -257,6 +265,7 @@ pub async fn coordinator(
             name: format!("coordinator-{}", std::process::id()),
             secret,
             listen,
+            limits: PreAuthLimits::default(),
         },
         nodes,
         local_slots: args.local_slots.or(settings.local_slots).unwrap_or(0),

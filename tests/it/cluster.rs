@@ -28,6 +28,8 @@ use crate::support::hermetic::Hermetic;
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
 use crate::workflows::{Harness, answered, prompt_of};
 
+mod flood;
+
 pub(crate) const SECRET: &str = "loopback-test-secret";
 
 /// A free loopback port (taken and given back at once).
@@ -58,15 +60,34 @@ impl Node {
         mock: &MockServer,
         secret: &str,
     ) -> Node {
-        Node::serving(name, s(workspace), slots, mock, secret).await
+        Node::serving(name, s(workspace), slots, mock, secret, &[]).await
+    }
+
+    /// [`Node::start`] with more flags for `cadre node`.
+    pub(crate) async fn start_with(
+        name: &str,
+        workspace: &Path,
+        slots: u32,
+        mock: &MockServer,
+        secret: &str,
+        flags: &[&str],
+    ) -> Node {
+        Node::serving(name, s(workspace), slots, mock, secret, flags).await
     }
 
     /// Starts a node with `--serve serve` (a path, or `COORD=LOCAL`). The
     /// port is free when chosen; should another process take it before the
     /// node listens, the node exits and is started again on another.
-    async fn serving(name: &str, serve: &str, slots: u32, mock: &MockServer, secret: &str) -> Node {
+    async fn serving(
+        name: &str,
+        serve: &str,
+        slots: u32,
+        mock: &MockServer,
+        secret: &str,
+        flags: &[&str],
+    ) -> Node {
         for _ in 0..3 {
-            if let Some(node) = Node::try_start(name, serve, slots, mock, secret).await {
+            if let Some(node) = Node::try_start(name, serve, slots, mock, secret, flags).await {
                 return node;
             }
         }
@@ -79,6 +100,7 @@ impl Node {
         slots: u32,
         mock: &MockServer,
         secret: &str,
+        flags: &[&str],
     ) -> Option<Node> {
         let addr = format!("127.0.0.1:{}", free_port());
         let mut child = Command::new(env!("CARGO_BIN_EXE_cadre"))
@@ -100,6 +122,7 @@ impl Node {
                 "--max-retries",
                 "1",
             ])
+            .args(flags)
             .env("CADRE_CLUSTER_SECRET", secret)
             .env_remove("OPENAI_BASE_URL")
             .env_remove("OPENAI_API_KEY")
@@ -169,7 +192,7 @@ fn fan_out(items: usize, max_parallel: u32, retries: u32) -> String {
 }
 
 /// `cadre workflow run` of `text` on `nodes`, with `flags`, as a child.
-fn coordinator(
+pub(crate) fn coordinator(
     text: &str,
     dirs: &(TempDir, TempDir),
     mock: &MockServer,
@@ -227,7 +250,7 @@ pub(crate) async fn finish(child: Child) -> Output {
     }
 }
 
-fn dirs() -> (TempDir, TempDir) {
+pub(crate) fn dirs() -> (TempDir, TempDir) {
     let ws = TempDir::new().expect("workspace");
     let data = TempDir::new().expect("data");
     // The nodes serve the workspace as this machine resolves it.
@@ -501,6 +524,7 @@ async fn approvals_from_a_remote_step_reach_the_caller() {
             name: "test-coordinator".into(),
             secret: SECRET.into(),
             listen: "127.0.0.1:0".parse().expect("addr"),
+            limits: Default::default(),
         },
         nodes: vec![node.addr.clone()],
         local_slots: 0,
@@ -634,8 +658,8 @@ async fn a_node_lost_while_its_check_runs_fails_the_check_and_the_step_is_verifi
     }
     std::fs::write(copies.0.path().join("hang"), "").expect("hang");
     let serve = |copy: &TempDir| format!("{}={}", s(dirs.0.path()), s(copy.path()));
-    let mut a = Node::serving("a", &serve(&copies.0), 1, &mock, SECRET).await;
-    let b = Node::serving("b", &serve(&copies.1), 1, &mock, SECRET).await;
+    let mut a = Node::serving("a", &serve(&copies.0), 1, &mock, SECRET, &[]).await;
+    let b = Node::serving("b", &serve(&copies.1), 1, &mock, SECRET, &[]).await;
     let mut run = coordinator(
         &checked_fan_out(1, "if [ -f hang ]; then sleep 5; fi; test -f seen.txt", 1),
         &dirs,

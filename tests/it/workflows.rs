@@ -3,6 +3,7 @@
 
 mod admission;
 mod dry_run;
+mod endings;
 mod operate;
 mod resume;
 mod runs;

@@ -36,7 +36,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::{ForEach, OnFailure, OutputKind, StepId, Workflow};
+use crate::model::{Check, ForEach, OnFailure, OutputKind, StepId, Workflow};
+use crate::template::{Template, shell_word};
 
 use outputs::{FILE_THRESHOLD, output_file};
 
@@ -220,7 +221,10 @@ impl Scheduler {
             }
             Input::Answered { id, output, calls } => self.answered(id, output, calls, &mut fx),
             Input::AttemptFailed { id, reason } => {
-                if self.is(id, State::Dispatched) {
+                // Its agent, its check or its merge may end it: a crash or
+                // a lost node while a check runs ends the attempt as surely
+                // as a failed turn does.
+                if self.attempt_live(id) {
                     self.running -= 1;
                     self.attempt_failed(id, reason, &mut fx);
                 }
@@ -270,6 +274,24 @@ impl Scheduler {
         }
         self.pump(&mut fx);
         fx
+    }
+
+    /// Whether an attempt of `id` holds a slot: its agent works, its check
+    /// runs, or its worktree merges. Exactly these count in
+    /// [`Scheduler::running`], and only these have a step actor.
+    pub fn attempt_live(&self, id: InstanceId) -> bool {
+        let Some(inst) = self.instance(id) else {
+            return false;
+        };
+        match inst.state {
+            State::Dispatched => true,
+            State::Finalized => self.checking(id) || inst.merging,
+            State::Pending
+            | State::Verified
+            | State::Failed
+            | State::Blocked
+            | State::Cancelled => false,
+        }
     }
 
     fn is(&self, id: InstanceId, state: State) -> bool {
@@ -361,8 +383,28 @@ impl Scheduler {
             Some(check) => {
                 // The slot stays taken while the check runs.
                 self.set(id, State::Finalized, None, fx);
+                let check = self.render_check(id, check);
                 fx.push(Effect::RunCheck { id, check });
             }
+        }
+    }
+
+    /// A check command with this instance's `{{item}}`, `{{index}}` and
+    /// `{{vars.NAME}}` filled in, each value one shell word (validation
+    /// refuses any other reference in a check).
+    fn render_check(&self, id: InstanceId, check: Check) -> Check {
+        match check {
+            Check::Command(text) => {
+                let item = self.instance(id).and_then(|i| i.item.clone());
+                match Template::parse(&text) {
+                    Ok(template) => Check::Command(
+                        template.render(|r| shell_word(&self.lookup(r, item.as_ref(), id.index))),
+                    ),
+                    // Validated: it parses. Unparsed, it runs as written.
+                    Err(_) => Check::Command(text),
+                }
+            }
+            Check::Verifier => Check::Verifier,
         }
     }
 
@@ -409,9 +451,12 @@ impl Scheduler {
 
     /// An attempt hit a transient model failure: back to the queue, its
     /// attempt not spent, while re-queues are left.
+    /// Once nothing more is dispatched (a halt, a cancelled run), it would
+    /// wait in the queue forever: it fails like any attempt then.
     fn requeue(&mut self, id: InstanceId, reason: String, fx: &mut Vec<Effect>) {
+        let stopped = self.cancelled || self.halted.is_some();
         let inst = self.inst(id);
-        if inst.requeues >= MAX_REQUEUES {
+        if inst.requeues >= MAX_REQUEUES || stopped {
             return self.attempt_failed(id, reason, fx);
         }
         inst.requeues += 1;
@@ -594,5 +639,7 @@ fn json_kind(value: &Value) -> &'static str {
     }
 }
 
+#[cfg(test)]
+mod endings;
 #[cfg(test)]
 mod tests;

@@ -1,10 +1,12 @@
-//! Prompt and scope templates: text with `{{…}}` references.
+//! Prompt, scope and check templates: text with `{{…}}` references.
 //!
 //! A reference is one of `vars.NAME`, `item`, `index`,
 //! `steps.NAME.output` (a single step's final answer) or
 //! `steps.NAME.outputs` (a fan-out step's answers, a JSON array in item
 //! order). Spaces inside the braces are allowed. Anything else between
-//! `{{` and `}}` is an error found at validation, with its place.
+//! `{{` and `}}` is an error found at validation, with its place. A check
+//! command is rendered with each value quoted as one shell word
+//! ([`shell_word`]), so an item cannot add a command of its own.
 
 use std::fmt;
 use std::ops::Range;
@@ -123,6 +125,13 @@ impl Template {
         }
         out
     }
+}
+
+/// `text` as one shell word, single-quoted: bash takes everything between
+/// single quotes literally, and a single quote inside is closed, escaped
+/// and reopened (`'\''`). `a; touch PWNED` becomes `'a; touch PWNED'`.
+pub fn shell_word(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 fn parse_ref(expr: &str) -> Result<Ref, String> {

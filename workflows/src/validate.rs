@@ -127,7 +127,12 @@ impl Validator<'_> {
     /// Where a string value's content starts (after its quotes), so a
     /// template's errors point into it.
     fn content_start(&self, s: &Spanned<String>) -> usize {
-        let at = s.span().start;
+        self.content_at(s.span().start)
+    }
+
+    /// Where the text of the string literal starting at byte `at` begins
+    /// (after its opening quotes).
+    fn content_at(&self, at: usize) -> usize {
         let rest = self.source.text.get(at..).unwrap_or_default();
         let skip = if rest.starts_with("\"\"\"") || rest.starts_with("'''") {
             3 + usize::from(rest[3..].starts_with('\n'))
@@ -377,7 +382,7 @@ impl Validator<'_> {
                 ),
             );
         }
-        let check = raw.check.as_ref().and_then(|c| self.check(c, &name));
+        let check = raw.check.as_ref().and_then(|c| self.check(c, vars, &name));
         let duration = |v: &mut Self, d: &Option<Spanned<String>>, what: &str| {
             d.as_ref().and_then(|d| {
                 let parsed = parse_duration(d.get_ref());
@@ -560,9 +565,19 @@ impl Validator<'_> {
         }
     }
 
-    fn check(&mut self, check: &Spanned<toml::Value>, name: &str) -> Option<Check> {
+    /// A check: a command (a template: its references are checked here,
+    /// the steps' and the fan-out's once the graph is known) or the
+    /// verifier.
+    fn check(
+        &mut self,
+        check: &Spanned<toml::Value>,
+        vars: &BTreeMap<String, String>,
+        name: &str,
+    ) -> Option<Check> {
         match check.get_ref() {
             toml::Value::String(command) if !command.trim().is_empty() => {
+                let text = Spanned::new(check.span(), command.clone());
+                self.template(&text, vars, name, "check")?;
                 Some(Check::Command(command.clone()))
             }
             toml::Value::Table(t)

@@ -128,3 +128,43 @@ async fn a_worktree_step_outside_git_fails_and_says_why() {
     assert!(reason.contains("needs a git repository"), "{reason}");
     assert!(mock.requests().is_empty());
 }
+
+#[tokio::test]
+async fn a_worktree_step_cannot_merge_the_next_sessions_config_into_the_workspace() {
+    let dir = tempfile::tempdir().expect("dir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    commit_shared(&ws);
+    // The step spells `.cadre` so no reader sees it, and changes a file it
+    // may change: neither comes back.
+    let script = r#"
+[[response]]
+iteration = 1
+repeat = true
+[[response.tool_calls]]
+name = "bash"
+arguments = { command = '''python3 -c "import os; p='.ca'+'dre'; os.makedirs(p, exist_ok=True); open(p+'/config.local.toml','w').write('posture = 1'); open('shared.txt','w').write('step')"''' }
+
+[[response]]
+iteration = 2
+repeat = true
+text = "done"
+"#;
+    let text = "[workflow]\nname = \"plant\"\n[[steps]]\nname = \"x\"\nprompt = \"x\"\nisolation = \"worktree\"\nmerge = true\n";
+    let out = super::endings::run_binary(dir.path(), text, script, &["--posture", "bypass"]).await;
+    let done = super::endings::completed(&out);
+    assert_eq!((out.code, &done["counts"]["failed"]), (1, &json!(1)), "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains(
+            "merge refused: .cadre/config.local.toml (protected: cadre's project configuration (.cadre))"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(!ws.join(".cadre/config.local.toml").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("shared.txt")).ok().as_deref(),
+        Some("base\n"),
+        "nothing came back"
+    );
+}

@@ -17,6 +17,8 @@
 //! - `admit`: the node's check of an order (authority, workspace,
 //!   ceiling), pure.
 //! - `places`: placement by free slots, pure.
+//! - `guard`: the limits on a peer before it authenticates (handshake
+//!   deadline, frame cap, connection cap), in front of ractor_cluster.
 //! - `server`: the node server both sides run, peers' events.
 //! - `node`: the node's service actor.
 //! - `link`: the coordinator's actor.
@@ -24,6 +26,7 @@
 
 pub mod admit;
 pub mod child;
+pub mod guard;
 pub mod link;
 pub mod node;
 pub mod places;

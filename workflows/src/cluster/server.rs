@@ -1,10 +1,12 @@
-//! The node server both sides run: ractor_cluster's `NodeServer` on a TCP
-//! address, authenticating every peer with the shared secret (its magic
-//! cookie), and what happens to peers as [`PeerEvent`]s.
+//! The node server both sides run: ractor_cluster's `NodeServer`,
+//! authenticating every peer with the shared secret (its magic cookie),
+//! reached through cadre's own listener on the TCP address, which holds
+//! peers to [`PreAuthLimits`] until they authenticate (`guard`), and what
+//! happens to peers as [`PeerEvent`]s.
 
 use std::collections::HashSet;
-use std::net::SocketAddr;
-use std::sync::Mutex;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
 
 use ractor::{Actor, ActorRef};
 use ractor_cluster::node::NodeServerSessionInformation;
@@ -12,6 +14,7 @@ use ractor_cluster::{NodeEventSubscription, NodeServer, NodeServerMessage};
 use tokio::sync::mpsc;
 
 use super::ClusterError;
+use super::guard::{self, Gates, PreAuthLimits};
 
 /// How a node server starts.
 #[derive(Debug, Clone)]
@@ -24,6 +27,8 @@ pub struct ServerConfig {
     /// The address to listen on (port 0: any free port, for a process that
     /// only connects out).
     pub listen: SocketAddr,
+    /// What a peer may cost before it authenticates.
+    pub limits: PreAuthLimits,
 }
 
 /// What happened to a peer connection.
@@ -52,6 +57,8 @@ pub enum PeerEvent {
 struct Watch {
     events: mpsc::UnboundedSender<PeerEvent>,
     authenticated: Mutex<HashSet<u64>>,
+    /// The guarded connections, opened as their peers authenticate.
+    gates: Arc<Gates>,
 }
 
 impl Watch {
@@ -66,6 +73,7 @@ impl NodeEventSubscription for Watch {
     fn node_session_opened(&self, _: NodeServerSessionInformation) {}
 
     fn node_session_authenticated(&self, session: NodeServerSessionInformation) {
+        self.gates.opened(&session.peer_addr);
         self.seen().insert(session.node_id);
     }
 
@@ -77,6 +85,7 @@ impl NodeEventSubscription for Watch {
     }
 
     fn node_session_disconnected(&self, session: NodeServerSessionInformation) {
+        self.gates.closed(&session.peer_addr);
         let authenticated = self.seen().remove(&session.node_id);
         let _ = self.events.send(PeerEvent::Gone {
             node_id: session.node_id,
@@ -90,10 +99,12 @@ impl NodeEventSubscription for Watch {
 pub struct Server {
     /// The server actor (connect out through it).
     pub actor: ActorRef<NodeServerMessage>,
-    /// Ends when the server stops.
+    /// Ends when the server stops (its listener closed with it).
     pub join: tokio::task::JoinHandle<()>,
     /// Peers becoming ready and going away.
     pub events: mpsc::UnboundedReceiver<PeerEvent>,
+    /// The address it listens on (the port chosen, for port 0).
+    pub addr: SocketAddr,
 }
 
 /// Starts a node server; an empty secret is refused.
@@ -101,18 +112,27 @@ pub async fn start(config: &ServerConfig) -> Result<Server, ClusterError> {
     if config.secret.trim().is_empty() {
         return Err(ClusterError::NoSecret);
     }
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| ClusterError::Listen(config.listen, e.to_string()))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| ClusterError::Listen(config.listen, e.to_string()))?;
+    // ractor_cluster always opens a listener of its own: on loopback, on a
+    // port nobody is told, while peers come through `listener`.
     let server = NodeServer::new(
-        config.listen.port(),
+        0,
         config.secret.clone(),
         config.name.clone(),
         config.listen.ip().to_string(),
         None,
         Some(ractor_cluster::node::NodeConnectionMode::Isolated),
     )
-    .with_listen_addr(config.listen.ip());
-    let (actor, join) = Actor::spawn(None, server, ())
+    .with_listen_addr(Ipv4Addr::LOCALHOST.into());
+    let (actor, node_join) = Actor::spawn(None, server, ())
         .await
         .map_err(|e| ClusterError::Listen(config.listen, e.to_string()))?;
+    let gates = Arc::new(Gates::default());
     let (tx, events) = mpsc::unbounded_channel();
     actor
         .cast(NodeServerMessage::SubscribeToEvents {
@@ -120,13 +140,20 @@ pub async fn start(config: &ServerConfig) -> Result<Server, ClusterError> {
             subscription: Box::new(Watch {
                 events: tx,
                 authenticated: Mutex::new(HashSet::new()),
+                gates: gates.clone(),
             }),
         })
         .map_err(|e| ClusterError::Listen(config.listen, e.to_string()))?;
+    let accept = tokio::spawn(guard::serve(listener, actor.clone(), gates, config.limits));
+    let join = tokio::spawn(async move {
+        let _ = node_join.await;
+        accept.abort();
+    });
     Ok(Server {
         actor,
         join,
         events,
+        addr,
     })
 }
 

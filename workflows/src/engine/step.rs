@@ -7,7 +7,10 @@
 //! caller must see, with their ids made the step's. It keeps the watchdogs
 //! (a wall-clock timeout and an idle timeout with no model or tool
 //! progress), runs the check when asked (a command, or a verifier agent:
-//! `verify`), and reports one outcome per phase to the supervisor. A crash of the agent fails this attempt only;
+//! `verify`), and reports one outcome per phase to the supervisor. After its
+//! answer it waits for what the supervisor sends next (a check, a merge, or
+//! a stop): the supervisor stops it whenever the run's machine ends the
+//! attempt ([`crate::scheduler::Effect::ends_attempt`]). A crash of the agent fails this attempt only;
 //! a crash of this actor is the supervisor's supervision event, which
 //! fails the instance only.
 
@@ -26,7 +29,7 @@ use super::check::{DEFAULT_CHECK_TIMEOUT, run_check};
 use super::ids::{outer_agent_id, outer_approval_id};
 use super::supervisor::{StepReport, SupervisorMsg};
 use super::verify::{VERIFIER_ROLE, outcome, read_verdict, verifier, verifier_request};
-use super::worktree::{MergeError, Worktree};
+use super::worktree::{MergeError, MergeRules, Worktree};
 use crate::cluster::link::{Remote, StartFailure};
 use crate::cluster::wire::Order;
 use crate::cluster::{Cluster, HEARTBEAT_TIMEOUT, RemoteAgent};
@@ -365,8 +368,13 @@ impl Actor for StepActor {
                     let _ = me.cast(StepMsg::Merged(Err("the step has no worktree".into())));
                     return Ok(());
                 };
+                // Held to what the step's own writes may reach.
+                let rules = MergeRules {
+                    scopes: state.args.spec.authority.file_scopes.clone(),
+                    protected: (*state.args.spec.protected).clone(),
+                };
                 tokio::task::spawn_blocking(move || {
-                    let _ = me.cast(StepMsg::Merged(merge_back(&worktree)));
+                    let _ = me.cast(StepMsg::Merged(merge_back(&worktree, &rules)));
                 });
             }
             StepMsg::Merged(result) => {
@@ -416,11 +424,12 @@ impl Actor for StepActor {
                 if !std::mem::replace(&mut state.checking, false) {
                     return Ok(());
                 }
+                // The actor stays: a passed check of a merging step is
+                // followed by its merge; the supervisor stops it otherwise.
                 let _ = state.args.supervisor.cast(SupervisorMsg::Step(
                     state.args.id,
                     StepReport::Checked { passed, detail },
                 ));
-                myself.stop(None);
             }
             StepMsg::Stop => {
                 state.reported = true;
@@ -804,8 +813,8 @@ fn terminal(message: &str) -> bool {
 
 /// Merges a worktree back, and removes it when everything came back; a
 /// conflict keeps it for a person and says where.
-fn merge_back(worktree: &Worktree) -> Result<Vec<String>, String> {
-    match worktree.merge() {
+fn merge_back(worktree: &Worktree, rules: &MergeRules) -> Result<Vec<String>, String> {
+    match worktree.merge(rules) {
         Ok(files) => {
             if let Err(why) = worktree.remove() {
                 tracing::warn!(%why, worktree = %worktree.path.display(), "a merged worktree could not be removed");
@@ -815,6 +824,13 @@ fn merge_back(worktree: &Worktree) -> Result<Vec<String>, String> {
         Err(MergeError::Conflict(files)) => Err(format!(
             "merge conflict: {} changed in the workspace too; nothing was brought back, and the \
              step's worktree is kept at {} (branch {})",
+            files.join(", "),
+            worktree.path.display(),
+            worktree.branch()
+        )),
+        Err(MergeError::Refused(files)) => Err(format!(
+            "merge refused: {}; nothing was brought back, and the step's worktree is kept at {} \
+             (branch {})",
             files.join(", "),
             worktree.path.display(),
             worktree.branch()

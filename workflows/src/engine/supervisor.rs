@@ -154,6 +154,10 @@ pub struct SupervisorState {
     roles: std::collections::BTreeMap<String, RoleConfig>,
     next_agent: u32,
     live: HashMap<InstanceId, Live>,
+    /// Attempts the machine is done with, told to stop, until their actor
+    /// ends (its slot is given back then); the run ends only once none is
+    /// left.
+    ending: HashMap<ractor::ActorId, Live>,
     cluster: Option<Cluster>,
     /// Attempts waiting for a slot, first first.
     waiting: VecDeque<Waiting>,
@@ -195,6 +199,7 @@ impl Actor for SupervisorActor {
             roles: args.roles,
             next_agent: args.next_agent,
             live: HashMap::new(),
+            ending: HashMap::new(),
             cluster: args.cluster,
             waiting: VecDeque::new(),
             unstarted: HashMap::new(),
@@ -290,6 +295,12 @@ impl Actor for SupervisorActor {
     ) -> Result<(), ActorProcessingErr> {
         match event {
             SupervisionEvent::ActorFailed(cell, error) => {
+                if let Some(done) = state.ending.remove(&cell.get_id()) {
+                    state.release(&done);
+                    state.place_waiting(&myself).await;
+                    state.finish_if_done(&myself).await;
+                    return Ok(());
+                }
                 let crashed = state
                     .live
                     .iter()
@@ -317,6 +328,9 @@ impl Actor for SupervisorActor {
                     if let Some(live) = state.live.remove(&id) {
                         state.release(&live);
                     }
+                }
+                if let Some(done) = state.ending.remove(&cell.get_id()) {
+                    state.release(&done);
                 }
                 state.place_waiting(&myself).await;
                 state.finish_if_done(&myself).await;
@@ -386,6 +400,9 @@ impl SupervisorState {
 
     async fn perform(&mut self, myself: &ActorRef<SupervisorMsg>, effects: Vec<Effect>) {
         for effect in effects {
+            if let Some(id) = effect.ends_attempt(self.scheduler.workflow()) {
+                self.retire(id);
+            }
             match effect {
                 Effect::Expanded { step, items } => {
                     for index in 0..items.len() {
@@ -457,13 +474,11 @@ impl SupervisorState {
                         Box::pin(self.perform(myself, more)).await;
                     }
                 },
+                // Its actor, if it has one, was retired above.
                 Effect::Stop { id } => {
                     self.waiting.retain(|w| w.id != id);
                     // An attempt still starting is not placed again.
                     self.unstarted.remove(&id);
-                    if let Some(live) = self.live.get(&id) {
-                        let _ = live.actor.cast(StepMsg::Stop);
-                    }
                 }
                 Effect::Output { id, output, file } => {
                     if let Some(file) = file {
@@ -483,19 +498,30 @@ impl SupervisorState {
                         index: fan_out.then_some(id.index as u64),
                         output: cadre_runtime::tool::truncate_middle(&output, 2000),
                     });
-                    // Without a check or a merge, the attempt is over.
-                    if name.check.is_none()
-                        && !name.merge
-                        && let Some(live) = self.live.get(&id)
-                    {
-                        let _ = live.actor.cast(StepMsg::Stop);
-                    }
                 }
-                Effect::Done(report) => self.report = Some(report),
+                Effect::Done(report) => {
+                    // Every instance is settled: no attempt is left to
+                    // wait for.
+                    let left: Vec<InstanceId> = self.live.keys().copied().collect();
+                    for id in left {
+                        self.retire(id);
+                    }
+                    self.report = Some(report);
+                }
             }
         }
         self.flush(myself);
         self.finish_if_done(myself).await;
+    }
+
+    /// Ends the attempt `id` runs, if any: its actor is told to stop and
+    /// is waited for (its slot given back) apart from the instance, whose
+    /// next attempt may start at once.
+    fn retire(&mut self, id: InstanceId) {
+        if let Some(live) = self.live.remove(&id) {
+            let _ = live.actor.cast(StepMsg::Stop);
+            self.ending.insert(live.actor.get_id(), live);
+        }
     }
 
     /// Gives back the slot an ended attempt held.
@@ -642,6 +668,8 @@ impl SupervisorState {
                 if let Some(again) = again {
                     self.unstarted.insert(id, again);
                 }
+                // An earlier attempt still held is ended, never orphaned.
+                self.retire(id);
                 self.live.insert(id, Live { actor, path, place });
             }
             // Its start (worktree, agent, node) fails later, as a report.
@@ -865,6 +893,7 @@ impl SupervisorState {
             || self.flushing
             || !self.dirty.is_empty()
             || !self.live.is_empty()
+            || !self.ending.is_empty()
             || !self.waiting.is_empty()
         {
             return;

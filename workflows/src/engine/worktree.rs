@@ -13,13 +13,19 @@
 //! ones left out) with the commit it started from. A changed file is
 //! brought back when the workspace still holds that commit's version of it
 //! (or already holds the step's); otherwise someone else changed it too and
-//! that is a conflict. The merge is all or nothing: any conflict (or a
-//! symlink on the way, which it never writes through) brings nothing back,
-//! fails the step naming the files, and keeps the worktree and its branch
-//! for a person. A clean merge removes both.
+//! that is a conflict. The merge is held to the rules of a tool write
+//! ([`MergeRules`], [`refusal`]): nothing under a `.git` or `.cadre` of any
+//! depth and case (a step could plant `.cadre/config.local.toml` for the
+//! next session, or a hook), nothing in cadre's protected roots, nothing
+//! outside the step's workspace or its file scopes, and no symlink on
+//! either side. The merge is all or nothing: every file is judged first,
+//! and any refusal or conflict brings nothing back, fails the step naming
+//! the files, and keeps the worktree and its branch for a person. A clean
+//! merge removes both.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
+use cadre_runtime::permission::ProtectedPaths;
 use git2::{BranchType, Delta, DiffOptions, Oid, Repository, WorktreeAddOptions};
 
 /// A step's worktree.
@@ -33,6 +39,8 @@ pub struct Worktree {
     pub workspace: PathBuf,
     /// The repository's working directory.
     repo: PathBuf,
+    /// The workspace's place in the repository (empty at its root).
+    inner: PathBuf,
     /// The commit it started from.
     base: Oid,
 }
@@ -41,8 +49,11 @@ pub struct Worktree {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MergeError {
     /// These files (relative to the repository) changed in the workspace
-    /// too, or lie behind a symlink.
+    /// too.
     Conflict(Vec<String>),
+    /// These files may not be written by the step, each with why: a
+    /// protected path, outside its workspace or scope, a symlink.
+    Refused(Vec<String>),
     /// git or the file system failed.
     Failed(String),
 }
@@ -107,6 +118,7 @@ impl Worktree {
             path,
             workspace,
             repo: root,
+            inner,
             base: head.id(),
         })
     }
@@ -114,7 +126,7 @@ impl Worktree {
     /// Brings the worktree's changes back into the repository's working
     /// directory: every changed file (relative to the repository), or
     /// nothing.
-    pub fn merge(&self) -> Result<Vec<String>, MergeError> {
+    pub fn merge(&self, rules: &MergeRules) -> Result<Vec<String>, MergeError> {
         let failed = MergeError::Failed;
         let tree = Repository::open(&self.path).map_err(|e| failed(err("the worktree")(e)))?;
         let base = tree
@@ -131,6 +143,7 @@ impl Worktree {
             .map_err(|e| failed(err("the worktree's changes")(e)))?;
         let mut changes: Vec<(String, Option<Vec<u8>>)> = Vec::new();
         let mut conflicts = Vec::new();
+        let mut refused = Vec::new();
         for delta in diff.deltas() {
             let deleted = delta.status() == Delta::Deleted;
             let file = if deleted {
@@ -142,13 +155,27 @@ impl Worktree {
                 continue;
             };
             let name = rel.to_string_lossy().into_owned();
+            if let Some(why) = refusal(rel, &self.inner, &self.repo, rules) {
+                refused.push(format!("{name} ({why})"));
+                continue;
+            }
             let theirs = self.path.join(rel);
+            if behind_symlink(&self.path, rel.parent().unwrap_or(Path::new(""))) {
+                refused.push(format!("{name} (behind a symlink in the worktree)"));
+                continue;
+            }
             let new = if deleted {
                 None
             } else {
                 match std::fs::symlink_metadata(&theirs) {
                     Ok(meta) if meta.file_type().is_symlink() => {
-                        conflicts.push(format!("{name} (a symlink)"));
+                        refused.push(format!("{name} (a symlink, never followed)"));
+                        continue;
+                    }
+                    Ok(meta) if meta.is_dir() => {
+                        refused.push(format!(
+                            "{name} (a directory git does not look into, such as a nested repository)"
+                        ));
                         continue;
                     }
                     Ok(_) => Some(std::fs::read(&theirs).map_err(|e| failed(io(&name)(e)))?),
@@ -162,7 +189,7 @@ impl Worktree {
                 .map(|blob| blob.content().to_vec());
             let ours = self.repo.join(rel);
             if behind_symlink(&self.repo, rel) {
-                conflicts.push(format!("{name} (behind a symlink in the workspace)"));
+                refused.push(format!("{name} (behind a symlink in the workspace)"));
                 continue;
             }
             let now = match std::fs::read(&ours) {
@@ -178,6 +205,10 @@ impl Worktree {
                 continue;
             }
             changes.push((name, new));
+        }
+        if !refused.is_empty() {
+            refused.sort();
+            return Err(MergeError::Refused(refused));
         }
         if !conflicts.is_empty() {
             conflicts.sort();
@@ -224,6 +255,51 @@ impl Worktree {
         }
         Ok(())
     }
+}
+
+/// What a merge may bring back into the workspace: what the step's own
+/// writes may reach.
+#[derive(Debug, Clone, Default)]
+pub struct MergeRules {
+    /// The step's file scopes, globs relative to the workspace: a file
+    /// comes back only if it matches one glob of every scope (none: the
+    /// whole workspace).
+    pub scopes: Vec<Vec<String>>,
+    /// cadre's protected roots (its data and configuration), besides
+    /// every `.git` and `.cadre`.
+    pub protected: ProtectedPaths,
+}
+
+/// Why a changed file at `rel` (relative to the repository at `repo`, the
+/// workspace at `inner` in it) may not come back, if it may not: judged as
+/// the tool layer judges a write (`permission::protected`, the file-scope
+/// gate), lexically; symlinks are the merge's to look at.
+pub fn refusal(rel: &Path, inner: &Path, repo: &Path, rules: &MergeRules) -> Option<String> {
+    if rel.as_os_str().is_empty() || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+        return Some("not a plain path inside the repository".into());
+    }
+    if let Some(why) = rules.protected.area(&repo.join(rel), repo) {
+        return Some(format!("protected: {why}"));
+    }
+    let Ok(in_workspace) = rel.strip_prefix(inner) else {
+        return Some("outside the step's workspace".into());
+    };
+    let inside = rules.scopes.iter().all(|scope| {
+        scope.iter().any(|glob| {
+            globset::GlobBuilder::new(glob)
+                .literal_separator(true)
+                .build()
+                .is_ok_and(|g| g.compile_matcher().is_match(in_workspace))
+        })
+    });
+    if !inside {
+        let shown: Vec<String> = rules.scopes.iter().map(|s| s.join(", ")).collect();
+        return Some(format!(
+            "outside the step's file scope [{}]",
+            shown.join("] and [")
+        ));
+    }
+    None
 }
 
 /// Whether a directory on the way from `root` to `rel`, or `rel` itself,

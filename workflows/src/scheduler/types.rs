@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::{InstanceId, Report, State};
-use crate::model::{Check, StepId};
+use crate::model::{Check, StepId, Workflow};
 
 /// A result stored by an earlier run of the same workflow, by instance key.
 #[derive(Debug, Clone, PartialEq)]
@@ -172,6 +172,51 @@ pub enum Effect {
     },
     /// Nothing is left to run.
     Done(Report),
+}
+
+impl Effect {
+    /// The instance whose current attempt this effect ends, if it has one
+    /// running: told to stop, or moved to a state in which the machine
+    /// holds no attempt of it (back to pending for a retry, a terminal
+    /// state, or finalized with no check to follow). A step
+    /// actor waits after its answer for what comes next (a check, a merge,
+    /// or its end), so every such effect must end it: one that did not
+    /// left the run waiting for an actor nobody would stop.
+    pub fn ends_attempt(&self, workflow: &Workflow) -> Option<InstanceId> {
+        match self {
+            Effect::Stop { id } => Some(*id),
+            Effect::State {
+                step,
+                index: Some(index),
+                state,
+                ..
+            } => {
+                let id = InstanceId {
+                    step: *step,
+                    index: *index,
+                };
+                let def = &workflow.steps[*step];
+                match state {
+                    State::Pending
+                    | State::Verified
+                    | State::Failed
+                    | State::Blocked
+                    | State::Cancelled => Some(id),
+                    // With a check, its check (and merge) follow; without
+                    // one, a merging step is finalized only once merged.
+                    State::Finalized => def.check.is_none().then_some(id),
+                    State::Dispatched => None,
+                }
+            }
+            Effect::State { index: None, .. }
+            | Effect::Expanded { .. }
+            | Effect::Dispatch { .. }
+            | Effect::RunCheck { .. }
+            | Effect::Merge { .. }
+            | Effect::Output { .. }
+            | Effect::Done(_) => None,
+        }
+    }
 }
 
 /// How a step as a whole stands.

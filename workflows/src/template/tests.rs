@@ -70,3 +70,24 @@ fn rendering_replaces_every_reference() {
         None
     );
 }
+
+#[test]
+fn a_shell_word_is_taken_literally_by_bash() {
+    for text in [
+        "a; touch PWNED",
+        "it's",
+        "'",
+        "$(id) `id` $HOME",
+        "a\nb",
+        "",
+        "\\'\\",
+    ] {
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!("printf %s {}", shell_word(text)))
+            .output()
+            .expect("bash");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), text, "for {text:?}");
+    }
+    assert_eq!(shell_word("it's"), "'it'\\''s'");
+}

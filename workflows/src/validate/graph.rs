@@ -1,9 +1,10 @@
-//! The graph: cycles in `needs`, and step references in templates.
+//! The graph: cycles in `needs`, and step references in templates
+//! (prompts, scopes and check commands).
 
 use super::{Validator, span};
 use crate::format::RawFile;
-use crate::model::{ForEach, OutputKind, Workflow};
-use crate::template::Ref;
+use crate::model::{Check, ForEach, OutputKind, Workflow};
+use crate::template::{Ref, Template};
 
 impl Validator<'_> {
     /// Reports every cycle of `needs` once, with its path.
@@ -63,20 +64,34 @@ impl Validator<'_> {
         }
         for (id, step) in w.steps.iter().enumerate() {
             let raw_step = raw.steps[id].get_ref();
-            let fields = std::iter::once((&step.prompt, &raw_step.prompt, "prompt")).chain(
-                step.scope
-                    .iter()
-                    .zip(raw_step.scope.iter().flat_map(|s| s.get_ref()))
-                    .map(|(t, r)| (t, r, "scope")),
-            );
-            for (template, text, field) in fields {
-                let start = self.content_start(text);
+            let mut fields: Vec<(Template, usize, &str)> =
+                std::iter::once((step.prompt.clone(), &raw_step.prompt, "prompt"))
+                    .chain(
+                        step.scope
+                            .iter()
+                            .zip(raw_step.scope.iter().flat_map(|s| s.get_ref()))
+                            .map(|(t, r)| (t.clone(), r, "scope")),
+                    )
+                    .map(|(t, text, field)| (t, self.content_start(text), field))
+                    .collect();
+            if let (Some(Check::Command(command)), Some(raw)) = (&step.check, &raw_step.check)
+                && let Ok(template) = Template::parse(command)
+            {
+                fields.push((template, self.content_at(raw.span().start), "check"));
+            }
+            for (template, start, field) in &fields {
                 for (r, range) in template.refs() {
                     let at = Some(start + range.start..start + range.end);
                     let problem = match r {
                         Ref::Item | Ref::Index if step.for_each.is_none() => {
                             Some(format!("{r} is only available in a step with for_each"))
                         }
+                        // An output is the model's text: in a command it
+                        // would be the model choosing what runs.
+                        Ref::Output(_) | Ref::Outputs(_) if *field == "check" => Some(format!(
+                            "{r} cannot be used in a check (a step's output is the model's text; \
+                             a check renders only {{{{item}}}}, {{{{index}}}} and {{{{vars.NAME}}}})"
+                        )),
                         Ref::Output(other) | Ref::Outputs(other) => match w.step_id(other) {
                             None => Some(format!("{r}: there is no step '{other}'")),
                             Some(o) if !w.depends_on(id, o) => Some(format!(

@@ -235,3 +235,41 @@ fn an_operate_plan_may_ask_for_a_verifier_and_a_merged_worktree() {
         )
     );
 }
+
+#[test]
+fn a_check_reports_the_references_it_cannot_render_at_their_place() {
+    // An unknown variable, and a fan-out's reference in a single step.
+    check(
+        &format!(
+            "{HEAD}[[steps]]\nname = \"a\"\nprompt = \"x\"\ncheck = \"test -f {{{{vars.nope}}}} && echo {{{{item}}}} {{{{index}}}}\"\n"
+        ),
+        &[
+            "wf.toml:6:18: step 'a': check: {{vars.nope}} is not declared in [vars] (or given with --var)",
+            "wf.toml:6:40: step 'a': check: {{item}} is only available in a step with for_each",
+            "wf.toml:6:49: step 'a': check: {{index}} is only available in a step with for_each",
+        ],
+    );
+    // A step's output is the model's text: never part of a command.
+    check(
+        &format!(
+            "{HEAD}[[steps]]\nname = \"a\"\nprompt = \"x\"\n[[steps]]\nname = \"b\"\nneeds = [\"a\"]\nprompt = \"y\"\ncheck = '''grep {{{{steps.a.output}}}} f'''\n"
+        ),
+        &[
+            "wf.toml:10:17: step 'b': check: {{steps.a.output}} cannot be used in a check (a step's output is the model's text; a check renders only {{item}}, {{index}} and {{vars.NAME}})",
+        ],
+    );
+    // A malformed reference.
+    check(
+        &format!("{HEAD}[[steps]]\nname = \"a\"\nprompt = \"x\"\ncheck = \"test {{{{itm}}}}\"\n"),
+        &[
+            "wf.toml:6:15: step 'a': check: `{{itm}}` is not a reference; expected vars.NAME, item, index, steps.NAME.output or steps.NAME.outputs",
+        ],
+    );
+    // What a check may use, in a fan-out.
+    check(
+        &format!(
+            "{HEAD}[vars]\nwho = \"x\"\n[[steps]]\nname = \"a\"\nfor_each = [\"p\"]\nprompt = \"{{{{item}}}}\"\ncheck = \"test -f {{{{item}}}} && test {{{{index}}}} = 0 && echo {{{{vars.who}}}}\"\n"
+        ),
+        &[],
+    );
+}
