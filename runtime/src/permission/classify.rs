@@ -40,6 +40,7 @@ pub(super) use tests::regressions::huge_lines;
 use options::{check_operands, unknown_option};
 use table::{Program, Syntax, lookup};
 
+use super::shell::fd::{Descriptors, Held};
 use super::shell::{self, Join, Redirect, SimpleCommand, Word, command_words};
 use crate::tool::Safety;
 
@@ -104,8 +105,11 @@ fn check_command(command: &SimpleCommand) -> Result<(), String> {
     for (name, value) in &command.assignments {
         check_assignment(name, value)?;
     }
+    // Redirections apply left to right: an alias of a descriptor is only
+    // the call's own output while no earlier one re-pointed it.
+    let mut descriptors = Descriptors::given();
     for redirect in &command.redirects {
-        check_redirect(redirect)?;
+        check_redirect(redirect, &mut descriptors)?;
     }
     if let Some(word) = command.words.iter().find(|w| w.opaque.is_some()) {
         let why = word.opaque.as_deref().unwrap_or_default();
@@ -229,7 +233,7 @@ fn check_assignment(name: &str, value: &Word) -> Result<(), String> {
     }
 }
 
-fn check_redirect(redirect: &Redirect) -> Result<(), String> {
+fn check_redirect(redirect: &Redirect, descriptors: &mut Descriptors) -> Result<(), String> {
     let target = &redirect.target;
     let op = redirect.op.as_str();
     let exact = target.exact();
@@ -240,19 +244,38 @@ fn check_redirect(redirect: &Redirect) -> Result<(), String> {
             target.text
         ));
     }
+    let through = descriptors.apply(redirect);
+    let writes = matches!(op, ">" | ">>" | ">|" | "&>" | "&>>" | "<>")
+        || (op == ">&" && !redirect.is_harmless());
+    if writes && exact.is_some() {
+        // `/dev/stdout`, `/dev/fd/2`, `/proc/self/fd/1`…: the call's own
+        // output pipes only while nothing re-pointed them.
+        match through {
+            Some(Held::Given(1 | 2)) if op != "<>" => return Ok(()),
+            Some(held) => return Err(alias_write(&target.text, &held)),
+            None => {}
+        }
+    }
     if redirect.is_harmless() {
         return Ok(());
     }
-    let writes = matches!(op, ">" | ">>" | ">|" | "&>" | "&>>");
-    // The call's own output pipes, written under another name.
-    if writes && matches!(exact, Some("/dev/stdout" | "/dev/stderr")) {
-        return Ok(());
-    }
-    Err(if writes || op == ">&" {
-        format!("output redirection to '{}'", target.text)
-    } else if op == "<>" {
+    Err(if op == "<>" {
         format!("'<>' opens '{}' for writing", target.text)
+    } else if writes {
+        format!("output redirection to '{}'", target.text)
     } else {
         format!("the redirection '{op}' from '{}'", target.text)
     })
+}
+
+/// Why a write through a descriptor alias is not read-only.
+fn alias_write(alias: &str, held: &Held) -> String {
+    let what = match held {
+        Held::Given(0) => "the command's input".to_string(),
+        Held::Given(fd) => format!("descriptor {fd} as given, opened for reading and writing"),
+        Held::File(word) => format!("'{}', which an earlier redirection opened", word.text),
+        Held::Closed => "a closed descriptor".to_string(),
+        Held::Unknown => "a descriptor whose file the reader does not know".to_string(),
+    };
+    format!("output redirection to '{alias}' writes to whatever it holds: {what}")
 }

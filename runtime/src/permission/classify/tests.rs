@@ -6,6 +6,7 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 
+mod descriptors;
 pub(super) mod regressions;
 
 /// Expected of a command proven read-only.
