@@ -30,6 +30,9 @@ mod differential;
 mod find;
 mod git;
 mod options;
+
+pub use git::forced_environment;
+mod sed;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -38,7 +41,7 @@ mod tests;
 pub(super) use tests::regressions::huge_lines;
 
 use options::{check_operands, unknown_option};
-use table::{Program, Syntax, lookup};
+use table::{BUILTINS, Program, Syntax, lookup};
 
 use super::shell::fd::{Descriptors, Held};
 use super::shell::{self, Join, Redirect, SimpleCommand, Word, command_words};
@@ -82,8 +85,28 @@ fn read_only_programs(command: &str) -> Result<Vec<String>, String> {
         return Err("`&` runs a command in the background".into());
     }
     let mut programs: Vec<String> = Vec::new();
+    let mut moved = false;
     for command in &script.commands {
         check_command(command)?;
+        let words: Vec<&str> = command.words.iter().map(|w| w.text.as_str()).collect();
+        let program = match words.as_slice() {
+            ["builtin", name, ..] => Some(*name),
+            [name, ..] => Some(*name),
+            [] => None,
+        };
+        match program {
+            Some("cd") => moved = true,
+            // git discovers the repository from where it runs: after a
+            // `cd`, that may be one the repository committed (an embedded
+            // git dir), whose configuration runs programs.
+            Some("git") if moved => {
+                return Err(
+                    "`git` after `cd` may run on a repository other than the workspace's own"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
         if let Some(program) = command.program()
             && !programs.iter().any(|p| p == program)
         {
@@ -159,14 +182,31 @@ fn check_args(program: &Program, args: &[Word]) -> Result<(), String> {
         ));
     }
     match &program.syntax {
-        Syntax::Bare | Syntax::Ignored | Syntax::Echo => Ok(()),
+        Syntax::Bare | Syntax::Ignored | Syntax::Echo | Syntax::Expression => Ok(()),
         Syntax::Printf => check_printf(args),
         Syntax::Find => find::check(args),
         Syntax::Git => git::check(args),
+        Syntax::Sed => sed::check(args),
+        Syntax::Builtin => check_builtin(args),
         Syntax::Options(spec) => {
             let read = spec.read(name, args)?;
             check_operands(name, &spec.operands, &read)
         }
+    }
+}
+
+/// `builtin NAME [ARGUMENT]…`: NAME must be a read-only builtin of the
+/// table, whose arguments are checked as its own.
+fn check_builtin(args: &[Word]) -> Result<(), String> {
+    let Some((name, rest)) = args.split_first() else {
+        return Ok(());
+    };
+    match lookup(&name.text) {
+        Some(entry) if BUILTINS.contains(&entry.name) => check_args(entry, rest),
+        _ => Err(format!(
+            "`builtin {}` is not a read-only builtin",
+            name.text
+        )),
     }
 }
 
