@@ -30,6 +30,9 @@ mod differential;
 mod find;
 mod git;
 mod options;
+
+pub use git::forced_environment;
+mod sed;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -38,8 +41,9 @@ mod tests;
 pub(super) use tests::regressions::huge_lines;
 
 use options::{check_operands, unknown_option};
-use table::{Program, Syntax, lookup};
+use table::{BUILTINS, Program, Syntax, lookup};
 
+use super::shell::fd::{Descriptors, Held};
 use super::shell::{self, Join, Redirect, SimpleCommand, Word, command_words};
 use crate::tool::Safety;
 
@@ -81,8 +85,28 @@ fn read_only_programs(command: &str) -> Result<Vec<String>, String> {
         return Err("`&` runs a command in the background".into());
     }
     let mut programs: Vec<String> = Vec::new();
+    let mut moved = false;
     for command in &script.commands {
         check_command(command)?;
+        let words: Vec<&str> = command.words.iter().map(|w| w.text.as_str()).collect();
+        let program = match words.as_slice() {
+            ["builtin", name, ..] => Some(*name),
+            [name, ..] => Some(*name),
+            [] => None,
+        };
+        match program {
+            Some("cd") => moved = true,
+            // git discovers the repository from where it runs: after a
+            // `cd`, that may be one the repository committed (an embedded
+            // git dir), whose configuration runs programs.
+            Some("git") if moved => {
+                return Err(
+                    "`git` after `cd` may run on a repository other than the workspace's own"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
         if let Some(program) = command.program()
             && !programs.iter().any(|p| p == program)
         {
@@ -104,8 +128,11 @@ fn check_command(command: &SimpleCommand) -> Result<(), String> {
     for (name, value) in &command.assignments {
         check_assignment(name, value)?;
     }
+    // Redirections apply left to right: an alias of a descriptor is only
+    // the call's own output while no earlier one re-pointed it.
+    let mut descriptors = Descriptors::given();
     for redirect in &command.redirects {
-        check_redirect(redirect)?;
+        check_redirect(redirect, &mut descriptors)?;
     }
     if let Some(word) = command.words.iter().find(|w| w.opaque.is_some()) {
         let why = word.opaque.as_deref().unwrap_or_default();
@@ -155,14 +182,31 @@ fn check_args(program: &Program, args: &[Word]) -> Result<(), String> {
         ));
     }
     match &program.syntax {
-        Syntax::Bare | Syntax::Ignored | Syntax::Echo => Ok(()),
+        Syntax::Bare | Syntax::Ignored | Syntax::Echo | Syntax::Expression => Ok(()),
         Syntax::Printf => check_printf(args),
         Syntax::Find => find::check(args),
         Syntax::Git => git::check(args),
+        Syntax::Sed => sed::check(args),
+        Syntax::Builtin => check_builtin(args),
         Syntax::Options(spec) => {
             let read = spec.read(name, args)?;
             check_operands(name, &spec.operands, &read)
         }
+    }
+}
+
+/// `builtin NAME [ARGUMENT]…`: NAME must be a read-only builtin of the
+/// table, whose arguments are checked as its own.
+fn check_builtin(args: &[Word]) -> Result<(), String> {
+    let Some((name, rest)) = args.split_first() else {
+        return Ok(());
+    };
+    match lookup(&name.text) {
+        Some(entry) if BUILTINS.contains(&entry.name) => check_args(entry, rest),
+        _ => Err(format!(
+            "`builtin {}` is not a read-only builtin",
+            name.text
+        )),
     }
 }
 
@@ -229,7 +273,7 @@ fn check_assignment(name: &str, value: &Word) -> Result<(), String> {
     }
 }
 
-fn check_redirect(redirect: &Redirect) -> Result<(), String> {
+fn check_redirect(redirect: &Redirect, descriptors: &mut Descriptors) -> Result<(), String> {
     let target = &redirect.target;
     let op = redirect.op.as_str();
     let exact = target.exact();
@@ -240,19 +284,38 @@ fn check_redirect(redirect: &Redirect) -> Result<(), String> {
             target.text
         ));
     }
+    let through = descriptors.apply(redirect);
+    let writes = matches!(op, ">" | ">>" | ">|" | "&>" | "&>>" | "<>")
+        || (op == ">&" && !redirect.is_harmless());
+    if writes && exact.is_some() {
+        // `/dev/stdout`, `/dev/fd/2`, `/proc/self/fd/1`…: the call's own
+        // output pipes only while nothing re-pointed them.
+        match through {
+            Some(Held::Given(1 | 2)) if op != "<>" => return Ok(()),
+            Some(held) => return Err(alias_write(&target.text, &held)),
+            None => {}
+        }
+    }
     if redirect.is_harmless() {
         return Ok(());
     }
-    let writes = matches!(op, ">" | ">>" | ">|" | "&>" | "&>>");
-    // The call's own output pipes, written under another name.
-    if writes && matches!(exact, Some("/dev/stdout" | "/dev/stderr")) {
-        return Ok(());
-    }
-    Err(if writes || op == ">&" {
-        format!("output redirection to '{}'", target.text)
-    } else if op == "<>" {
+    Err(if op == "<>" {
         format!("'<>' opens '{}' for writing", target.text)
+    } else if writes {
+        format!("output redirection to '{}'", target.text)
     } else {
         format!("the redirection '{op}' from '{}'", target.text)
     })
+}
+
+/// Why a write through a descriptor alias is not read-only.
+fn alias_write(alias: &str, held: &Held) -> String {
+    let what = match held {
+        Held::Given(0) => "the command's input".to_string(),
+        Held::Given(fd) => format!("descriptor {fd} as given, opened for reading and writing"),
+        Held::File(word) => format!("'{}', which an earlier redirection opened", word.text),
+        Held::Closed => "a closed descriptor".to_string(),
+        Held::Unknown => "a descriptor whose file the reader does not know".to_string(),
+    };
+    format!("output redirection to '{alias}' writes to whatever it holds: {what}")
 }

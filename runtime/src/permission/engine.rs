@@ -230,7 +230,9 @@ pub fn evaluate(policy: &Policy<'_>, call: &Call<'_>) -> Evaluation {
         return Evaluation::Decided(Decision::new(Verdict::Deny, Layer::Floor, reason));
     }
 
-    let observations = match floor::assess(def, call.safety, args, root) {
+    // An unplaced write is never let through unreviewed: no allow rule
+    // covers it, and Full Access does not run it.
+    let (observations, unplaced) = match floor::assess(def, call.safety, args, root) {
         FloorVerdict::Blocked { reason } => {
             return Evaluation::Decided(Decision::new(Verdict::Deny, Layer::Floor, reason));
         }
@@ -238,12 +240,17 @@ pub fn evaluate(policy: &Policy<'_>, call: &Call<'_>) -> Evaluation {
             None => {
                 return Evaluation::Decided(Decision::new(Verdict::Allow, Layer::Floor, reason));
             }
-            Some(_) => Vec::new(),
+            Some(_) => (Vec::new(), None),
         },
-        FloorVerdict::Unproven { observations } => observations,
+        FloorVerdict::Unproven { observations } => (observations, None),
+        FloorVerdict::Unplaced {
+            reason,
+            observations,
+        } => (observations, Some(reason)),
     };
     // Never means never: an allow rule does not lift it.
     if ask_rule.is_none()
+        && unplaced.is_none()
         && policy.posture != Posture::Never
         && let Some(m) = &allow_rule
     {
@@ -268,11 +275,18 @@ pub fn evaluate(policy: &Policy<'_>, call: &Call<'_>) -> Evaluation {
         )),
         Posture::Suggest => person_or_deny(policy, "the call can change things".into(), None),
         Posture::Auto => Evaluation::Review { observations },
-        Posture::Bypass => Evaluation::Decided(Decision::new(
-            Verdict::Allow,
-            Layer::Posture,
-            "Full Access runs ordinary calls",
-        )),
+        Posture::Bypass => Evaluation::Decided(match unplaced {
+            Some(reason) => Decision::new(
+                Verdict::Deny,
+                Layer::Floor,
+                format!("{reason}; Full Access runs only what the reader can place"),
+            ),
+            None => Decision::new(
+                Verdict::Allow,
+                Layer::Posture,
+                "Full Access runs ordinary calls",
+            ),
+        }),
     }
 }
 

@@ -10,7 +10,17 @@
 //!   `.git` directory, whose hooks and config run code; blocked in every
 //!   posture, never reviewed;
 //! - [`FloorVerdict::Unproven`]: neither; the posture decides, and the
-//!   factual observations go to whoever reviews it.
+//!   factual observations go to whoever reviews it;
+//! - [`FloorVerdict::Unplaced`]: unproven, and it writes a path the reader
+//!   cannot place (`> ${d}t/hooks/pre-commit`, `tee "$(…)/x"`, a write
+//!   through `/dev/fd/N` whose file is unknown: `writes.rs`), which could
+//!   be in `.git` or `.cadre`: a person or the guardian must see it, so
+//!   neither Full Access nor an allow rule lets it through unreviewed.
+//!
+//! Writes through descriptor aliases (`/dev/stdout`, `/dev/fd/N`,
+//! `/proc/self/fd/N`) are writes to the file the descriptor holds, followed
+//! through the command's redirections (and an `exec`'s, for the rest of the
+//! line) by `shell::fd`.
 //!
 //! For `bash` every simple command is checked, including those inside
 //! substitutions, behind wrappers (`sudo`, `env X=1`, `timeout 5`, `xargs`,
@@ -29,6 +39,7 @@ mod command;
 mod table;
 #[cfg(test)]
 mod tests;
+mod writes;
 
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
@@ -44,6 +55,7 @@ use table::{
 };
 
 use super::classify::classify_command;
+use super::shell::fd::{Alias, Descriptors, Held};
 use super::shell::{self, Join, Redirect, Script, SimpleCommand, Word, command_words};
 use crate::tool::{Safety, ToolDefinition};
 
@@ -64,6 +76,15 @@ pub enum FloorVerdict {
     Unproven {
         /// Facts for a reviewer: programs run, files written, paths outside
         /// the workspace, network use.
+        observations: Vec<String>,
+    },
+    /// Unproven, and it writes somewhere the reader cannot place, which
+    /// could be a protected path: a person or the guardian decides; Full
+    /// Access and allow rules do not let it through unreviewed.
+    Unplaced {
+        /// The first write the reader could not place, and why.
+        reason: String,
+        /// Facts for a reviewer, as for [`FloorVerdict::Unproven`].
         observations: Vec<String>,
     },
 }
@@ -135,8 +156,18 @@ fn assess_bash(safety: Safety, args: &Value, root: &Path) -> FloorVerdict {
     if scan.unparsed.is_none() {
         observations.push(format!("not proven read-only: {}", classified.reason));
     }
+    let unplaced = scan.unplaced.items.first().cloned();
     observations.extend(scan.observations());
-    FloorVerdict::Unproven { observations }
+    match unplaced {
+        Some(what) => FloorVerdict::Unplaced {
+            reason: format!(
+                "it writes {what}: known only when it runs, it could be in .git or .cadre, so \
+                 it is never run unreviewed; name the path literally"
+            ),
+            observations,
+        },
+        None => FloorVerdict::Unproven { observations },
+    }
 }
 
 /// A path writer's observations. Writes to protected paths (`.git`,
@@ -223,6 +254,14 @@ struct Scan {
     nested: Listed,
     /// Words the reader does not evaluate, with why.
     opaque: Listed,
+    /// Write targets the reader cannot place, with why.
+    unplaced: Listed,
+    /// What the descriptors hold as the current simple command starts: as
+    /// given, or as an `exec` earlier on the line left them.
+    start_descriptors: Descriptors,
+    /// What they hold once the current command's redirections are applied,
+    /// which is what its program's arguments open.
+    descriptors: Descriptors,
     /// Anything else worth knowing (a nested line that did not parse).
     notes: Vec<String>,
 }
@@ -244,6 +283,9 @@ impl Scan {
             variables: Listed::default(),
             nested: Listed::default(),
             opaque: Listed::default(),
+            unplaced: Listed::default(),
+            start_descriptors: Descriptors::given(),
+            descriptors: Descriptors::given(),
             notes: Vec::new(),
         }
     }
@@ -265,6 +307,7 @@ impl Scan {
         list("uses the network", self.network);
         list("expands variables known only when it runs", self.variables);
         list("has words the reader does not evaluate", self.opaque);
+        list("writes where the reader cannot place", self.unplaced);
         list("hands command lines to another shell", self.nested);
         if self.substitution {
             out.push("runs commands inside substitutions".into());
@@ -311,9 +354,16 @@ impl Scan {
                 self.opaque.add(&format!("'{}' ({why})", word.text));
             }
         }
+        let mut descriptors = self.start_descriptors.clone();
         for redirect in &command.redirects {
-            self.redirect(redirect);
+            let through = descriptors.apply(redirect);
+            self.redirect(redirect, through);
         }
+        if command.program() == Some("exec") {
+            // Its redirections hold for the rest of the line.
+            self.start_descriptors = descriptors.clone();
+        }
+        self.descriptors = descriptors;
         // After brace expansion, as bash hands the words on.
         let words = command.expanded_words();
         for word in &words {
@@ -363,6 +413,7 @@ impl Scan {
             self.block(reason);
         }
         self.hidden_markers(words);
+        self.writer_arguments(name, args);
         self.strings(name, args, depth);
     }
 
@@ -453,7 +504,7 @@ impl Scan {
         }
     }
 
-    fn redirect(&mut self, redirect: &Redirect) {
+    fn redirect(&mut self, redirect: &Redirect, through: Option<Held>) {
         let target = &redirect.target;
         let text = target.text.as_str();
         if text.starts_with("/dev/tcp/") || text.starts_with("/dev/udp/") {
@@ -465,24 +516,82 @@ impl Scan {
             ">&" => !text.chars().all(|c| c.is_ascii_digit() || c == '-'),
             _ => false,
         };
-        if !writes || HARMLESS_DEVICES.contains(&text) || text.starts_with("/dev/fd/") {
+        if !writes {
             return;
         }
-        if text.starts_with("/dev/") {
-            return self.block(format!("output redirection writes to the device '{text}'"));
+        match through {
+            Some(held) => self.through_alias(text, &held),
+            None => self.write_target(target, text),
         }
+    }
+
+    /// A write through the descriptor alias `alias`, which holds `held`.
+    fn through_alias(&mut self, alias: &str, held: &Held) {
+        match held {
+            // cadre's `/dev/null` and pipes, or the pipeline's.
+            Held::Given(_) | Held::Closed => {}
+            Held::File(word) => {
+                let via = format!("{} (through '{alias}')", word.text);
+                self.write_target(word, &via);
+            }
+            Held::Unknown => self.unplaced.add(&format!(
+                "'{alias}' (a descriptor whose file the reader does not know)"
+            )),
+        }
+    }
+
+    /// A path a redirection writes, named `shown` in messages.
+    fn write_target(&mut self, target: &Word, shown: &str) {
+        let text = target.text.as_str();
+        // An opaque word is judged by its best reading too (`$'.git/x'`).
         if !target.expands
             && let Some(path) = self.resolve(text)
             && in_git_dir(&path, &self.root)
         {
             return self.block(format!(
-                "output redirection writes '{text}' inside a .git directory, where hooks and \
+                "output redirection writes '{shown}' inside a .git directory, where hooks and \
                  config run code"
             ));
         }
-        self.writes.add(text);
+        if let Some(why) = writes::unplaced(target) {
+            self.unplaced.add(&format!("'{shown}' ({why})"));
+            self.writes.add(shown);
+            return;
+        }
+        if HARMLESS_DEVICES.contains(&text) {
+            return;
+        }
+        if text.starts_with("/dev/") {
+            return self.block(format!("output redirection writes to the device '{text}'"));
+        }
+        self.writes.add(shown);
         if self.place(target) == Place::Outside {
             self.outside.add(text);
+        }
+    }
+
+    /// The arguments of a program that writes its operands: descriptor
+    /// aliases among them write what the descriptor holds, and one the
+    /// reader cannot place is a write it cannot place.
+    fn writer_arguments(&mut self, name: &str, args: &[Word]) {
+        if !writes::WRITERS.contains(&name) {
+            return;
+        }
+        for word in args {
+            if let Some(why) = writes::unplaced(word) {
+                self.unplaced.add(&format!(
+                    "'{}' as an operand of `{name}` ({why})",
+                    word.text
+                ));
+                continue;
+            }
+            for (path, alias) in writes::alias_mentions(&word.text) {
+                let held = match alias {
+                    Alias::Fd(n) => self.descriptors.held(n),
+                    Alias::Foreign => Held::Unknown,
+                };
+                self.through_alias(&path, &held);
+            }
         }
     }
 

@@ -24,6 +24,7 @@
 //! [`MAX_DEPTH`] deep.
 
 mod brace;
+pub mod fd;
 mod parser;
 #[cfg(test)]
 mod tests;

@@ -121,6 +121,16 @@ impl Reader<'_> {
             .chain(command.assignments.iter().map(|(_, w)| w));
         for word in plain {
             self.word(word, Reach::Itself, Access::Any);
+            // Each word brace expansion makes (`{.git,x}/hooks`), which a
+            // glob of the raw text would not show.
+            for field in word.fields.iter().flatten() {
+                let field = Word {
+                    text: field.clone(),
+                    fields: None,
+                    ..word.clone()
+                };
+                self.word(&field, Reach::Itself, Access::Any);
+            }
         }
         for start in program_starts(&command.words) {
             let (program, args) = (&command.words[start], &command.words[start + 1..]);
@@ -238,8 +248,15 @@ impl Reader<'_> {
             let home = self.home?;
             return Some(home.join(text.trim_start_matches('~').trim_start_matches('/')));
         }
+        if let Some(rest) = text.strip_prefix("~+")
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            // `~+` is the directory the command runs in.
+            let base = self.cwd.as_deref().unwrap_or(self.root);
+            return Some(base.join(rest.trim_start_matches('/')));
+        }
         if text.starts_with('~') {
-            // Another user's home.
+            // Another user's home, or `~-`, the previous directory.
             return None;
         }
         let base = self.cwd.as_deref().unwrap_or(self.root);

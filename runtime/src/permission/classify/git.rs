@@ -3,31 +3,42 @@
 //!
 //! Refused on every route: `-c` and `--config-env` (configuration can name
 //! a program: `core.pager`, `core.fsmonitor`, `diff.external`, aliases),
+//! `-C`, `--git-dir`, `--work-tree` and `--bare` (another repository's
+//! configuration: a committed embedded git dir can name `core.fsmonitor`),
 //! `--exec-path`, `-p`/`--paginate`, `--help` (opens a browser per
 //! `help.format`), `--output`, `--ext-diff`, `--textconv`, `--filters`,
 //! `--open-files-in-pager`, `--show-signature` and format placeholders that
 //! verify signatures (they run gpg), every subcommand not listed (aliases
 //! included), and `GIT_*` variables (assignments are refused before this).
-//! Like every git command, these trust the configuration of the repository
-//! they find, as a person typing them does.
+//! The workspace's own repository's configuration is overridden where it
+//! could run a program ([`forced_environment`], which the bash tool sets
+//! for every read-only line), and a line that moves with `cd` before git
+//! is refused by the classifier (git would discover whatever repository
+//! holds the new directory). The subcommands with verbs of their own
+//! (`stash`, `worktree`, `notes`, `config`) are read in `nested.rs`.
 //!
 //! git's own value parsing differs between options (`--stat=10` but not
 //! `--stat 10`), so a value taken from the next word that starts with `-`
 //! is also read as options, and options whose value git only takes after
 //! `=` are listed as such.
 
+mod nested;
+
 use super::options::{Operands, Spec, check_operands};
 use crate::permission::shell::Word;
 
-/// Global options that take a value: they only choose the repository or
-/// directory.
-const GLOBAL_VALUE: &[&str] = &["-C", "--git-dir", "--work-tree", "--namespace"];
+/// Global options that take a value and change nothing git runs.
+const GLOBAL_VALUE: &[&str] = &["--namespace"];
+
+/// Global options that choose another repository: its configuration (a
+/// committed embedded git dir's `core.fsmonitor`, say) is not the
+/// workspace's.
+const OTHER_REPOSITORY: &[&str] = &["-C", "--git-dir", "--work-tree", "--bare"];
 
 /// Global options that change nothing.
 const GLOBAL_FLAGS: &[&str] = &[
     "--no-pager",
     "-P",
-    "--bare",
     "--no-replace-objects",
     "--literal-pathspecs",
     "--glob-pathspecs",
@@ -38,7 +49,7 @@ const GLOBAL_FLAGS: &[&str] = &[
 ];
 
 /// Options of `diff` and of the diff output of `log` and `show`.
-const DIFF: &str = "patch no-patch unified[=] output-indicator-new= output-indicator-old= \
+pub(super) const DIFF: &str = "patch no-patch unified[=] output-indicator-new= output-indicator-old= \
     output-indicator-context= raw patch-with-raw indent-heuristic no-indent-heuristic minimal \
     patience histogram anchored= diff-algorithm= stat[=] compact-summary numstat shortstat \
     dirstat[=] cumulative dirstat-by-file[=] summary patch-with-stat name-only name-status \
@@ -63,7 +74,7 @@ const REVISIONS: &str = "max-count= skip= since= until= after= before= since-as-
     show-notes[=] expand-tabs[=] no-expand-tabs use-mailmap mailmap no-mailmap no-use-mailmap \
     ignore-missing count timestamp";
 
-const fn git(short: &'static str, long: &'static str) -> Spec {
+pub(super) const fn git(short: &'static str, long: &'static str) -> Spec {
     Spec {
         short,
         long,
@@ -78,7 +89,7 @@ const fn git(short: &'static str, long: &'static str) -> Spec {
 
 /// `log`, `show`, `rev-list`: revisions, their format, their diffs. The
 /// short options after `P` are the diff output's (`-U3`, `-M50%`, `-S'x'`).
-const LOG: Spec = Spec {
+pub(super) const LOG: Spec = Spec {
     more_long: &[DIFF],
     numeric: true,
     ..git("n:giEFPpusU::zRwbaWB::M::C::DO:S:G:I:", REVISIONS)
@@ -257,6 +268,53 @@ static SUBCOMMANDS: &[Subcommand] = &[
     ),
 ];
 
+/// Configuration set at git's command scope, which overrides every file a
+/// repository can bring (its `.git/config`, what that includes): nothing
+/// it names runs. `safe.bareRepository=explicit` keeps git from taking a
+/// committed bare repository (`vendor/lib/{HEAD,config,objects,refs}`) for
+/// the one it runs in. Not here: `diff.external`, textconv and filter
+/// drivers, which no value at command scope turns off (an empty
+/// `diff.external` breaks every `git diff`); a repository's own drivers
+/// are the user's, and another repository's are refused with it.
+const FORCED_CONFIG: &[(&str, &str)] = &[
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.editor", "false"),
+    ("core.sshCommand", "false"),
+    ("core.askPass", "false"),
+    ("safe.bareRepository", "explicit"),
+    ("credential.helper", ""),
+    ("gpg.program", "false"),
+    ("protocol.allow", "never"),
+];
+
+/// The environment every read-only command line runs git with (the bash
+/// tool adds it when `classify_command` proves the line read-only): the
+/// [`FORCED_CONFIG`] at command scope (`GIT_CONFIG_COUNT`), no system
+/// configuration, no pager, no replace objects, no
+/// optional index writes (which would run `post-index-change`), no
+/// prompts.
+pub fn forced_environment() -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = [
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("GIT_PAGER", "cat"),
+        ("PAGER", "cat"),
+        ("GIT_NO_REPLACE_OBJECTS", "1"),
+        ("GIT_OPTIONAL_LOCKS", "0"),
+        ("GIT_TERMINAL_PROMPT", "0"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    env.push(("GIT_CONFIG_COUNT".into(), FORCED_CONFIG.len().to_string()));
+    for (i, (key, value)) in FORCED_CONFIG.iter().enumerate() {
+        env.push((format!("GIT_CONFIG_KEY_{i}"), key.to_string()));
+        env.push((format!("GIT_CONFIG_VALUE_{i}"), value.to_string()));
+    }
+    env
+}
+
 /// Checks `git`'s arguments.
 pub(super) fn check(args: &[Word]) -> Result<(), String> {
     let mut rest = args;
@@ -267,6 +325,12 @@ pub(super) fn check(args: &[Word]) -> Result<(), String> {
         }
         let name = text.split_once('=').map_or(text, |(name, _)| name);
         rest = after;
+        if OTHER_REPOSITORY.contains(&name) {
+            return Err(format!(
+                "`git {name}` runs git on a repository other than the workspace's own, whose \
+                 configuration can run programs"
+            ));
+        }
         if GLOBAL_VALUE.contains(&name) {
             if !text.contains('=') {
                 rest = rest.get(1..).unwrap_or_default();
@@ -286,6 +350,9 @@ pub(super) fn check(args: &[Word]) -> Result<(), String> {
         // Bare `git` prints its usage.
         return Ok(());
     };
+    if let Some(checked) = nested::check(&sub.text, rest) {
+        return checked;
+    }
     let Some(subcommand) = SUBCOMMANDS.iter().find(|s| s.name == sub.text) else {
         return Err(format!(
             "`git {}` is not a known read-only git command",

@@ -6,14 +6,15 @@
 //! interpreters, build tools, package managers and the builtins that assign
 //! or run (`eval`, `source`, `.`, `read`, `mapfile`, `declare`, `export`,
 //! `set`, `trap`, `alias`, `let`, `printf -v`) are absent or refused on
-//! purpose: each can write, assign or run anything.
+//! purpose: each can write, assign or run anything (`sed` only with a script
+//! that prints, `sed.rs`).
 //!
 //! `globs: true` marks the programs whose *every* option (listed or not,
 //! as of GNU coreutils 9, grep 3, util-linux 2.38, jq 1.6, bash 5.2) only
 //! reads and which have no output operand: only those may be given unquoted
 //! globs or brace expansions, since a matched file name can become any
-//! option. They are `basename cat cd cksum cmp column comm cut df dirname du
-//! echo egrep false fgrep fold grep head id jq ls md5sum nl nproc od paste
+//! option. They are `base64 basename cat cd cksum cmp column comm cut df dirname du
+//! echo egrep expr false fgrep fold grep head id jq ls md5sum nl nproc numfmt od paste
 //! printenv pwd readlink realpath rev seq sha1sum sha256sum sha512sum sleep
 //! stat tac tail tr true type uname wc which whoami`. Not `date` (`-s`),
 //! `diff` (`--paginate` runs `pr`), `file` (`-C` writes), `find`, `git`,
@@ -49,6 +50,13 @@ pub(super) enum Syntax {
     Find,
     /// `git`'s options and read-only subcommands (`git.rs`).
     Git,
+    /// `sed` with a script that only prints (`sed.rs`).
+    Sed,
+    /// `expr`: any arguments; it only computes and prints.
+    Expression,
+    /// `builtin NAME …`: only the read-only builtins of this table, each
+    /// checked as itself.
+    Builtin,
 }
 
 const fn program(name: &'static str, spec: Spec) -> Program {
@@ -99,6 +107,15 @@ const GREP: Spec = Spec {
 /// The known read-only programs. A program name is looked up as written;
 /// paths (`./ls`, `/bin/ls`) never match, since a path could name any file.
 pub(super) static PROGRAMS: &[Program] = &[
+    program(
+        "base64",
+        Spec {
+            short: "diw:",
+            long: "decode ignore-garbage wrap= help version",
+            operands: Operands::AtMost(1),
+            ..GNU
+        },
+    ),
     program(
         "basename",
         Spec {
@@ -221,6 +238,13 @@ pub(super) static PROGRAMS: &[Program] = &[
         syntax: Syntax::Echo,
     },
     program("egrep", GREP),
+    // `expr` has no options but `--help` and `--version`; its operands
+    // are an expression it prints the value of.
+    Program {
+        name: "expr",
+        globs: true,
+        syntax: Syntax::Expression,
+    },
     Program {
         name: "false",
         globs: true,
@@ -295,6 +319,15 @@ pub(super) static PROGRAMS: &[Program] = &[
         "nproc",
         Spec {
             long: "all ignore= help version",
+            ..GNU
+        },
+    ),
+    program(
+        "numfmt",
+        Spec {
+            short: "d:z",
+            long: "debug delimiter= field= format= from= from-unit= grouping header[=] invalid= \
+                padding= round= suffix= unit-separator= to= to-unit= zero-terminated help version",
             ..GNU
         },
     ),
@@ -543,7 +576,23 @@ pub(super) static PROGRAMS: &[Program] = &[
         globs: false,
         syntax: Syntax::Git,
     },
+    // A file named `-i` that a glob matches would edit in place.
+    Program {
+        name: "sed",
+        globs: false,
+        syntax: Syntax::Sed,
+    },
+    // Runs the builtin it names, skipping functions of that name; only
+    // the builtins above pass (`builtin eval`, `source`, `exec` do not).
+    Program {
+        name: "builtin",
+        globs: false,
+        syntax: Syntax::Builtin,
+    },
 ];
+
+/// The builtins `builtin` may run: those the table reads as themselves.
+pub(super) const BUILTINS: &[&str] = &["cd", "echo", "false", "printf", "pwd", "true", "type"];
 
 /// The entry for `name`.
 pub(super) fn lookup(name: &str) -> Option<&'static Program> {

@@ -6,6 +6,8 @@ use pretty_assertions::assert_eq;
 
 use super::*;
 
+mod descriptors;
+mod plan_reads;
 pub(super) mod regressions;
 
 /// Expected of a command proven read-only.
@@ -121,8 +123,8 @@ fn programs_that_are_not_read_only() {
         ("mv a b", UNKNOWN),
         ("chmod +x f", UNKNOWN),
         ("tee out", UNKNOWN),
-        ("sed -n 1p f", "`sed` is not a known"),
-        ("sed -i s/a/b/ f", UNKNOWN),
+        ("sed -n 1p f", RO),
+        ("sed -i s/a/b/ f", "`sed -i`"),
         ("awk '{print}' f", "`awk` is not a known"),
         ("xargs rm", "`xargs` is not a known"),
         ("xargs", UNKNOWN),
@@ -239,8 +241,14 @@ fn git_subcommands_and_options() {
         ("git remote add x url", "'add' would be written or changed"),
         ("git remote show origin", "'show' would be written"),
         ("git remote -v update", "'update' would be written"),
-        ("git -C sub status", RO),
-        ("git --git-dir=.git --work-tree=. log", RO),
+        (
+            "git -C sub status",
+            "a repository other than the workspace's own",
+        ),
+        (
+            "git --git-dir=.git --work-tree=. log",
+            "a repository other than the workspace's own",
+        ),
         ("git --no-pager log", RO),
         ("git -P diff", RO),
         ("git", RO),
@@ -266,10 +274,10 @@ fn git_subcommands_and_options() {
         ("git checkout main", "`git checkout` is not"),
         ("git fetch", "`git fetch` is not"),
         ("git pull", "`git pull` is not"),
-        ("git stash", "`git stash` is not"),
+        ("git stash", "`git stash` with no verb changes"),
         ("git reset --hard", "`git reset` is not"),
         ("git clean -fdx", "`git clean` is not"),
-        ("git config user.name x", "`git config` is not"),
+        ("git config user.name x", "sets or changes configuration"),
         ("git diff --output=x", "`git diff --output=x`"),
         ("git diff --output x", REFUSED_FLAG),
         ("git log --outp=x", REFUSED_FLAG),

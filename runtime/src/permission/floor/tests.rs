@@ -1,5 +1,6 @@
 //! The floor as tables fed to one `check`: each case is a call and the
-//! verdict it should get, written `safe: …`, `blocked: …` or `unproven: …`
+//! verdict it should get, written `safe: …`, `blocked: …`, `unproven: …` or
+//! `unplaced: …`
 //! with a fragment of the reason (or of the observations, joined by `; `).
 //! The workspace is `/work/ws`; a `bash` call is classified by `classify`,
 //! as the runner does.
@@ -18,6 +19,10 @@ fn outcome(verdict: FloorVerdict, want: &str) -> String {
         FloorVerdict::ProvenSafe { reason } => ("safe", reason),
         FloorVerdict::Blocked { reason } => ("blocked", reason),
         FloorVerdict::Unproven { observations } => ("unproven", observations.join("; ")),
+        FloorVerdict::Unplaced {
+            reason,
+            observations,
+        } => ("unplaced", format!("{reason}; {}", observations.join("; "))),
     };
     match want.split_once(": ") {
         Some((k, fragment)) if k == kind && text.contains(fragment) => want.to_string(),

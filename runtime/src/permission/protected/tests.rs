@@ -7,6 +7,8 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::*;
+
+mod runtime_paths;
 use crate::permission::call::RealPaths;
 use crate::permission::classify::classify_command;
 use crate::permission::rules::{RuleKind, RuleSet, Scope};

@@ -7,6 +7,8 @@
 //! workspace or its parent (the sandbox root), so even a line the
 //! classifier wrongly accepts can only change the sandbox.
 
+mod extra;
+
 use super::super::options::Spec;
 use super::super::table::{PROGRAMS, Syntax};
 
@@ -302,6 +304,9 @@ fn command(rng: &mut Rng) -> String {
                 operands(rng, &mut words);
             }
             Syntax::Echo | Syntax::Ignored | Syntax::Bare => operands(rng, &mut words),
+            Syntax::Sed => extra::sed(rng, &mut words),
+            Syntax::Expression => extra::expr(rng, &mut words),
+            Syntax::Builtin => extra::builtin(rng, &mut words),
         }
     }
     if rng.chance(15) {
@@ -387,6 +392,9 @@ fn operands(rng: &mut Rng, words: &mut Vec<String>) {
 }
 
 fn git(rng: &mut Rng, words: &mut Vec<String>) {
+    if rng.chance(20) {
+        return extra::git_verbs(rng, words);
+    }
     if rng.chance(10) {
         words.push(
             rng.one(&["-C .", "--no-pager", "-P", "-c x=y", "--git-dir=.git", "-p"])
