@@ -62,3 +62,48 @@ fn tests_of_the_binary_pass_with_a_poisoned_user_configuration() {
         "a test wrote into the user's data directory"
     );
 }
+
+/// Every place a test starts the binary makes it hermetic: the
+/// `Command::new` of `CARGO_BIN_EXE_cadre` is followed by `.hermetic()`
+/// (or wrapped in `clean(…)`, which applies it), so a new test cannot
+/// forget it.
+#[test]
+fn every_spawn_of_the_binary_is_hermetic() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+    let mut stack = vec![root];
+    let mut unguarded = Vec::new();
+    let mut seen = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("tests dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("source");
+            let lines: Vec<&str> = text.lines().collect();
+            let needle = concat!("Command::new(env!(\"CARGO_BIN_", "EXE_cadre\"))");
+            for (n, line) in lines.iter().enumerate() {
+                if !line.contains(needle) {
+                    continue;
+                }
+                seen += 1;
+                let next: String = lines[n..(n + 3).min(lines.len())].join("\n");
+                if !(next.contains("hermetic()") || line.contains("clean(")) {
+                    unguarded.push(format!("{}:{}", path.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        seen >= 10,
+        "found only {seen} spawns: is the pattern still right?"
+    );
+    assert!(
+        unguarded.is_empty(),
+        "spawns without .hermetic(): {unguarded:?}"
+    );
+}

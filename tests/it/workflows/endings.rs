@@ -13,6 +13,7 @@ use cadre::workflows::scheduler::State;
 use super::Harness;
 use crate::support::PATIENCE;
 use crate::support::cli::Output;
+use crate::support::hermetic::Hermetic;
 
 /// Answers with text only: a claim with no tool call behind it.
 const TEXT_ONLY: &str = "[[response]]\nrepeat = true\ntext = \"done, all good\"\n";
@@ -181,6 +182,7 @@ pub(super) async fn run_binary(dir: &Path, workflow: &str, script: &str, extra: 
     ];
     args.extend(extra.iter().map(|a| a.to_string()));
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_cadre"))
+        .hermetic()
         .args(&args)
         .current_dir(&workspace)
         .env("HOME", dir.join("home"))
