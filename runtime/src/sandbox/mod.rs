@@ -16,13 +16,18 @@
 //! - `groups`: the registry of live process groups; [`kill_live_groups`].
 //! - `run`: [`run`], one command from spawn to end.
 
+mod bwrap;
 mod check;
 mod env;
 mod groups;
+mod helper;
 mod landlock;
+mod limits;
 mod output;
 mod policy;
 mod run;
+mod seccomp;
+mod walls;
 
 #[cfg(test)]
 mod tests;
@@ -32,10 +37,13 @@ use std::path::{Path, PathBuf};
 pub use check::{CheckRun, run_check};
 pub use env::{ALLOWED, DEFAULT_PATH, NEVER, inherited};
 pub use groups::{GroupGuard, kill_live_groups, live_groups};
+pub use helper::{HELPER_MODE, dispatch_helper, helper_path, register_helper};
 pub use landlock::{PINNED, SandboxStatus, sandbox_status};
+pub use limits::Limits;
 pub use output::Capture;
 pub use policy::{Policy, Reach, cover};
 pub use run::{CommandSpec, Finished, OutputLimits, RunError, run, session_tmp};
+pub use walls::{WallReport, WallState, walls};
 
 /// The default hard limit on one command's output: past it the command's
 /// process group is killed.
@@ -57,6 +65,12 @@ pub struct SandboxConfig {
     pub env: Vec<(String, String)>,
     /// Total output bytes after which a command is killed.
     pub max_output: u64,
+    /// Memory, processes, CPU time, file size and `/tmp` of each command
+    /// (`[sandbox]`).
+    pub limits: Limits,
+    /// Commands get their own namespaces where the host can make them;
+    /// off only to try the other walls alone.
+    pub namespaces: bool,
 }
 
 impl Default for SandboxConfig {
@@ -68,6 +82,8 @@ impl Default for SandboxConfig {
             protected: Vec::new(),
             env: inherited(std::iter::empty(), &[]),
             max_output: DEFAULT_MAX_OUTPUT,
+            limits: Limits::default(),
+            namespaces: true,
         }
     }
 }
