@@ -229,6 +229,7 @@ fn the_text_header_says_when_there_is_no_sandbox() {
             workspace: "/ws".into(),
             model: "m".into(),
             sandbox: sandbox.into(),
+            sandbox_walls: Vec::new(),
             mode_source: None,
         };
         let piece = cadre::cli::render::TextView::default()
