@@ -15,7 +15,7 @@ use cadre_runtime::permission::rules::{PermissionRules, RuleSet, Scope};
 use cadre_runtime::permission::{Posture, ProtectedPaths};
 use cadre_runtime::protocol::{ModeSource, ModelSource};
 use cadre_runtime::sandbox::{
-    DEFAULT_MAX_OUTPUT, SandboxConfig, default_writable_roots, inherited,
+    DEFAULT_MAX_OUTPUT, Limits, SandboxConfig, default_writable_roots, inherited,
 };
 use cadre_runtime::tool::FileLimits;
 
@@ -503,6 +503,20 @@ fn sandbox_config(
         (None, None) => Vec::new(),
     };
     let extra = settings.sandbox.env.clone().unwrap_or_default();
+    let configured = &settings.sandbox;
+    let defaults = Limits::default();
+    let mib = |value: Option<u64>, default: u64| {
+        value.map_or(default, |mib| mib.max(1).saturating_mul(1024 * 1024))
+    };
+    let sandbox_limits = Limits {
+        memory: mib(configured.memory_mib, defaults.memory),
+        processes: configured
+            .processes
+            .map_or(defaults.processes, |n| n.max(1)),
+        cpu_secs: configured.cpu_secs.map_or(defaults.cpu_secs, |s| s.max(1)),
+        file_size: mib(configured.file_mib, defaults.file_size),
+        tmp_size: mib(configured.tmp_mib, defaults.tmp_size),
+    };
     SandboxConfig {
         writable_roots,
         protected: vec![data_dir.to_path_buf()],
@@ -511,6 +525,8 @@ fn sandbox_config(
             mib.max(1).saturating_mul(1024 * 1024)
         }),
         check_cache: Some(data_dir.join("checks")),
+        limits: sandbox_limits,
+        namespaces: true,
     }
 }
 

@@ -9,6 +9,7 @@ use cadre_runtime::permission::{Layer, Verdict};
 use cadre_runtime::protocol::{
     Activity, AgentStatus, ApprovalOutcome, Event, ModeSource, ToolStatus, Usage,
 };
+use cadre_runtime::sandbox::WallState;
 use cadre_runtime::store::QuestionnaireAnswer;
 use cadre_runtime::store::QuestionnaireKind;
 use serde_json::{Value, json};
@@ -278,6 +279,7 @@ impl TextView {
                 workspace,
                 model,
                 sandbox,
+                sandbox_walls,
                 mode_source,
                 ..
             } => {
@@ -301,6 +303,15 @@ impl TextView {
                     text.push_str(&format!(
                         "\n  sandbox {sandbox}: this kernel enforces only part of it"
                     ));
+                }
+                // Each wall this host cannot build, once; the others hold.
+                for wall in sandbox_walls {
+                    if wall.state == WallState::Unavailable {
+                        text.push_str(&format!(
+                            "\n  sandbox wall {} unavailable: {}",
+                            wall.wall, wall.detail
+                        ));
+                    }
                 }
                 err(text)
             }

@@ -117,6 +117,16 @@ pub struct SandboxSettings {
     /// More environment variables passed to commands (never `BASH_ENV` and
     /// the like).
     pub env: Option<Vec<String>>,
+    /// MiB of address space of each command process (default 8192).
+    pub memory_mib: Option<u64>,
+    /// Processes a command may have (default 4096; not enforced for root).
+    pub processes: Option<u64>,
+    /// CPU seconds of each command process (default 600).
+    pub cpu_secs: Option<u64>,
+    /// MiB of the largest file a command may write (default 4096).
+    pub file_mib: Option<u64>,
+    /// MiB of a command's private `/tmp` (default 1024).
+    pub tmp_mib: Option<u64>,
 }
 
 /// `[limits]`: bounds on what commands and models produce, and overrides
@@ -587,6 +597,11 @@ impl Config {
                     .writable_roots
                     .or(s.sandbox.writable_roots.take());
                 s.sandbox.env = file.sandbox.env.or(s.sandbox.env.take());
+                s.sandbox.memory_mib = file.sandbox.memory_mib.or(s.sandbox.memory_mib);
+                s.sandbox.processes = file.sandbox.processes.or(s.sandbox.processes);
+                s.sandbox.cpu_secs = file.sandbox.cpu_secs.or(s.sandbox.cpu_secs);
+                s.sandbox.file_mib = file.sandbox.file_mib.or(s.sandbox.file_mib);
+                s.sandbox.tmp_mib = file.sandbox.tmp_mib.or(s.sandbox.tmp_mib);
                 s.snapshots.enabled = file.snapshots.enabled.or(s.snapshots.enabled);
                 s.snapshots.max_file_mib = file.snapshots.max_file_mib.or(s.snapshots.max_file_mib);
                 s.cluster.nodes = file.cluster.nodes.or(s.cluster.nodes.take());

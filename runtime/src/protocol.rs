@@ -330,6 +330,11 @@ pub enum Event {
         /// ` (partial)` when the kernel lacks some rights), or
         /// `unavailable: <why>` when only the reader decides (P9).
         sandbox: String,
+        /// Each wall of the sandbox and how far it holds on this host
+        /// (`enforced`, `partial`, `unavailable`), with what builds it or
+        /// why it is missing; absent from a host that does not report them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        sandbox_walls: Vec<crate::sandbox::WallReport>,
         /// Where the starting mode came from. The session cannot tell a
         /// flag from a saved default, so the host that chose the mode fills
         /// it in (the `cadre` binary always does); absent otherwise.

@@ -23,10 +23,14 @@ use crate::support::SessionBuilder;
 use crate::support::hermetic::Hermetic;
 use crate::support::mock::MockServer;
 
-/// A background writer that touches `late` after `delay` seconds, behind a
-/// command that keeps the call busy.
-fn writer(delay: u32) -> String {
-    format!("(echo $BASHPID > writer.pid; sleep {delay}; touch late) & sleep 60")
+mod walls;
+
+/// A background writer that touches `late` after about `delay` seconds,
+/// behind a command that keeps the call busy; its `sleep` carries a tag
+/// (its fraction of a second) that finds it among the host's processes,
+/// where its pid inside the sandbox's PID namespace means nothing.
+fn writer(delay: u32, tag: u32) -> String {
+    format!("(echo started > writer.pid; sleep {delay}.{tag}; touch late) & sleep 60")
 }
 
 /// Waits (polling, bounded) until `check` holds.
@@ -38,8 +42,14 @@ async fn eventually(what: &str, check: impl Fn() -> bool) {
     }
 }
 
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+/// Whether a live host process runs `sleep <delay>.<tag>`.
+fn alive(delay: u32, tag: u32) -> bool {
+    let wanted = format!("sleep\0{delay}.{tag}\0");
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        cmdline == wanted.as_bytes() && !stat.contains(") Z ")
+    })
 }
 
 /// A workspace, a data directory and a Full Access context with no
@@ -82,14 +92,14 @@ impl Host {
         self.ws.path().join(name)
     }
 
-    /// Starts `command` through the runner in its own task, like a turn's
-    /// tool task, and waits until the writer runs; returns the task and
-    /// the writer's pid.
+    /// Starts the writer through the runner in its own task, like a turn's
+    /// tool task, and waits until it runs; returns the task.
     async fn start(
         &self,
-        command: &str,
+        (delay, tag): (u32, u32),
         timeout: Duration,
-    ) -> (tokio::task::JoinHandle<Result<String, ErrorCode>>, u32) {
+    ) -> tokio::task::JoinHandle<Result<String, ErrorCode>> {
+        let command = writer(delay, tag);
         let runner = ToolRunner::new(Arc::new(ToolRegistry::with_builtins()), timeout);
         let call = ToolCall {
             id: "w".into(),
@@ -104,19 +114,14 @@ impl Host {
             std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))
         })
         .await;
-        let pid = std::fs::read_to_string(&pid_file)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        assert!(alive(pid), "the writer runs while its call does");
-        (task, pid)
+        eventually("the writer's sleep to show", || alive(delay, tag)).await;
+        task
     }
 }
 
 /// Once the writer is dead it can never write: `late` must not exist then.
-async fn assert_died_silently(pid: u32, workspace: &Path) {
-    eventually("the writer to die", || !alive(pid)).await;
+async fn assert_died_silently((delay, tag): (u32, u32), workspace: &Path) {
+    eventually("the writer to die", || !alive(delay, tag)).await;
     assert!(
         !workspace.join("late").exists(),
         "the background writer wrote after its call ended"
@@ -126,19 +131,21 @@ async fn assert_died_silently(pid: u32, workspace: &Path) {
 #[tokio::test]
 async fn regression_a_background_writer_wrote_after_its_call_was_cancelled() {
     let host = Host::new();
-    let (task, pid) = host.start(&writer(2), Duration::from_secs(60)).await;
+    let writer = (2, std::process::id() * 10 + 1);
+    let task = host.start(writer, Duration::from_secs(60)).await;
     // What cancelling a turn does to its tool task.
     task.abort();
     assert!(task.await.is_err_and(|e| e.is_cancelled()));
-    assert_died_silently(pid, host.ws.path()).await;
+    assert_died_silently(writer, host.ws.path()).await;
 }
 
 #[tokio::test]
 async fn a_background_writer_dies_with_its_timed_out_call() {
     let host = Host::new();
-    let (task, pid) = host.start(&writer(4), Duration::from_secs(2)).await;
+    let writer = (4, std::process::id() * 10 + 2);
+    let task = host.start(writer, Duration::from_secs(2)).await;
     assert_eq!(task.await.unwrap(), Err(ErrorCode::Timeout));
-    assert_died_silently(pid, host.ws.path()).await;
+    assert_died_silently(writer, host.ws.path()).await;
 }
 
 #[tokio::test]
@@ -231,6 +238,7 @@ fn the_text_header_says_when_there_is_no_sandbox() {
             workspace: "/ws".into(),
             model: "m".into(),
             sandbox: sandbox.into(),
+            sandbox_walls: Vec::new(),
             mode_source: None,
             model_source: None,
         };

@@ -432,6 +432,7 @@ impl Actor for SessionActor {
             workspace: state.spec.workspace.root().display().to_string(),
             model: state.model_name().to_string(),
             sandbox: sandbox_status().to_string(),
+            sandbox_walls: cadre_runtime::sandbox::walls(),
             mode_source: None,
             model_source: None,
         });

@@ -14,9 +14,12 @@
 use std::fmt;
 use std::sync::OnceLock;
 
+use std::path::PathBuf;
+
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, LandlockStatus, Ruleset, RulesetAttr, RulesetCreated,
-    RulesetCreatedAttr, RulesetError, RulesetStatus, Scope, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, RestrictionStatus, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetError, RulesetStatus, Scope,
+    path_beneath_rules,
 };
 
 use super::policy::Policy;
@@ -154,18 +157,57 @@ fn ruleset(network: bool, scoped: bool) -> Result<RulesetCreated, RulesetError> 
         .add_rules(path_beneath_rules(["/"], AccessFs::from_read(PINNED)))
 }
 
+/// Every filesystem right but making device nodes: a char or block
+/// device in a writable directory would open the host's disks or memory.
+fn write_rights() -> BitFlags<AccessFs> {
+    AccessFs::from_all(PINNED) & !(AccessFs::MakeChar | AccessFs::MakeBlock)
+}
+
 /// Restricts the calling thread (and what it spawns from now on) to
-/// `policy`. Call only on a thread made for one command.
-pub(crate) fn confine(policy: &Policy) -> Result<(), String> {
-    let status = ruleset(policy.network, policy.scoped)
-        .and_then(|r| {
-            r.add_rules(path_beneath_rules(
-                &policy.writable,
-                AccessFs::from_all(PINNED),
-            ))
-        })
-        .and_then(RulesetCreated::restrict_self)
-        .map_err(|e| format!("the sandbox could not be applied: {e}"))?;
+/// `policy`: its writable set, and its network and scope when `files`;
+/// only the network and scope otherwise (bubblewrap, which the thread
+/// spawns next, cannot start under a filesystem ruleset; the helper
+/// applies that one inside). Call only on a thread made for one command.
+pub(crate) fn confine(policy: &Policy, files: bool) -> Result<(), String> {
+    let created = if files {
+        ruleset(policy.network, policy.scoped)
+            .and_then(|r| r.add_rules(path_beneath_rules(&policy.writable, write_rights())))
+    } else if policy.network && !policy.scoped {
+        // Nothing to restrict outside the files.
+        return Ok(());
+    } else {
+        outside_files(policy.network, policy.scoped)
+    };
+    enforced(created.and_then(RulesetCreated::restrict_self))
+}
+
+/// A ruleset of the network (TCP denied unless `network`) and the scopes
+/// (when `scoped`) alone; at least one of them is asked for.
+fn outside_files(network: bool, scoped: bool) -> Result<RulesetCreated, RulesetError> {
+    let mut ruleset = Ruleset::default();
+    if !network {
+        ruleset = ruleset.handle_access(AccessNet::from_all(PINNED))?;
+    }
+    if scoped {
+        ruleset = ruleset.scope(Scope::from_all(PINNED))?;
+    }
+    ruleset.create()
+}
+
+/// Restricts the calling process (the in-sandbox helper) to writing
+/// only `writable`; reading stays open.
+pub(crate) fn confine_files(writable: &[PathBuf]) -> Result<(), String> {
+    let created = Ruleset::default()
+        .handle_access(AccessFs::from_all(PINNED))
+        .and_then(Ruleset::create)
+        .and_then(|r| r.add_rules(path_beneath_rules(["/"], AccessFs::from_read(PINNED))))
+        .and_then(|r| r.add_rules(path_beneath_rules(writable, write_rights())));
+    enforced(created.and_then(RulesetCreated::restrict_self))
+}
+
+/// An error unless the kernel enforced the ruleset.
+fn enforced(status: Result<RestrictionStatus, RulesetError>) -> Result<(), String> {
+    let status = status.map_err(|e| format!("the sandbox could not be applied: {e}"))?;
     match status.ruleset {
         RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => Ok(()),
         RulesetStatus::NotEnforced => {

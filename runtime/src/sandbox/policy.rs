@@ -6,6 +6,7 @@ use crate::mode::Mode;
 use crate::permission::Posture;
 
 use super::SandboxConfig;
+use super::limits::Limits;
 
 /// How far a command's writes reach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +59,17 @@ pub struct Policy {
     /// Signals and abstract unix sockets are confined to the command's own
     /// processes.
     pub scoped: bool,
+    /// Paths read-only at the kernel level whatever the reach, Full Access
+    /// included: the workspace's `.git` and `.cadre`, and for a worktree
+    /// the git directories its `.git` file names. Bound read-only over the
+    /// writable set by the namespace wall; created (as directories) before
+    /// a writing command runs so a command cannot create them itself.
+    pub read_only: Vec<PathBuf>,
+    /// Resource bounds of the command.
+    pub limits: Limits,
+    /// Run the command in its own namespaces when the host can; off only
+    /// to try the other walls alone.
+    pub namespaces: bool,
 }
 
 impl Policy {
@@ -94,8 +106,34 @@ impl Policy {
             protected,
             network: reach != Reach::ReadOnly,
             scoped: reach != Reach::Everywhere,
+            read_only: git_and_cadre(workspace),
+            limits: config.limits,
+            namespaces: config.namespaces,
         }
     }
+}
+
+/// The workspace's `.git` and `.cadre`, and, when `.git` is a worktree's
+/// file (`gitdir: <dir>`), that git directory and the common one it names
+/// (`commondir`): all of it is where git finds hooks and configuration
+/// that run later outside any sandbox.
+fn git_and_cadre(workspace: &Path) -> Vec<PathBuf> {
+    let git = workspace.join(".git");
+    let mut out = vec![git.clone(), workspace.join(".cadre")];
+    let is_file = git.symlink_metadata().is_ok_and(|m| m.is_file());
+    let pointed = is_file
+        .then(|| std::fs::read_to_string(&git).ok())
+        .flatten()
+        .and_then(|text| text.strip_prefix("gitdir:").map(|d| d.trim().to_string()));
+    if let Some(dir) = pointed {
+        let dir = real(&workspace.join(dir));
+        let common = std::fs::read_to_string(dir.join("commondir"))
+            .ok()
+            .map(|c| real(&dir.join(c.trim())));
+        out.push(dir);
+        out.extend(common);
+    }
+    out
 }
 
 /// Paths beneath `root` that, granted write access, make everything under

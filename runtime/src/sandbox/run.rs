@@ -1,5 +1,5 @@
-//! One command, start to end: spawned confined, its output bounded, its
-//! process group killed when it ends.
+//! One command, start to end: spawned confined, its output bounded, it
+//! and everything it started killed when it ends.
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -8,10 +8,15 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
 
+use std::ffi::OsString;
+
+use super::bwrap;
 use super::groups::GroupGuard;
+use super::helper::{HelperSpec, helper_args, helper_path};
 use super::landlock::{confine, sandbox_status};
 use super::output::Capture;
-use super::policy::Policy;
+use super::policy::{Policy, Reach};
+use super::walls::{Isolation, isolation};
 
 /// How long output is still read once the shell has exited and its group
 /// is killed. Only a process that left the group (`setsid`) can still hold
@@ -61,7 +66,7 @@ pub struct Finished {
     /// A process outside the group still held the output open after the
     /// shell exited; reading stopped.
     pub output_abandoned: bool,
-    /// The command ran under Landlock.
+    /// The command ran under a kernel wall (namespaces or Landlock).
     pub confined: bool,
 }
 
@@ -82,9 +87,12 @@ pub enum RunError {
 
 /// Runs one command to its end.
 ///
-/// Dropping the future (a timeout, a cancelled call) kills the command's
-/// process group; so does the command's end, so nothing it started in the
-/// background outlives the call.
+/// Where the host can (see `walls`), the command runs in its own
+/// namespaces under bubblewrap, through the in-sandbox helper when one is
+/// registered; otherwise under the walls of its spawning thread alone.
+/// Dropping the future (a timeout, a cancelled call) kills the command
+/// and, with a PID namespace, everything it started, whatever it did to
+/// detach; its per-command temp dir goes with it.
 pub async fn run(spec: CommandSpec<'_>) -> Result<Finished, RunError> {
     ensure_private_dir(spec.tmp).map_err(|e| {
         RunError::Spawn(format!(
@@ -92,20 +100,70 @@ pub async fn run(spec: CommandSpec<'_>) -> Result<Finished, RunError> {
             spec.tmp.display()
         ))
     })?;
-    let mut command = Command::new("bash");
+    let policy = spec.policy;
+    let bwrap = match (policy.namespaces, isolation()) {
+        (true, Isolation::Bwrap(path)) => Some(path.as_path()),
+        (true | false, Isolation::Threads(_)) | (false, Isolation::Bwrap(_)) => None,
+    };
+    if bwrap.is_some() {
+        prepare_read_only(policy)?;
+    }
+    // Declared first so it is removed last, once the command is dead.
+    let cmd_tmp = match bwrap {
+        Some(_) => None,
+        None => Some(CommandTmp::create(spec.tmp)?),
+    };
+    let landlock = sandbox_status().is_enforced();
+    let helper = helper_path();
+    let line = bwrap::Line {
+        policy,
+        cwd: spec.cwd,
+        host_tmp: spec.tmp,
+        helper,
+    };
+    let mut argv: Vec<OsString> = Vec::new();
+    if let Some(helper) = helper {
+        let helper_spec = HelperSpec {
+            writable: (landlock && bwrap.is_some()).then(|| line.writable_inside()),
+            read_only: policy.reach == Reach::ReadOnly,
+            limits: policy.limits,
+        };
+        argv.push(helper.into());
+        argv.extend(helper_args(&helper_spec).map_err(RunError::Sandbox)?);
+    }
+    argv.extend(["bash", "--noprofile", "--norc", "-c"].map(OsString::from));
+    argv.push(spec.script.into());
+    let mut command = match bwrap {
+        Some(bwrap) => {
+            let mut command = Command::new(bwrap);
+            command.args(line.args()).args(&argv);
+            command
+        }
+        None => {
+            let mut command = Command::new(&argv[0]);
+            command.args(&argv[1..]);
+            command
+        }
+    };
+    let tmpdir = cmd_tmp
+        .as_ref()
+        .map_or_else(|| PathBuf::from(bwrap::INNER_TMP), |t| t.path.clone());
     command
-        .args(["--noprofile", "--norc", "-c", spec.script])
         .current_dir(spec.cwd)
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .env("TMPDIR", spec.tmp)
+        .env("TMPDIR", &tmpdir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let confined = sandbox_status().is_enforced();
-    let (mut child, group) = spawn(command, confined.then(|| spec.policy.clone())).await?;
+    let walls = ThreadWalls {
+        policy: landlock.then(|| policy.clone()),
+        files: bwrap.is_none(),
+        drop_capabilities: bwrap.is_none(),
+    };
+    let (mut child, group, _spawner) = spawn(command, walls).await?;
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(RunError::Spawn("bash's output pipes are missing".into()));
     };
@@ -127,28 +185,54 @@ pub async fn run(spec: CommandSpec<'_>) -> Result<Finished, RunError> {
         stderr: reading.stderr.capture,
         killed_for_output: reading.killed_for_output,
         output_abandoned,
-        confined,
+        confined: landlock || bwrap.is_some(),
     })
 }
 
-/// Spawns `command` from a fresh thread that first confines itself to
-/// `policy` (when given), so only the command is restricted. The group is
-/// registered before the child is handed back: if the caller went away
-/// meanwhile, dropping the guard kills it.
+/// What the spawning thread sets on itself before it spawns.
+struct ThreadWalls {
+    /// Landlock for this policy, when the kernel has it.
+    policy: Option<Policy>,
+    /// Landlock's filesystem rules too (not before bubblewrap).
+    files: bool,
+    /// Drop every capability, the bounding set first (bubblewrap drops
+    /// them itself).
+    drop_capabilities: bool,
+}
+
+/// Keeps the spawning thread alive until dropped: bubblewrap's
+/// `--die-with-parent` fires when that *thread* ends, so it must outlive
+/// the command, and end (killing the sandbox) when the call does.
+struct Spawner {
+    _alive: std::sync::mpsc::Sender<()>,
+}
+
+/// Spawns `command` from a fresh thread that first sets `walls` on itself,
+/// so only the command is restricted. The group is registered before the
+/// child is handed back: if the caller went away meanwhile, dropping the
+/// guard kills it.
 async fn spawn(
     mut command: Command,
-    policy: Option<Policy>,
-) -> Result<(Child, GroupGuard), RunError> {
+    walls: ThreadWalls,
+) -> Result<(Child, GroupGuard, Spawner), RunError> {
     let runtime = tokio::runtime::Handle::current();
     let (tx, rx) = tokio::sync::oneshot::channel();
+    let (alive, until_dropped) = std::sync::mpsc::channel::<()>();
     std::thread::Builder::new()
         .name("cadre-sandbox".into())
         .spawn(move || {
             // The child is registered with this runtime's process driver.
             let _runtime = runtime.enter();
-            let spawned = match policy.as_ref().map(confine) {
-                Some(Err(why)) => Err(RunError::Sandbox(why)),
-                Some(Ok(())) | None => command
+            if walls.drop_capabilities {
+                drop_capabilities();
+            }
+            let confined = walls
+                .policy
+                .as_ref()
+                .map_or(Ok(()), |policy| confine(policy, walls.files));
+            let spawned = match confined {
+                Err(why) => Err(RunError::Sandbox(why)),
+                Ok(()) => command
                     .spawn()
                     .map_err(|e| RunError::Spawn(e.to_string()))
                     .and_then(|child| {
@@ -159,11 +243,101 @@ async fn spawn(
                         Ok((child, group))
                     }),
             };
-            let _ = tx.send(spawned);
+            let started = spawned.is_ok();
+            if tx.send(spawned).is_ok() && started {
+                // Returns once the `Spawner` is dropped.
+                let _ = until_dropped.recv();
+            }
         })
         .map_err(|e| RunError::Spawn(format!("cannot start the sandbox thread: {e}")))?;
-    rx.await
-        .map_err(|_| RunError::Spawn("the sandbox thread ended without an answer".into()))?
+    let (child, group) = rx
+        .await
+        .map_err(|_| RunError::Spawn("the sandbox thread ended without an answer".into()))??;
+    Ok((child, group, Spawner { _alive: alive }))
+}
+
+/// Drops every capability of the calling thread: the bounding set first
+/// (so bash cannot regain them at `exec`; this needs CAP_SETPCAP, which
+/// only a privileged cadre has), then the effective, permitted and
+/// inheritable sets. Without privileges there is nothing to drop.
+fn drop_capabilities() {
+    use rustix::thread::{CapabilitySet, CapabilitySets};
+    for capability in CapabilitySet::all().iter() {
+        // EINVAL for a capability this kernel does not know; EPERM without
+        // CAP_SETPCAP.
+        let _ = rustix::thread::remove_capability_from_bounding_set(capability);
+    }
+    let none = CapabilitySets {
+        effective: CapabilitySet::empty(),
+        permitted: CapabilitySet::empty(),
+        inheritable: CapabilitySet::empty(),
+    };
+    let _ = rustix::thread::set_capabilities(None, none);
+}
+
+/// Creates the protected paths a writing command could otherwise create
+/// itself (so they can be bound read-only), and refuses a symlink in their
+/// place, which a bind would follow.
+fn prepare_read_only(policy: &Policy) -> Result<(), RunError> {
+    for path in &policy.read_only {
+        match path.symlink_metadata() {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(RunError::Sandbox(format!(
+                    "{} is a symlink; it must be a directory or a file",
+                    path.display()
+                )));
+            }
+            Ok(_) => {}
+            Err(_) if policy.reach != Reach::ReadOnly => {
+                std::fs::create_dir_all(path).map_err(|e| {
+                    RunError::Sandbox(format!("cannot create {}: {e}", path.display()))
+                })?;
+            }
+            Err(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// A command's own temp dir under the session's, when it has no private
+/// `/tmp`: removed when dropped, however the command ended.
+struct CommandTmp {
+    path: PathBuf,
+}
+
+impl CommandTmp {
+    fn create(session_tmp: &Path) -> Result<Self, RunError> {
+        let path = session_tmp.join(format!("cmd-{}", uuid::Uuid::new_v4().simple()));
+        ensure_private_dir(&path).map_err(|e| {
+            RunError::Spawn(format!(
+                "cannot create the temp dir {}: {e}",
+                path.display()
+            ))
+        })?;
+        Ok(Self { path })
+    }
+}
+
+impl Drop for CommandTmp {
+    fn drop(&mut self) {
+        // A command may leave directories it cannot be removed from
+        // (mode 0500): open them up first.
+        let _ = open_up(&self.path);
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Gives the owner every right on `dir` and what is beneath it, without
+/// following symlinks.
+fn open_up(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = open_up(&entry.path());
+        }
+    }
+    Ok(())
 }
 
 /// Creates `dir` (and its parents) if missing, readable by its owner only.

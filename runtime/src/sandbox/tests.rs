@@ -2,6 +2,7 @@
 //! real runner with the reader bypassed.
 
 mod hostile;
+mod walls;
 
 use std::path::{Path, PathBuf};
 
@@ -227,14 +228,26 @@ fn status_says_unavailable_whenever_nothing_was_enforced() {
 #[test]
 fn default_writable_roots_are_caches_not_binaries() {
     let roots = default_writable_roots(Path::new("/h"), None);
-    assert!(roots.contains(&PathBuf::from("/h/.cargo/registry")));
-    assert!(roots.contains(&PathBuf::from("/h/.cache")));
-    assert!(
-        !roots
-            .iter()
-            .any(|r| Path::new("/h/.cargo/bin").starts_with(r))
-    );
-    assert!(!roots.iter().any(|r| r.starts_with("/h/.rustup")));
+    let writable = |path: &str| roots.iter().any(|r| Path::new(path).starts_with(r));
+    assert!(writable(
+        "/h/.cargo/registry/cache/index.crates.io-x/serde-1.0.0.crate"
+    ));
+    assert!(writable(
+        "/h/.cargo/registry/index/index.crates.io-x/config.json"
+    ));
+    assert!(writable("/h/.cache/pip"));
+    // Code that runs later outside the sandbox: binaries, toolchains, and
+    // the unpacked sources whose `build.rs` a later build runs.
+    for code in [
+        "/h/.cargo/bin/cargo-x",
+        "/h/.cargo/config.toml",
+        "/h/.rustup/toolchains",
+        "/h/.cargo/registry/src/index.crates.io-x/serde-1.0.0/build.rs",
+        "/h/.cargo/git/checkouts/x/abc/build.rs",
+        "/h/go/pkg/mod/github.com/x/y@v1/main.go",
+    ] {
+        assert!(!writable(code), "{code} is writable");
+    }
     let custom = default_writable_roots(Path::new("/h"), Some(Path::new("/c")));
-    assert!(custom.contains(&PathBuf::from("/c/git")));
+    assert!(custom.contains(&PathBuf::from("/c/git/db")));
 }

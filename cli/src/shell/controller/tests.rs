@@ -354,6 +354,7 @@ fn config_shows_what_the_events_said() {
                 workspace: "/real/ws".into(),
                 model: "m".into(),
                 sandbox: "landlock-abi-7".into(),
+                sandbox_walls: Vec::new(),
                 mode_source: None,
                 model_source: None,
             }),

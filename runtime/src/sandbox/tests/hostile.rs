@@ -1,5 +1,6 @@
 //! Hostile commands through the real runner, with the reader bypassed: for
-//! each policy, exactly the allowed paths change.
+//! each policy, exactly the allowed paths change, with the namespace wall
+//! and with the thread walls alone.
 //!
 //! Each test first checks that the sandbox is enforced where the kernel has
 //! Landlock, and skips (saying so) only where it has not: a sandbox that
@@ -15,7 +16,8 @@ use tempfile::TempDir;
 use crate::mode::Mode;
 use crate::permission::Posture;
 use crate::sandbox::{
-    CommandSpec, Finished, OutputLimits, Policy, SandboxConfig, inherited, run, sandbox_status,
+    CommandSpec, Finished, OutputLimits, Policy, SandboxConfig, WallState, inherited, run,
+    sandbox_status, walls,
 };
 
 /// Whether the kernel has Landlock, read from its symbol table independently
@@ -107,8 +109,21 @@ impl Scene {
     }
 
     async fn run(&self, mode: Mode, posture: Posture, script: &str) -> Finished {
+        self.run_with(mode, posture, script, true).await
+    }
+
+    /// Runs `script`; with the namespace wall when `namespaces` (and the
+    /// host has it), with the thread walls alone otherwise.
+    async fn run_with(
+        &self,
+        mode: Mode,
+        posture: Posture,
+        script: &str,
+        namespaces: bool,
+    ) -> Finished {
         let config = SandboxConfig {
             protected: vec![self.root.join("data"), self.root.join("config")],
+            namespaces,
             ..SandboxConfig::default()
         };
         let tmp = self.root.join("data/sessions/s/tmp");
@@ -148,27 +163,66 @@ impl Drop for Scene {
     }
 }
 
-/// Runs `script` in a fresh scene and checks which paths changed.
-async fn check(mode: Mode, posture: Posture, script: &str, expected_changes: &[&str]) {
-    let scene = Scene::new();
-    let before = scene.tree();
-    let finished = scene.run(mode, posture, script).await;
-    let after = scene.tree();
-    let mut changed: Vec<&str> = before
-        .keys()
-        .chain(after.keys())
-        .filter(|k| before.get(*k) != after.get(*k))
-        .map(String::as_str)
-        .collect();
-    changed.sort();
-    changed.dedup();
-    assert!(finished.confined, "{script}: not confined");
-    assert_eq!(
-        changed,
-        expected_changes,
-        "{mode} {posture}: {script}\nstderr: {}",
-        finished.stderr.render()
-    );
+/// Whether this host gives commands their own namespaces.
+fn namespaced() -> bool {
+    walls()
+        .iter()
+        .any(|w| w.wall == "namespaces" && w.state == WallState::Enforced)
+}
+
+/// Runs `script` in a fresh scene, under the namespace wall (where the
+/// host has it) and under the thread walls alone, and checks which paths
+/// changed: `expected_changes` under both, plus `namespaced_too` under the
+/// namespace wall (the workspace's `.cadre`, created before a writing
+/// command so it can be bound read-only), and `threads_too` under the
+/// thread walls alone (which cannot keep `.git` read-only in a writable
+/// workspace: the gap `walls` reports).
+async fn check(
+    mode: Mode,
+    posture: Posture,
+    script: &str,
+    expected_changes: &[&str],
+    (namespaced_too, threads_too): (&[&str], &[&str]),
+) {
+    let mut variants = vec![false];
+    if namespaced() {
+        variants.push(true);
+    }
+    for namespaces in variants {
+        let scene = Scene::new();
+        let before = scene.tree();
+        let finished = scene.run_with(mode, posture, script, namespaces).await;
+        let after = scene.tree();
+        let mut changed: Vec<&str> = before
+            .keys()
+            .chain(after.keys())
+            .filter(|k| before.get(*k) != after.get(*k))
+            .map(String::as_str)
+            .collect();
+        changed.sort();
+        changed.dedup();
+        let mut expected: Vec<&str> = expected_changes.to_vec();
+        expected.extend(if namespaces {
+            namespaced_too
+        } else {
+            threads_too
+        });
+        expected.sort();
+        assert!(finished.confined, "{script}: not confined");
+        assert_eq!(
+            changed,
+            expected,
+            "{mode} {posture} (namespaces {namespaces}): {script}\nstderr: {}",
+            finished.stderr.render()
+        );
+        if script.contains("TMPDIR") {
+            assert!(
+                finished.stdout.render().contains("tmp-ok"),
+                "the temp dir is writable (namespaces {namespaces}): {}",
+                finished.stderr.render()
+            );
+        }
+    }
 }
 
 /// Attacks on everything outside the workspace; each is tried, whatever
@@ -193,17 +247,20 @@ async fn read_only_policy_writes_nothing_but_the_temp_dir() {
     if !enforced() {
         return;
     }
+    // The session's temp dir is made; a command's own temp dir inside it
+    // (or its private /tmp) is gone when it ends.
     let tmp = "data/sessions/s/tmp/";
     for posture in [Posture::Never, Posture::Suggest, Posture::Bypass] {
-        check(Mode::Plan, posture, ESCAPES, &[tmp]).await;
+        check(Mode::Plan, posture, ESCAPES, &[tmp], (&[], &[])).await;
     }
-    check(Mode::Work, Posture::Never, ESCAPES, &[tmp]).await;
+    check(Mode::Work, Posture::Never, ESCAPES, &[tmp], (&[], &[])).await;
     check(
         Mode::Plan,
         Posture::Bypass,
         r#"echo x > file.txt; echo x > .git/config; touch new; rm -f file.txt;
-           chmod 000 file.txt; echo x > /dev/null && echo ok > "$TMPDIR/ok""#,
-        &[tmp, "data/sessions/s/tmp/ok"],
+           chmod 000 file.txt; echo x > /dev/null && echo ok > "$TMPDIR/ok" && echo tmp-ok"#,
+        &[tmp],
+        (&[], &[]),
     )
     .await;
 }
@@ -215,20 +272,16 @@ async fn workspace_policy_writes_only_the_workspace_and_the_temp_dir() {
     }
     let tmp = "data/sessions/s/tmp/";
     for posture in [Posture::Suggest, Posture::Auto] {
-        check(Mode::Work, posture, ESCAPES, &[tmp]).await;
+        check(Mode::Work, posture, ESCAPES, &[tmp], (&["ws/.cadre/"], &[])).await;
     }
     check(
         Mode::Operate,
         Posture::Auto,
         r#"echo changed > file.txt; mkdir -p src && echo x > src/new.rs;
-           echo ok > "$TMPDIR/ok"; echo x > "$DATA/store.db"; echo x > "$CONFIG/config.toml""#,
-        &[
-            tmp,
-            "data/sessions/s/tmp/ok",
-            "ws/file.txt",
-            "ws/src/",
-            "ws/src/new.rs",
-        ],
+           echo ok > "$TMPDIR/ok" && echo tmp-ok; echo x > "$DATA/store.db";
+           echo x > "$CONFIG/config.toml"; echo x > .git/config; mkdir .cadre/x"#,
+        &[tmp, "ws/file.txt", "ws/src/", "ws/src/new.rs"],
+        (&["ws/.cadre/"], &["ws/.git/config"]),
     )
     .await;
 }
@@ -242,21 +295,29 @@ async fn full_access_writes_everywhere_but_the_protected_paths() {
         Mode::Work,
         Posture::Bypass,
         r#"
+        echo ok > "$TMPDIR/ok" && echo tmp-ok
         echo x > "$DATA/store.db"; touch "$DATA/new"; rm -f "$DATA/store.db"
         touch "$CONFIG/new"; echo 'posture = "bypass"' > "$CONFIG/config.toml"
         mv "$CONFIG" "$OUTSIDE/stolen"; mv "$DATA" "$ROOT/data2"; rm -rf "$DATA"
         ln -s "$DATA" "$OUTSIDE/data-link" && echo x > "$OUTSIDE/data-link/store.db"
         echo ok >> "$OUTSIDE/victim.txt"; echo ok > "$HOME/new"; echo ok > file.txt
-        echo ok > "$TMPDIR/ok"; echo x > "$ROOT/new-beside-data"; true
+        echo x > "$ROOT/new-beside-data"
+        echo x > .git/config; touch .git/hooks-new; true
         "#,
         &[
             "data/sessions/s/tmp/",
-            "data/sessions/s/tmp/ok",
             "home/new",
             "outside/data-link",
             "outside/victim.txt",
             "ws/file.txt",
         ],
+        // cadre's directories are hidden (an empty read-only tmpfs): `mv`
+        // across file systems copies that empty directory and fails to
+        // remove the mount.
+        (
+            &["ws/.cadre/", "outside/stolen/"],
+            &["ws/.git/config", "ws/.git/hooks-new"],
+        ),
     )
     .await;
 }
@@ -330,32 +391,60 @@ async fn regression_cat_dev_zero_is_killed_at_the_output_limit() {
     assert!(kept.contains(&format!("[... {} bytes omitted ...]", seen - 2 * 4096)));
 }
 
+/// Processes on the host whose command line holds `marker`.
+pub(super) fn survivors(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat.contains(") Z ");
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(marker) {
+            found.push(name);
+        }
+    }
+    found
+}
+
+/// Waits (bounded) until no host process holds `marker`: SIGKILL is
+/// delivered at once, but tearing a process down may take a moment on a
+/// loaded machine.
+pub(super) fn assert_no_survivor(marker: &str, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !survivors(marker).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(
+        survivors(marker),
+        Vec::<String>::new(),
+        "{what} outlived its command"
+    );
+}
+
 /// Whatever a command leaves running in its group dies when it exits.
 #[tokio::test]
 async fn background_jobs_die_with_the_command() {
-    let scene = Scene::new();
-    let finished = scene
-        .run(
-            Mode::Work,
-            Posture::Bypass,
-            // The job keeps the output open: the call returns once it died.
-            "(sleep 30; touch late) & echo $! > bg.pid",
-        )
-        .await;
-    assert!(finished.status.success());
-    let pid = std::fs::read_to_string(scene.root.join("ws/bg.pid")).unwrap();
-    let alive = |pid: &str| {
-        std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
-            .is_ok_and(|stat| !stat.contains(") Z "))
-    };
-    // SIGKILL is delivered at once but the kernel may take a moment to
-    // tear the process down on a loaded machine: wait for it, bounded.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while alive(&pid) && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(5));
+    for namespaces in [false, true] {
+        let scene = Scene::new();
+        let marker = format!("3{}", std::process::id());
+        let finished = scene
+            .run_with(
+                Mode::Work,
+                Posture::Bypass,
+                // The job keeps the output open: the call returns once it died.
+                &format!("(sleep {marker}; touch late) & echo started"),
+                namespaces,
+            )
+            .await;
+        assert!(
+            finished.status.success(),
+            "namespaces {namespaces}: {:?} {}",
+            finished.status,
+            finished.stderr.render()
+        );
+        assert_no_survivor(&format!("sleep {marker}"), "the background job");
     }
-    assert!(
-        !alive(&pid),
-        "the background job {pid} outlived its command"
-    );
 }

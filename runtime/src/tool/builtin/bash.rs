@@ -1,10 +1,11 @@
 //! `bash`: one shell command in the workspace.
 //!
-//! The command runs under the sandbox (`crate::sandbox`): Landlock confines
-//! its writes by the call's mode and posture, it starts from an
-//! allow-listed environment (plus, for a line proven read-only, git
-//! configuration that keeps a repository from naming a program git runs:
-//! `command_environment`), its output is kept as a bounded head and tail,
+//! The command runs under the sandbox (`crate::sandbox`): its walls
+//! (namespaces, Landlock, seccomp, limits) confine it by the call's mode
+//! and posture, it starts from an allow-listed environment (plus, for a
+//! line proven read-only, git configuration that keeps a repository from
+//! naming a program git runs: `command_environment`), its output is kept
+//! as a bounded head and tail,
 //! and it runs in its own process group, killed when the command ends, when
 //! it prints past the limit, and when the call is dropped (timeout,
 //! cancel), so a call leaves no process behind.
@@ -145,9 +146,13 @@ fn report(finished: &Finished, policy: &Policy, max_output: u64) -> String {
         );
     }
     // Say where a refusal may come from, only when one shows.
-    let refused = ["Permission denied", "Operation not permitted"]
-        .iter()
-        .any(|m| text.contains(m));
+    let refused = [
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+    ]
+    .iter()
+    .any(|m| text.contains(m));
     if finished.confined && !finished.status.success() && refused {
         text.push_str(&format!(
             "[sandbox: {}; the refusal above may come from it]\n",
@@ -161,15 +166,15 @@ fn report(finished: &Finished, policy: &Policy, max_output: u64) -> String {
 fn describe(policy: &Policy) -> &'static str {
     match policy.reach {
         Reach::ReadOnly => {
-            "read-only: nothing is writable but /dev/null and $TMPDIR, and TCP is off"
+            "read-only: nothing is writable but /dev/null and $TMPDIR, and there is no network"
         }
         Reach::Workspace => {
-            "workspace-write: only the workspace, $TMPDIR and the configured writable roots \
-             are writable"
+            "workspace-write: only the workspace (but .git and .cadre), $TMPDIR and the \
+             configured writable roots are writable"
         }
         Reach::Everywhere => {
-            "full access: everything but cadre's configuration and data directories is \
-             writable, except new entries in the directories leading to them"
+            "full access: everything is writable but the workspace's .git and .cadre and \
+             cadre's configuration and data directories"
         }
     }
 }
