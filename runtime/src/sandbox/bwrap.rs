@@ -117,14 +117,21 @@ impl Line<'_> {
             .iter()
             .filter(|p| p.is_dir())
             .collect();
+        let bound: Vec<&PathBuf> = self.bound().collect();
         for dir in &hidden {
-            let dir = dir.as_os_str();
-            push(&["--tmpfs".as_ref(), dir, "--remount-ro".as_ref(), dir]);
-        }
-        // A working directory inside one (a worktree under the data
-        // directory) stays visible, read-only.
-        if hidden.iter().any(|dir| self.cwd.starts_with(dir)) {
-            push(&cwd);
+            push(&["--tmpfs".as_ref(), dir.as_os_str()]);
+            // A working directory inside one (a worktree under the data
+            // directory) stays visible, read-only; a writable path inside
+            // one (a check's build cache) stays writable. Both are mounted
+            // before the tmpfs turns read-only, which makes their mount
+            // points.
+            if self.cwd.starts_with(dir) {
+                push(&cwd);
+            }
+            for path in bound.iter().filter(|path| path.starts_with(dir)) {
+                push(&["--bind-try".as_ref(), path.as_os_str(), path.as_os_str()]);
+            }
+            push(&["--remount-ro".as_ref(), dir.as_os_str()]);
         }
         for path in self.policy.read_only.iter().filter(|p| p.exists()) {
             push(&["--ro-bind".as_ref(), path.as_os_str(), path.as_os_str()]);

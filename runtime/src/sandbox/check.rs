@@ -73,19 +73,24 @@ pub async fn run_check(
 ) -> CheckRun {
     let mut policy = Policy::resolve(Mode::Plan, Posture::Never, workspace, tmp, sandbox);
     let mut env = sandbox.env.clone();
-    if let Some(root) = &sandbox.check_cache {
-        let cache = cache_dir(root, workspace);
-        if let Err(err) = std::fs::create_dir_all(&cache) {
-            return CheckRun::Unrunnable(format!(
-                "`{command}` could not run: its build cache {}: {err}",
-                cache.display()
-            ));
-        }
-        set_all(&mut env, build_outputs(&cache));
-        policy.writable.push(cache);
-    } else {
-        set_all(&mut env, build_outputs(&tmp.join("build")));
+    // Beside the temp dir, not in it: the sandbox replaces the temp dir
+    // with a private one the host never sees again.
+    let root = sandbox
+        .check_cache
+        .clone()
+        .unwrap_or_else(|| tmp.parent().unwrap_or(tmp).join("check-cache"));
+    // Absolute: the command runs in the workspace, and a relative data
+    // directory would put the cache inside the tree.
+    let root = std::path::absolute(&root).unwrap_or(root);
+    let cache = cache_dir(&root, workspace);
+    if let Err(err) = std::fs::create_dir_all(&cache) {
+        return CheckRun::Unrunnable(format!(
+            "`{command}` could not run: its build cache {}: {err}",
+            cache.display()
+        ));
     }
+    set_all(&mut env, build_outputs(&cache));
+    policy.writable.push(cache);
     let before = fingerprint(workspace);
     let spec = CommandSpec {
         script: command,

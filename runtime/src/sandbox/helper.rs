@@ -38,6 +38,11 @@ pub(crate) struct HelperSpec {
     /// Landlock's filesystem rules to apply here (writes granted only to
     /// these paths); `None` when the spawning thread applied them already.
     pub writable: Option<Vec<PathBuf>>,
+    /// With `writable`: TCP stays allowed (else the same layer denies it).
+    pub network: bool,
+    /// With `writable`: signals and abstract sockets are scoped to the
+    /// command's own processes.
+    pub scoped: bool,
     /// The command is read-only (Plan, `never`): the seccomp filter also
     /// refuses unix and IP sockets and SysV IPC.
     pub read_only: bool,
@@ -112,7 +117,7 @@ fn exec(args: Vec<OsString>) -> String {
         return format!("cannot set no_new_privs: {e}");
     }
     if let Some(writable) = &spec.writable
-        && let Err(why) = landlock::confine_files(writable)
+        && let Err(why) = landlock::confine_files(writable, spec.network, spec.scoped)
     {
         return why;
     }

@@ -195,12 +195,15 @@ fn outside_files(network: bool, scoped: bool) -> Result<RulesetCreated, RulesetE
 }
 
 /// Restricts the calling process (the in-sandbox helper) to writing
-/// only `writable`; reading stays open.
-pub(crate) fn confine_files(writable: &[PathBuf]) -> Result<(), String> {
-    let created = Ruleset::default()
-        .handle_access(AccessFs::from_all(PINNED))
-        .and_then(Ruleset::create)
-        .and_then(|r| r.add_rules(path_beneath_rules(["/"], AccessFs::from_read(PINNED))))
+/// only `writable`, TCP unless `network`, signals and abstract sockets to
+/// its own processes when `scoped`; reading stays open. One layer for all
+/// of it: a second layer would forbid moving files between directories.
+pub(crate) fn confine_files(
+    writable: &[PathBuf],
+    network: bool,
+    scoped: bool,
+) -> Result<(), String> {
+    let created = ruleset(network, scoped)
         .and_then(|r| r.add_rules(path_beneath_rules(writable, write_rights())));
     enforced(created.and_then(RulesetCreated::restrict_self))
 }

@@ -77,8 +77,8 @@ pub struct SandboxConfig {
     /// Total output bytes after which a command is killed.
     pub max_output: u64,
     /// Where checks keep their build outputs between runs (`<data
-    /// dir>/checks`); `None` keeps them in each check's temp dir, so every
-    /// check builds from scratch.
+    /// dir>/checks`); `None` keeps them in a `check-cache` directory beside
+    /// each check's temp dir.
     pub check_cache: Option<PathBuf>,
     /// Memory, processes, CPU time, file size and `/tmp` of each command
     /// (`[sandbox]`).

@@ -122,9 +122,17 @@ pub async fn run(spec: CommandSpec<'_>) -> Result<Finished, RunError> {
         helper,
     };
     let mut argv: Vec<OsString> = Vec::new();
+    // Every Landlock layer forbids moving a file to another directory
+    // unless it grants that itself, even a layer of the network alone: so
+    // under bubblewrap the helper applies one layer with everything (files,
+    // network, scopes), and the spawning thread none. Otherwise `rustc`'s
+    // rename of its metadata into `deps/` fails with EXDEV.
+    let helper_landlock = landlock && bwrap.is_some() && helper.is_some();
     if let Some(helper) = helper {
         let helper_spec = HelperSpec {
-            writable: (landlock && bwrap.is_some()).then(|| line.writable_inside()),
+            writable: helper_landlock.then(|| line.writable_inside()),
+            network: policy.network,
+            scoped: policy.scoped,
             read_only: policy.reach == Reach::ReadOnly,
             limits: policy.limits,
         };
@@ -159,7 +167,7 @@ pub async fn run(spec: CommandSpec<'_>) -> Result<Finished, RunError> {
         .process_group(0)
         .kill_on_drop(true);
     let walls = ThreadWalls {
-        policy: landlock.then(|| policy.clone()),
+        policy: (landlock && !helper_landlock).then(|| policy.clone()),
         files: bwrap.is_none(),
         drop_capabilities: bwrap.is_none(),
     };
