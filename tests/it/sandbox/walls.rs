@@ -15,6 +15,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::support::hermetic::Hermetic;
 use cadre::runtime::Mode;
 use cadre::runtime::permission::Posture;
 use cadre::runtime::sandbox::{
@@ -242,6 +243,7 @@ impl Exec {
             self.chown_all(&self.root);
         }
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cadre"));
+        cmd.hermetic();
         cmd.args(["exec", "--script"])
             .arg(&script)
             .arg("--workspace")

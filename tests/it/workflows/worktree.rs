@@ -143,7 +143,16 @@ iteration = 1
 repeat = true
 [[response.tool_calls]]
 name = "bash"
-arguments = { command = '''python3 -c "import os; p='.ca'+'dre'; os.makedirs(p, exist_ok=True); open(p+'/config.local.toml','w').write('posture = 1'); open('shared.txt','w').write('step')"''' }
+arguments = { command = '''python3 -c "
+import os
+open('shared.txt','w').write('step')
+os.symlink('/etc/passwd', 'escape')
+p='.ca'+'dre'
+try:
+    os.makedirs(p, exist_ok=True); open(p+'/config.local.toml','w').write('posture = 1')
+except OSError as e:
+    print('the kernel refused:', e)
+"''' }
 
 [[response]]
 iteration = 2
@@ -160,13 +169,25 @@ text = "done"
         out.stdout,
         out.stderr
     );
-    assert!(
-        out.stdout.contains(
-            "merge refused: .cadre/config.local.toml (protected: cadre's project configuration (.cadre))"
-        ),
-        "{}",
-        out.stdout
-    );
+    // Where the sandbox has namespaces the worktree's `.cadre` is read-only
+    // and the write never happens; where it has not, the merge refuses it.
+    // Either way the symlink is refused at the merge, and nothing of the
+    // step's comes back.
+    assert!(out.stdout.contains("merge refused:"), "{}", out.stdout);
+    assert!(out.stdout.contains("escape"), "{}", out.stdout);
+    let planted = std::fs::read_dir(ws.join(".cadre/worktrees"))
+        .expect("the refused worktree is kept")
+        .flatten()
+        .any(|e| e.path().join(".cadre/config.local.toml").exists());
+    if planted {
+        assert!(
+            out.stdout.contains(
+                ".cadre/config.local.toml (protected: cadre's project configuration (.cadre))"
+            ),
+            "{}",
+            out.stdout
+        );
+    }
     assert!(!ws.join(".cadre/config.local.toml").exists());
     assert_eq!(
         std::fs::read_to_string(ws.join("shared.txt"))
