@@ -41,15 +41,34 @@ fn process_alive(pid: u32) -> bool {
         && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
 }
 
+/// The host pid of the live process whose command line is exactly `argv`
+/// (a command's own `$$` is its pid in the sandbox's PID namespace).
+fn host_pid(argv: &[&str]) -> Option<u32> {
+    let wanted: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            (cmdline == wanted && process_alive(pid)).then_some(pid)
+        })
+}
+
 #[tokio::test]
 async fn cancel_during_a_long_bash_call_kills_it_and_answers_the_call() {
     let mock = MockServer::start().await;
     let mut session = SessionBuilder::openai(&mock.url).start().await;
     let ws = session.workspace_path();
+    // The fraction of a second tags the sleep among the host's processes.
+    let seconds = format!("30.{}", std::process::id());
     mock.push([Reply::sse(&tool_call_chunks(
         "long",
         "bash",
-        &json!({"command": "echo $$ > child.pid && exec sleep 30"}),
+        &json!({"command": format!("echo $$ > child.pid && exec sleep {seconds}")}),
     ))]);
     session.submit(Op::user("run it"));
     session
@@ -60,11 +79,11 @@ async fn cancel_during_a_long_bash_call_kills_it_and_answers_the_call() {
         std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))
     })
     .await;
-    let pid: u32 = std::fs::read_to_string(&pid_file)
-        .expect("pid")
-        .trim()
-        .parse()
-        .expect("pid number");
+    eventually("the sleep to show", || {
+        host_pid(&["sleep", &seconds]).is_some()
+    })
+    .await;
+    let pid = host_pid(&["sleep", &seconds]).expect("the sleep's pid");
     assert!(process_alive(pid));
 
     let events = cancel_and_expect_cancelled(&mut session).await;
