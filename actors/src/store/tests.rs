@@ -194,6 +194,26 @@ async fn buffered_appends_are_written_within_the_flush_window_with_no_request_af
 }
 
 #[tokio::test]
+async fn a_commit_is_answered_only_once_everything_buffered_before_it_is_stored() {
+    let dir = tempfile::tempdir().expect("dir");
+    let handle = actor(dir.path()).await;
+    handle
+        .ask(|reply| StoreRequest::Open(open("s1"), reply))
+        .await
+        .expect("open");
+    // Many times over, so a commit that answered before writing (or wrote
+    // on the batch's timer only) would be caught inside the 20 ms window.
+    for n in 0..20i64 {
+        let said = Arc::new(Message::user(format!("call {n}")));
+        handle.append(&Arc::from("s1"), vec![(n, said)], Vec::new(), Vec::new());
+        handle.commit().await.expect("committed");
+        let stored = stored_conversation(dir.path(), "s1");
+        assert_eq!(stored.len() as i64, n + 1, "{stored:?}");
+        assert_eq!(stored.last(), Some(&Message::user(format!("call {n}"))));
+    }
+}
+
+#[tokio::test]
 async fn closing_writes_what_was_buffered_and_later_requests_find_the_store_closed() {
     let dir = tempfile::tempdir().expect("dir");
     let store = Store::open(&store_path(dir.path())).expect("open");
