@@ -153,7 +153,13 @@ text = "done"
     let text = "[workflow]\nname = \"plant\"\n[[steps]]\nname = \"x\"\nprompt = \"x\"\nisolation = \"worktree\"\nmerge = true\n";
     let out = super::endings::run_binary(dir.path(), text, script, &["--posture", "bypass"]).await;
     let done = super::endings::completed(&out);
-    assert_eq!((out.code, &done["counts"]["failed"]), (1, &json!(1)), "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        (out.code, &done["counts"]["failed"]),
+        (1, &json!(1)),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
     assert!(
         out.stdout.contains(
             "merge refused: .cadre/config.local.toml (protected: cadre's project configuration (.cadre))"
@@ -163,7 +169,9 @@ text = "done"
     );
     assert!(!ws.join(".cadre/config.local.toml").exists());
     assert_eq!(
-        std::fs::read_to_string(ws.join("shared.txt")).ok().as_deref(),
+        std::fs::read_to_string(ws.join("shared.txt"))
+            .ok()
+            .as_deref(),
         Some("base\n"),
         "nothing came back"
     );
