@@ -9,8 +9,12 @@
 //!   called `ls`);
 //! - commands are joined only by `|`, `|&`, `&&`, `||`, `;` and newlines
 //!   (no `&`);
-//! - no redirection writes (input, descriptor duplication, `/dev/null` and
-//!   the call's own `/dev/stdout` and `/dev/stderr` are fine);
+//! - no redirection writes (input, descriptor duplication and `/dev/null`
+//!   are fine, and so are `/dev/stdout`, `/dev/fd/2`, `/proc/self/fd/1` and
+//!   the other aliases of fds 1 and 2 while no earlier redirection of the
+//!   command re-pointed them: `shell::fd`);
+//! - `git` does not follow a `cd` (it would find whatever repository holds
+//!   the new directory);
 //! - there is no command or process substitution, no `sudo` or `doas`;
 //! - no word is one the reader does not evaluate (`${x:-…}`, arithmetic,
 //!   `$'…'`, `$"…"`, braces with quotes: the reason says which), and no

@@ -2,6 +2,11 @@
 //! (protected paths first, then `floor::assess`) → posture. (The execution
 //! gate runs before, in the tool runner.)
 //!
+//! A call the floor finds unplaced (it writes a path known only when it
+//! runs, `floor::FloorVerdict::Unplaced`) is decided like an unproven one,
+//! except that no allow rule covers it and Full Access denies it: it runs
+//! only after a person or the guardian saw it.
+//!
 //! [`evaluate`] is pure. It either decides, or says what a host must do
 //! next: ask a person, or have the guardian review the held call. Where the
 //! call's paths really lead was resolved by the tool layer and comes with

@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 
 use super::*;
 
+mod descriptors;
+
 const ROOT: &str = "/work/ws";
 
 /// The verdict in the form `want` is written in: `want` itself when it
