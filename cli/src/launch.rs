@@ -250,7 +250,11 @@ pub fn keep_recorded(
             stream,
             key_env,
         } => {
-            let api_key = config.api_key.as_ref().map(|k| k.0.clone());
+            // A server that was started without a key never gets one now.
+            let api_key = key_env
+                .as_ref()
+                .and(config.api_key.as_ref())
+                .map(|k| k.0.clone());
             if let Some(var) = key_env
                 && api_key.is_none()
             {

@@ -142,6 +142,7 @@ impl Renderer {
                 s.iterations += iterations;
                 s.error = Some(message.clone());
                 s.held = None;
+                s.answer = None;
             }
             _ => {}
         }

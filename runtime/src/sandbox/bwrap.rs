@@ -89,15 +89,23 @@ impl Line<'_> {
             "--tmpfs".as_ref(),
             INNER_TMP.as_ref(),
         ]);
-        if !self.policy.network {
-            // Host unix sockets (systemd, D-Bus, docker, user sessions) are
-            // connectable from any network namespace: hide them.
-            for dir in ["/run", "/var/run"] {
-                let real_dir = Path::new(dir).symlink_metadata().is_ok_and(|m| m.is_dir());
-                if real_dir {
-                    push(&["--tmpfs".as_ref(), dir.as_ref()]);
-                }
+        // Host unix sockets (systemd, D-Bus, docker, user sessions) are
+        // connectable from any network namespace, and a program a daemon
+        // starts runs outside every wall: hidden in every reach. The
+        // resolver's directory comes back read-only, for DNS where
+        // `/etc/resolv.conf` points into it.
+        for dir in ["/run", "/var/run"] {
+            let real_dir = Path::new(dir).symlink_metadata().is_ok_and(|m| m.is_dir());
+            if real_dir {
+                push(&["--tmpfs".as_ref(), dir.as_ref()]);
             }
+        }
+        if self.policy.network {
+            push(&[
+                "--ro-bind-try".as_ref(),
+                "/run/systemd/resolve".as_ref(),
+                "/run/systemd/resolve".as_ref(),
+            ]);
         }
         let cwd = [
             "--ro-bind".as_ref(),

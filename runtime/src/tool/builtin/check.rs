@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::required_str;
-use crate::sandbox::{CheckRun, run_check, session_tmp};
+use crate::sandbox::{CheckRun, WallState, run_check, session_tmp, walls};
 use crate::tool::definition::{Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
 
 /// The tool's name.
@@ -62,6 +62,18 @@ impl Tool for RunCheck {
     fn run<'a>(&'a self, args: serde_json::Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let command = required_str(&args, "command")?;
+            // The model chose this command and no reader judged it: it runs
+            // only where a kernel wall keeps it from writing.
+            let walled = walls().iter().any(|w| {
+                (w.wall == "namespaces" || w.wall == "landlock") && w.state == WallState::Enforced
+            });
+            if !walled {
+                return Err(ToolError::failed(
+                    "run_check needs the sandbox's namespaces or Landlock, and this host has \
+                     neither: the check did not run"
+                        .to_string(),
+                ));
+            }
             let tmp = session_tmp(&ctx.session_dir).join("check");
             let ran = run_check(
                 command,
