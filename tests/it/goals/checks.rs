@@ -67,14 +67,23 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// `exec --goal` against `mock` in `ws`, with `flags`.
-async fn goal(mock: &MockServer, ws: &Path, data: &Path, flags: &[&str]) -> Vec<serde_json::Value> {
+/// `exec --goal` against `mock` in `ws`, with `flags`; its exit code must
+/// be `code`.
+async fn goal_exits(
+    mock: &MockServer,
+    ws: &Path,
+    data: &Path,
+    flags: &[&str],
+    code: i32,
+) -> Vec<serde_json::Value> {
     let mut args = vec![
         "exec",
         "--base-url",
         &mock.url,
         "--model",
         "m",
+        "--max-retries",
+        "0",
         "--workspace",
         s(ws),
         "--data-dir",
@@ -86,8 +95,13 @@ async fn goal(mock: &MockServer, ws: &Path, data: &Path, flags: &[&str]) -> Vec<
     ];
     args.extend(flags);
     let out = cadre(&args).await;
-    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, code, "{}\n{}", out.stdout, out.stderr);
     events(&out)
+}
+
+/// `exec --goal` that must succeed.
+async fn goal(mock: &MockServer, ws: &Path, data: &Path, flags: &[&str]) -> Vec<serde_json::Value> {
+    goal_exits(mock, ws, data, flags, 0).await
 }
 
 fn last_status(events: &[serde_json::Value]) -> String {
@@ -167,29 +181,14 @@ async fn a_check_that_fails_or_writes_the_tree_fails_the_claim() {
             json!({"status": "blocked", "reason": "tests fail"}),
         ),
     ]);
-    let mut args = vec![
-        "exec",
-        "--base-url",
-        &mock.url,
-        "--model",
-        "m",
-        "--workspace",
-        s(ws.path()),
-        "--data-dir",
-        s(data.path()),
-        "--output-format",
-        "stream-json",
-        "--goal",
-        "make the tests pass",
-        "--verify",
-        "command",
-        "--verify-command",
-        "cargo test",
-    ];
-    args.push("--max-retries");
-    args.push("0");
-    let out = cadre(&args).await;
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    goal_exits(
+        &mock,
+        ws.path(),
+        data.path(),
+        &["--verify", "command", "--verify-command", "cargo test"],
+        1,
+    )
+    .await;
     // The worker was told what failed, cargo's own words included.
     let requests = mock.requests();
     let told = requests[1].to_string();
@@ -206,28 +205,19 @@ async fn a_check_that_fails_or_writes_the_tree_fails_the_claim() {
             json!({"status": "blocked", "reason": "x"}),
         ),
     ]);
-    let mut args = vec![
-        "exec",
-        "--base-url",
-        &mock.url,
-        "--model",
-        "m",
-        "--workspace",
-        s(ws.path()),
-        "--data-dir",
-        s(data.path()),
-        "--output-format",
-        "stream-json",
-        "--goal",
-        "g",
-        "--verify",
-        "command",
-        "--verify-command",
-        "echo x >> Cargo.toml",
-    ];
-    args.extend(["--max-retries", "0"]);
-    let out = cadre(&args).await;
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    goal_exits(
+        &mock,
+        ws.path(),
+        data.path(),
+        &[
+            "--verify",
+            "command",
+            "--verify-command",
+            "echo x >> Cargo.toml",
+        ],
+        1,
+    )
+    .await;
     assert!(
         !std::fs::read_to_string(ws.path().join("Cargo.toml"))
             .expect("manifest")
