@@ -398,28 +398,26 @@ impl ConfigPaths {
 
 /// Whether the repository may have laid `local` (the workspace's
 /// `.cadre/config.local.toml`): it is reached through a symlink (which a
-/// clone can carry, pointing anywhere), or it is in the git index.
+/// clone can carry, pointing anywhere), it is in the git index, or there is
+/// no git index to ask (an unpacked archive carries its files the same way,
+/// and a repository git cannot read says nothing).
 fn carried(workspace: &Path, local: &Path) -> bool {
     let (Ok(ws), Ok(real)) = (workspace.canonicalize(), local.canonicalize()) else {
         // No such file: nothing is read.
         return false;
     };
-    real != ws.join(".cadre").join("config.local.toml") || committed(local)
+    real != ws.join(".cadre").join("config.local.toml") || indexed(local) != Some(false)
 }
 
-/// Whether `path` is in its git repository's index (committed or staged).
-/// No repository, or one that cannot be read, means no.
-fn committed(path: &Path) -> bool {
-    let Ok(repo) = git2::Repository::discover(path.parent().unwrap_or(path)) else {
-        return false;
-    };
-    let (Some(root), Ok(index)) = (repo.workdir(), repo.index()) else {
-        return false;
-    };
+/// Whether `path` is in its git repository's index (committed or staged);
+/// `None` without a repository whose index can be read.
+fn indexed(path: &Path) -> Option<bool> {
+    let repo = git2::Repository::discover(path.parent().unwrap_or(path)).ok()?;
+    let (root, index) = (repo.workdir()?, repo.index().ok()?);
     let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     let (root, path) = (canonical(root), canonical(path));
-    path.strip_prefix(&root)
-        .is_ok_and(|rel| index.get_path(rel, 0).is_some())
+    let rel = path.strip_prefix(&root).ok()?;
+    Some(index.get_path(rel, 0).is_some())
 }
 
 /// The workspace's trust: its project files now against the user's

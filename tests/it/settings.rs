@@ -256,16 +256,17 @@ async fn config_get_set_list_and_their_exit_codes() {
 /// project config of `project` and `flags`; returns the first line's mode
 /// and posture.
 async fn starts_in(settings: &[(&str, &str)], project: &str, flags: &[&str]) -> (String, String) {
-    starts_in_with(settings, &[(".cadre/config.toml", project)], false, flags).await
+    starts_in_with(settings, &[(".cadre/config.toml", project)], None, flags).await
 }
 
 /// Runs the built-in demo with `settings`, the workspace's `files` (those
-/// with content; in a git repository that commits them when `commit`) and
-/// `flags`; returns the first line's mode and posture.
+/// with content; with `Some(commit)` in a git repository that has them in
+/// its index when `commit`) and `flags`; returns the first line's mode and
+/// posture.
 async fn starts_in_with(
     settings: &[(&str, &str)],
     files: &[(&str, &str)],
-    commit: bool,
+    commit: Option<bool>,
     flags: &[&str],
 ) -> (String, String) {
     let (config, ws, data) = (
@@ -282,10 +283,10 @@ async fn starts_in_with(
         std::fs::create_dir_all(path.parent().expect("a parent")).expect("dir");
         std::fs::write(path, text).expect("file");
     }
-    if commit {
+    if let Some(commit) = commit {
         let repo = git2::Repository::init(ws.path()).expect("git init");
         let mut index = repo.index().expect("index");
-        for (path, _) in files {
+        for (path, _) in files.iter().filter(|_| commit) {
             index.add_path(Path::new(path)).expect("add");
         }
         index.write().expect("index written");
@@ -349,12 +350,17 @@ async fn a_local_config_the_repository_carries_is_the_projects_and_only_narrows(
     let local = [(".cadre/config.local.toml", "posture = \"bypass\"\n")];
     // The person's own, uncommitted local file decides.
     assert_eq!(
-        starts_in_with(&[], &local, false, &[]).await,
+        starts_in_with(&[], &local, Some(false), &[]).await,
         ("work".to_string(), "bypass".to_string())
     );
     // The same file committed came with the clone: it cannot widen.
     assert_eq!(
-        starts_in_with(&[], &local, true, &[]).await,
+        starts_in_with(&[], &local, Some(true), &[]).await,
+        ("work".to_string(), "suggest".to_string())
+    );
+    // With no repository to ask (an unpacked archive), neither.
+    assert_eq!(
+        starts_in_with(&[], &local, None, &[]).await,
         ("work".to_string(), "suggest".to_string())
     );
 }

@@ -106,7 +106,7 @@ pub fn names(
     root: &Path,
     home: Option<&Path>,
 ) -> Vec<Named> {
-    if def.shell {
+    if def.takes_command_line() {
         return match args.get("command").and_then(Value::as_str) {
             Some(line) => words::named(line, root, home),
             None => Vec::new(),

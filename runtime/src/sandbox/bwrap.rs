@@ -3,10 +3,10 @@
 //! read-only or hidden, a private `/tmp`, `/proc` and `/dev`.
 //!
 //! The order of the mounts is the point (later ones cover earlier ones):
-//! the read-only root, the private `/tmp`, `/run` hidden, cadre's own
-//! directories hidden, the working directory, the writable set, then the
-//! workspace's `.git` and `.cadre` read-only over it, and last the helper
-//! binary wherever it lives.
+//! the read-only root, the private `/tmp`, `/run` hidden; then the working
+//! directory, the writable set, the protected paths (`.git`, `.cadre`)
+//! read-only and cadre's own directories hidden, shallowest first, so the
+//! deeper path decides; and last the helper binary wherever it lives.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -30,8 +30,20 @@ pub(crate) const FIXED: &[&str] = &[
 pub(crate) const INNER_TMP: &str = "/tmp";
 
 /// Host trees never bound writable: the sandbox has its own `/proc` and
-/// `/dev`, and `/sys` stays read-only.
-const NEVER_WRITABLE: &[&str] = &["/proc", "/dev", "/sys"];
+/// `/dev`, `/sys` stays read-only, and `/run` stays hidden (Full Access
+/// lists it among the entries of `/`).
+const NEVER_WRITABLE: &[&str] = &["/proc", "/dev", "/sys", "/run", "/var/run"];
+
+/// How one path is mounted; at one depth, in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Mount {
+    /// An empty tmpfs, read-only once the mounts inside it are made.
+    Hidden,
+    /// The host's path, read-only.
+    ReadOnly,
+    /// The host's path, writable.
+    Writable,
+}
 
 /// What bubblewrap runs, and how.
 pub(crate) struct Line<'a> {
@@ -107,42 +119,49 @@ impl Line<'_> {
                 "/run/systemd/resolve".as_ref(),
             ]);
         }
-        let cwd = [
-            "--ro-bind".as_ref(),
-            self.cwd.as_os_str(),
-            self.cwd.as_os_str(),
-        ];
-        push(&cwd);
-        // `-try`: an entry may vanish between the policy and the spawn
-        // (Full Access lists every entry beside a protected path).
-        for path in self.bound() {
-            push(&["--bind-try".as_ref(), path.as_os_str(), path.as_os_str()]);
-        }
-        // After the writable set, so no wider bind uncovers them.
-        let hidden: Vec<&PathBuf> = self
+        // The working directory, the writable set, the read-only paths and
+        // the hidden ones, shallowest first, so a deeper path's mount wins
+        // over a shallower one's (a workspace's `.git` over the workspace, a
+        // check cache over the hidden data directory). At one depth a
+        // writable bind wins: the policy keeps only the workspace there.
+        let mut mounts: Vec<(&Path, Mount)> = vec![(self.cwd, Mount::ReadOnly)];
+        mounts.extend(self.bound().map(|path| (path.as_path(), Mount::Writable)));
+        mounts.extend(
+            self.policy
+                .read_only
+                .iter()
+                .filter(|p| p.exists())
+                .map(|path| (path.as_path(), Mount::ReadOnly)),
+        );
+        let hidden: Vec<&Path> = self
             .policy
             .protected
             .iter()
             .filter(|p| p.is_dir())
+            .map(PathBuf::as_path)
             .collect();
-        let bound: Vec<&PathBuf> = self.bound().collect();
-        for dir in &hidden {
-            push(&["--tmpfs".as_ref(), dir.as_os_str()]);
-            // A working directory inside one (a worktree under the data
-            // directory) stays visible, read-only; a writable path inside
-            // one (a check's build cache) stays writable. Both are mounted
-            // before the tmpfs turns read-only, which makes their mount
-            // points.
-            if self.cwd.starts_with(dir) {
-                push(&cwd);
+        mounts.extend(hidden.iter().map(|dir| (*dir, Mount::Hidden)));
+        mounts.sort_by_key(|(path, mount)| (path.components().count(), *mount));
+        for (path, mount) in mounts {
+            let flag = match mount {
+                Mount::Hidden => "--tmpfs",
+                Mount::ReadOnly => "--ro-bind",
+                // `-try`: an entry may vanish between the policy and the
+                // spawn (Full Access lists every entry beside a protected
+                // path).
+                Mount::Writable => "--bind-try",
+            };
+            match mount {
+                Mount::Hidden => push(&[flag.as_ref(), path.as_os_str()]),
+                Mount::ReadOnly | Mount::Writable => {
+                    push(&[flag.as_ref(), path.as_os_str(), path.as_os_str()]);
+                }
             }
-            for path in bound.iter().filter(|path| path.starts_with(dir)) {
-                push(&["--bind-try".as_ref(), path.as_os_str(), path.as_os_str()]);
-            }
-            push(&["--remount-ro".as_ref(), dir.as_os_str()]);
         }
-        for path in self.policy.read_only.iter().filter(|p| p.exists()) {
-            push(&["--ro-bind".as_ref(), path.as_os_str(), path.as_os_str()]);
+        // Last: a hidden tmpfs turns read-only once the mounts inside it
+        // have made their mount points.
+        for dir in &hidden {
+            push(&["--remount-ro".as_ref(), dir.as_os_str()]);
         }
         if let Some(helper) = self.helper {
             push(&["--ro-bind".as_ref(), helper.as_os_str(), helper.as_os_str()]);

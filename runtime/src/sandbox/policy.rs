@@ -60,11 +60,17 @@ pub struct Policy {
     /// processes.
     pub scoped: bool,
     /// Paths read-only at the kernel level whatever the reach, Full Access
-    /// included: the workspace's `.git` and `.cadre`, and for a worktree
-    /// the git directories its `.git` file names. Bound read-only over the
-    /// writable set by the namespace wall; created (as directories) before
-    /// a writing command runs so a command cannot create them itself.
+    /// included: the workspace's `.git` and `.cadre`, those of the
+    /// repository around it, and for a worktree the git directories its
+    /// `.git` file names (see [`git_and_cadre`]). Bound read-only over the
+    /// writable set by the namespace wall, a deeper path winning over a
+    /// shallower one; those inside the workspace are created (as
+    /// directories) before a writing command runs, so a command cannot
+    /// create them itself.
     pub read_only: Vec<PathBuf>,
+    /// The workspace the call works in: the only place a missing
+    /// read-only path is created.
+    pub workspace: PathBuf,
     /// Resource bounds of the command.
     pub limits: Limits,
     /// Run the command in its own namespaces when the host can; off only
@@ -96,44 +102,107 @@ impl Policy {
                 .collect(),
             Reach::Everywhere => vec![PathBuf::from("/")],
         };
+        let read_only = git_and_cadre(workspace, &protected);
         let mut writable = vec![PathBuf::from("/dev/null"), tmp.to_path_buf()];
         for grant in &grants {
             writable.extend(cover(grant, &protected));
         }
+        // Nothing under a read-only path is writable but the workspace
+        // itself (a workflow step's worktree under the main `.cadre`).
+        writable
+            .retain(|path| path == workspace || !read_only.iter().any(|ro| path.starts_with(ro)));
         Policy {
             reach,
             writable,
             protected,
             network: reach != Reach::ReadOnly,
             scoped: reach != Reach::Everywhere,
-            read_only: git_and_cadre(workspace),
+            read_only,
+            workspace: workspace.to_path_buf(),
             limits: config.limits,
             namespaces: config.namespaces,
         }
     }
 }
 
-/// The workspace's `.git` and `.cadre`, and, when `.git` is a worktree's
-/// file (`gitdir: <dir>`), that git directory and the common one it names
-/// (`commondir`): all of it is where git finds hooks and configuration
-/// that run later outside any sandbox.
-fn git_and_cadre(workspace: &Path) -> Vec<PathBuf> {
-    let git = workspace.join(".git");
-    let mut out = vec![git.clone(), workspace.join(".cadre")];
-    let is_file = git.symlink_metadata().is_ok_and(|m| m.is_file());
-    let pointed = is_file
-        .then(|| std::fs::read_to_string(&git).ok())
-        .flatten()
-        .and_then(|text| text.strip_prefix("gitdir:").map(|d| d.trim().to_string()));
-    if let Some(dir) = pointed {
-        let dir = real(&workspace.join(dir));
-        let common = std::fs::read_to_string(dir.join("commondir"))
-            .ok()
-            .map(|c| real(&dir.join(c.trim())));
-        out.push(dir);
-        out.extend(common);
+/// Where git and cadre find what runs later outside any sandbox (hooks,
+/// configuration, `fsmonitor`, MCP commands), read-only whatever the reach:
+///
+/// - the workspace's `.git` and `.cadre`;
+/// - when the workspace is inside a repository, every `.cadre` on the way
+///   up to the repository's top and the top's `.git`;
+/// - when a `.git` is a worktree's file (`gitdir: <dir>`), that git
+///   directory, the common one it names (`commondir`), and the main
+///   worktree's `.cadre` beside the common directory (a workflow step's
+///   worktree lives under it).
+///
+/// A `.git` file's text is the repository's, so what it names is kept only
+/// when it is a git directory (it holds `HEAD`) that neither holds nor lies
+/// within a `protected` path: a bind there would uncover what the sandbox
+/// hides. One that holds the workspace only narrows: the workspace itself
+/// stays writable (see the mount order in `bwrap`).
+fn git_and_cadre(workspace: &Path, protected: &[PathBuf]) -> Vec<PathBuf> {
+    let own = [workspace.join(".git"), workspace.join(".cadre")];
+    let mut around = Vec::new();
+    let top = workspace
+        .ancestors()
+        .find(|dir| dir.join(".git").symlink_metadata().is_ok());
+    if let Some(top) = top.filter(|top| *top != workspace) {
+        for dir in workspace.ancestors().skip(1) {
+            around.push(dir.join(".cadre"));
+            if dir == top {
+                around.push(dir.join(".git"));
+                break;
+            }
+        }
+    }
+    let gits: Vec<PathBuf> = own.iter().chain(&around).cloned().collect();
+    for dir in gits.iter().flat_map(|git| worktree_dirs(git)) {
+        if !dir.join("HEAD").is_file() {
+            continue;
+        }
+        // The main worktree's `.cadre`, beside its `.git`.
+        if dir.file_name() == Some(".git".as_ref())
+            && let Some(main) = dir.parent()
+        {
+            around.push(main.join(".cadre"));
+        }
+        around.push(dir);
+    }
+    // A symlink among them is left out (a bind would follow it anywhere);
+    // the workspace's own are refused instead (see `run`).
+    let safe = |path: &PathBuf| {
+        !path.symlink_metadata().is_ok_and(|m| m.is_symlink())
+            && !protected
+                .iter()
+                .any(|p| path.starts_with(p) || p.starts_with(path))
+    };
+    let mut out = own.to_vec();
+    for path in around.into_iter().filter(safe) {
+        if !out.contains(&path) {
+            out.push(path);
+        }
     }
     out
+}
+
+/// The git directory a worktree's `.git` file names and the common one
+/// that names in turn, symlinks resolved; nothing for a `.git` directory.
+fn worktree_dirs(git: &Path) -> Vec<PathBuf> {
+    let is_file = git.symlink_metadata().is_ok_and(|m| m.is_file());
+    let pointed = is_file
+        .then(|| std::fs::read_to_string(git).ok())
+        .flatten()
+        .and_then(|text| text.strip_prefix("gitdir:").map(|d| d.trim().to_string()));
+    let Some(dir) = pointed else {
+        return Vec::new();
+    };
+    let base = git.parent().unwrap_or(git);
+    let dir = real(&base.join(dir));
+    let common = std::fs::read_to_string(dir.join("commondir"))
+        .ok()
+        .map(|c| real(&dir.join(c.trim())));
+    std::iter::once(dir).chain(common).collect()
 }
 
 /// Paths beneath `root` that, granted write access, make everything under

@@ -283,9 +283,11 @@ fn drop_capabilities() {
     let _ = rustix::thread::set_capabilities(None, none);
 }
 
-/// Creates the protected paths a writing command could otherwise create
-/// itself (so they can be bound read-only), and refuses a symlink in their
-/// place, which a bind would follow.
+/// Creates the workspace's protected paths a writing command could
+/// otherwise create itself (so they can be bound read-only), and refuses a
+/// symlink in place of any, which a bind would follow. Nothing is created
+/// outside the workspace: a missing `.cadre` above it is not one cadre
+/// reads for this workspace.
 fn prepare_read_only(policy: &Policy) -> Result<(), RunError> {
     for path in &policy.read_only {
         match path.symlink_metadata() {
@@ -296,7 +298,9 @@ fn prepare_read_only(policy: &Policy) -> Result<(), RunError> {
                 )));
             }
             Ok(_) => {}
-            Err(_) if policy.reach != Reach::ReadOnly => {
+            Err(_)
+                if policy.reach != Reach::ReadOnly && path.parent() == Some(&policy.workspace) =>
+            {
                 std::fs::create_dir_all(path).map_err(|e| {
                     RunError::Sandbox(format!("cannot create {}: {e}", path.display()))
                 })?;

@@ -129,9 +129,21 @@ pub fn walls() -> Vec<WallReport> {
             ));
         }
     }
-    out.push(match landlock.is_enforced() {
-        true => report("landlock", Enforced, landlock.to_string()),
-        false => report("landlock", Unavailable, landlock.to_string()),
+    let namespaced = matches!(isolation(), Isolation::Bwrap(_));
+    out.push(match (landlock.is_enforced(), namespaced && !helper) {
+        (true, false) => report("landlock", Enforced, landlock.to_string()),
+        // Under bubblewrap the file rules are the helper's layer (one
+        // layer, see `run`); the spawning thread keeps the rest.
+        (true, true) => report(
+            "landlock",
+            Partial,
+            format!(
+                "{landlock}; network and signal rules only: under bubblewrap the file rules \
+                 are applied by the in-sandbox helper, and {}",
+                no_helper()
+            ),
+        ),
+        (false, _) => report("landlock", Unavailable, landlock.to_string()),
     });
     out.push(match helper {
         true => report(
@@ -144,7 +156,6 @@ pub fn walls() -> Vec<WallReport> {
         ),
         false => report("seccomp", Unavailable, no_helper()),
     });
-    let namespaced = matches!(isolation(), Isolation::Bwrap(_));
     out.push(match namespaced {
         true => report(
             "capabilities",

@@ -67,6 +67,12 @@ pub struct ToolDefinition {
     /// read it as command patterns, and the floor and the path checks read
     /// its words.
     pub shell: bool,
+    /// The tool runs its `command` argument as a check (`run_check`): not a
+    /// shell tool the floor judges (the check sandbox keeps it from
+    /// writing), but deny and ask rules on the shell tool (`bash(curl:*)`,
+    /// `read_file(.env)` reached through a command) hold on its command line
+    /// as they would on the same line in `bash`.
+    pub runs_checks: bool,
     /// The tool drives the plan lifecycle (`exit_plan_mode`,
     /// `enter_plan_mode`): it needs the host's plan lifecycle to run.
     pub plan_control: bool,
@@ -98,6 +104,7 @@ impl ToolDefinition {
             only_in: None,
             path_arg: None,
             shell: false,
+            runs_checks: false,
             plan_control: false,
             goal_control: false,
         }
@@ -113,6 +120,17 @@ impl ToolDefinition {
     pub fn as_shell(mut self) -> Self {
         self.shell = true;
         self
+    }
+
+    /// Marks the tool as running its `command` argument as a check.
+    pub fn running_checks(mut self) -> Self {
+        self.runs_checks = true;
+        self
+    }
+
+    /// Whether rules read the tool's `command` argument as a command line.
+    pub fn takes_command_line(&self) -> bool {
+        self.shell || self.runs_checks
     }
 
     /// Marks the tool as driving the plan lifecycle.

@@ -341,3 +341,50 @@ async fn a_workflow_steps_check_runs_cargo_check_and_cargo_test_as_written() {
     assert!(!ws.path().join("target").exists());
     assert_eq!(git(ws.path(), &["status", "--porcelain", "--ignored"]), "");
 }
+
+#[tokio::test]
+async fn a_model_chosen_check_has_its_own_cache_and_the_shells_deny_rules() {
+    let ws = tempfile::TempDir::new().expect("ws");
+    let data = tempfile::TempDir::new().expect("data");
+    cargo_project(ws.path());
+    // The verifier plants a file in its cache, and tries a denied command.
+    let mock = MockServer::start().await;
+    let plant = "mkdir -p \"$CARGO_TARGET_DIR\" && touch \"$CARGO_TARGET_DIR/forged\"";
+    mock.push([
+        claim("c1"),
+        call("v1", "run_check", json!({"command": plant})),
+        call(
+            "v2",
+            "run_check",
+            json!({"command": "curl -s http://127.0.0.1:9/"}),
+        ),
+        text("VERDICT: PASS"),
+    ]);
+    let events = goal(&mock, ws.path(), data.path(), &["--deny", "bash(curl:*)"]).await;
+    assert_eq!(last_status(&events), "complete(verifier_met)");
+    let results: Vec<String> = mock.requests()[3]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert!(results[0].contains("check passed"), "{results:?}");
+    assert!(results[1].contains("bash(curl:*)"), "{results:?}");
+    // A configured check does not see what the model's check planted.
+    let mock = MockServer::start().await;
+    mock.push([claim("c1")]);
+    let events = goal(
+        &mock,
+        ws.path(),
+        data.path(),
+        &[
+            "--verify",
+            "command",
+            "--verify-command",
+            "test ! -e \"$CARGO_TARGET_DIR/forged\"",
+        ],
+    )
+    .await;
+    assert_eq!(last_status(&events), "complete(verifier_met)");
+}

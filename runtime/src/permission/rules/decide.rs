@@ -11,6 +11,9 @@ use super::{Argument, Rule, RuleKind, RuleMatch, RuleSet, Uses};
 use crate::permission::call::{Call, Named, Reach};
 use crate::tool::{Safety, ToolDefinition};
 
+/// The shell tool, whose deny and ask rules also hold on checks.
+const BASH: &str = "bash";
+
 /// What one call offers the rules, worked out once per decision.
 struct Facts<'a> {
     call: &'a Call<'a>,
@@ -38,14 +41,14 @@ type Hit = Option<Option<String>>;
 impl<'a> Facts<'a> {
     fn new(call: &'a Call<'a>) -> Self {
         let def = call.def;
-        let (subject, names) = if def.shell {
+        let (subject, names) = if def.takes_command_line() {
             (Subject::Bash(BashCall::new(call.args)), call.names())
         } else if def.path_arg.is_some() {
             (Subject::Path(Target::of_call(call)), Vec::new())
         } else {
             (Subject::Opaque, Vec::new())
         };
-        let dotglob = def.shell
+        let dotglob = def.takes_command_line()
             && call
                 .args
                 .get("command")
@@ -64,7 +67,11 @@ impl Rule {
     /// Whether this rule, on its own, matches the call. Shell allow rules
     /// with a command pattern are decided together in [`RuleSet::decide`].
     fn hit(&self, facts: &Facts<'_>) -> Hit {
-        if !self.names(&facts.call.def.name) {
+        // A check's command line is held to the shell tool's deny and ask
+        // rules: it is a command the model chose.
+        let as_shell =
+            facts.call.def.runs_checks && self.kind != RuleKind::Allow && self.names(BASH);
+        if !self.names(&facts.call.def.name) && !as_shell {
             return self.crosses(facts);
         }
         // An argument a rule cannot read is caught by deny and ask, never allowed.

@@ -72,13 +72,23 @@ impl Ws {
     }
 
     fn policy(&self, mode: Mode, posture: Posture, namespaces: bool) -> Policy {
+        self.policy_in(&self.ws(), mode, posture, namespaces)
+    }
+
+    fn policy_in(
+        &self,
+        workspace: &std::path::Path,
+        mode: Mode,
+        posture: Posture,
+        namespaces: bool,
+    ) -> Policy {
         let config = SandboxConfig {
             protected: vec![self.root.join("data")],
             writable_roots: default_writable_roots(&self.root.join("home"), None),
             namespaces,
             ..SandboxConfig::default()
         };
-        Policy::resolve(mode, posture, &self.ws(), &self.tmp(), &config)
+        Policy::resolve(mode, posture, workspace, &self.tmp(), &config)
     }
 
     fn spec<'a>(
@@ -89,7 +99,7 @@ impl Ws {
     ) -> CommandSpec<'a> {
         CommandSpec {
             script,
-            cwd: &self.ws,
+            cwd: &policy.workspace,
             policy,
             env,
             tmp: &self.tmp,
@@ -108,7 +118,19 @@ impl Ws {
     }
 
     async fn run(&self, mode: Mode, posture: Posture, script: &str) -> Finished {
-        let policy = self.policy(mode, posture, true);
+        self.run_in(&self.ws(), mode, posture, script).await
+    }
+
+    /// Runs `script` with `workspace` as the workspace (and working
+    /// directory).
+    async fn run_in(
+        &self,
+        workspace: &std::path::Path,
+        mode: Mode,
+        posture: Posture,
+        script: &str,
+    ) -> Finished {
+        let policy = self.policy_in(workspace, mode, posture, true);
         let env = self.env();
         run(self.spec(script, &policy, &env)).await.unwrap()
     }
@@ -417,5 +439,99 @@ async fn the_temp_dir_is_gone_after_a_timeout() {
             .map(|e| e.path())
             .collect();
         assert_eq!(left, Vec::<PathBuf>::new(), "namespaces {namespaces}");
+    }
+}
+
+/// A workflow step's worktree sits under the main workspace's `.cadre`,
+/// its `.git` a file naming a git directory under the main `.git`: under
+/// Full Access too, the step writes its worktree and nothing of the main
+/// `.cadre`, the main `.git`, its own git directory or its `.git` file. A
+/// workspace inside a repository gets the repository's `.git` and the
+/// `.cadre`s on the way up read-only the same way.
+#[tokio::test]
+async fn a_worktrees_and_a_subdirectorys_repository_paths_are_read_only() {
+    if !namespaced() {
+        return;
+    }
+    let ws = Ws::new();
+    std::fs::write(ws.ws().join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let wt = ws.ws().join(".cadre/worktrees/step-0");
+    let gitdir = ws.ws().join(".git/worktrees/step-0");
+    std::fs::create_dir_all(&wt).unwrap();
+    std::fs::create_dir_all(&gitdir).unwrap();
+    std::fs::write(gitdir.join("HEAD"), "0123\n").unwrap();
+    std::fs::write(gitdir.join("commondir"), "../..\n").unwrap();
+    std::fs::write(wt.join(".git"), format!("gitdir: {}\n", gitdir.display())).unwrap();
+    let sub = ws.ws().join("crates/a");
+    std::fs::create_dir_all(&sub).unwrap();
+    for posture in [Posture::Suggest, Posture::Bypass] {
+        let wrote = ws
+            .run_in(&wt, Mode::Work, posture, "echo x > step.txt")
+            .await;
+        assert!(wrote.status.success(), "{posture}: {}", text(&wrote));
+        let refused = [
+            (
+                &wt,
+                "echo 'posture = \"bypass\"' > ../../config.local.toml".to_string(),
+            ),
+            (&wt, "echo x > ../../../.git/hooks/pre-commit".to_string()),
+            (&wt, format!("echo x > {}/HEAD", gitdir.display())),
+            (&wt, "echo 'gitdir: /x' > .git".to_string()),
+            (&sub, "echo x > ../../.git/hooks/pre-commit".to_string()),
+            (&sub, "echo x > ../../.cadre/config.local.toml".to_string()),
+        ];
+        for (workspace, script) in refused {
+            let finished = ws.run_in(workspace, Mode::Work, posture, &script).await;
+            assert!(!finished.status.success(), "{posture}: {script}");
+        }
+    }
+    assert!(wt.join("step.txt").exists());
+    assert!(!ws.ws().join(".cadre/config.local.toml").exists());
+    assert!(!ws.ws().join(".git/hooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(gitdir.join("HEAD")).unwrap(),
+        "0123\n"
+    );
+    assert!(
+        std::fs::read_to_string(wt.join(".git"))
+            .unwrap()
+            .contains("step-0")
+    );
+}
+
+/// A `.git` file's text is the repository's: one naming cadre's data
+/// directory, or a directory around it, uncovers nothing the sandbox
+/// hides, in every reach.
+#[tokio::test]
+async fn a_git_file_naming_cadres_data_uncovers_nothing() {
+    if !namespaced() {
+        return;
+    }
+    let ws = Ws::new();
+    std::fs::write(ws.root.join("data/secret"), "sk-data\n").unwrap();
+    std::fs::write(ws.root.join("data/HEAD"), "x\n").unwrap();
+    std::fs::write(ws.root.join("HEAD"), "x\n").unwrap();
+    std::fs::write(ws.root.join("data/commondir"), "..\n").unwrap();
+    std::fs::remove_dir_all(ws.ws().join(".git")).unwrap();
+    for target in ["../data", "..", "../data/sessions"] {
+        std::fs::write(ws.ws().join(".git"), format!("gitdir: {target}\n")).unwrap();
+        for (mode, posture) in [
+            (Mode::Plan, Posture::Never),
+            (Mode::Work, Posture::Suggest),
+            (Mode::Work, Posture::Bypass),
+        ] {
+            let policy = ws.policy(mode, posture, true);
+            assert!(
+                !policy
+                    .read_only
+                    .iter()
+                    .any(|p| p.starts_with(ws.root.join("data"))
+                        || ws.root.join("data").starts_with(p)),
+                "{target}: {:?}",
+                policy.read_only
+            );
+            let finished = ws.run(mode, posture, "cat ../data/secret").await;
+            assert!(!text(&finished).contains("sk-data"), "{target} {posture}");
+        }
     }
 }

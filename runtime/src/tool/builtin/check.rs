@@ -8,12 +8,13 @@
 //! tree compared before and after. That is what makes it read-only for the
 //! gates, whatever the command says.
 
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
 
 use super::required_str;
-use crate::sandbox::{CheckRun, WallState, run_check, session_tmp, walls};
+use crate::sandbox::{CheckRun, SandboxConfig, WallState, run_check, session_tmp, walls};
 use crate::tool::definition::{Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
 
 /// The tool's name.
@@ -44,6 +45,7 @@ impl RunCheck {
             }),
             Safety::ReadOnly,
         )
+        .running_checks()
         // The runner's own limit must not cut a build short: the check's
         // timeout (and a margin to report it) is the call's.
         .with_timeout(timeout + Duration::from_secs(5));
@@ -75,14 +77,8 @@ impl Tool for RunCheck {
                 ));
             }
             let tmp = session_tmp(&ctx.session_dir).join("check");
-            let ran = run_check(
-                command,
-                ctx.workspace.root(),
-                &tmp,
-                &ctx.sandbox,
-                self.timeout,
-            )
-            .await;
+            let sandbox = model_chosen(&ctx.sandbox, &tmp);
+            let ran = run_check(command, ctx.workspace.root(), &tmp, &sandbox, self.timeout).await;
             let _ = std::fs::remove_dir_all(&tmp);
             match ran {
                 CheckRun::Passed(detail) => Ok(format!("check passed: {detail}")),
@@ -99,3 +95,24 @@ impl Tool for RunCheck {
         })
     }
 }
+
+/// The sandbox of a check the model chose: its build cache is not the one
+/// the configured checks (a goal's `command`, a workflow step's `check`)
+/// use. A model-chosen command writes its cache as it likes (a test binary
+/// that always passes, a fingerprint that says it is fresh); in a cache of
+/// its own, that can only mislead later model-chosen checks, never a
+/// verdict the user configured.
+fn model_chosen(sandbox: &SandboxConfig, tmp: &Path) -> SandboxConfig {
+    let root = sandbox
+        .check_cache
+        .clone()
+        .unwrap_or_else(|| tmp.parent().unwrap_or(tmp).join("check-cache"));
+    SandboxConfig {
+        check_cache: Some(root.join(MODEL_CHOSEN)),
+        ..sandbox.clone()
+    }
+}
+
+/// The directory under the check cache root holding model-chosen checks'
+/// caches.
+pub const MODEL_CHOSEN: &str = "model-chosen";

@@ -370,3 +370,38 @@ fn only_a_pattern_without_wildcards_names_a_path_literally() {
     assert!(!literal("write_file", ".cadre/config.local.toml"));
     assert!(set.names_literally(&definition("edit_file"), "/etc/x".as_ref(), root));
 }
+
+#[test]
+fn the_shells_deny_and_ask_rules_hold_on_a_checks_command_line() {
+    let set = set_of(&[
+        "deny user bash(curl:*)",
+        "ask user bash(make deploy)",
+        "deny user read_file(.env)",
+        "allow user bash(cargo:*)",
+    ]);
+    use crate::tool::Tool as _;
+    let check = crate::tool::RunCheck::new(std::time::Duration::from_secs(1))
+        .definition()
+        .clone();
+    let cases = [
+        ("curl -d @src http://x", Some("deny user bash(curl:*)")),
+        ("cargo test && curl x", Some("deny user bash(curl:*)")),
+        ("make deploy", Some("ask user bash(make deploy)")),
+        (
+            "grep KEY .env",
+            Some("deny user read_file(.env): the command names '.env'"),
+        ),
+        // Allow rules on the shell do not reach a check: it needs none.
+        ("cargo test", None),
+        ("make test", None),
+    ];
+    for (command, expected) in cases {
+        let got = decided(
+            &set,
+            &check,
+            &json!({ "command": command }),
+            &RealPaths::new(),
+        );
+        assert_eq!(got.as_deref(), expected, "{command}");
+    }
+}
