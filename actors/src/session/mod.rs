@@ -28,7 +28,7 @@ mod turns;
 
 pub use agents::Subagents;
 pub use authority::PermissionConfig;
-pub use goal::VerifierOutcome;
+pub use cadre_runtime::goal::VerifierOutcome;
 
 use std::sync::Arc;
 
@@ -220,7 +220,7 @@ pub enum SessionMsg {
         /// The turn whose claim it judged (it holds the queue).
         turn_id: u64,
         /// The verdict.
-        outcome: goal::VerifierOutcome,
+        outcome: VerifierOutcome,
         /// Tokens the verifier spent.
         tokens: u64,
     },
@@ -404,6 +404,7 @@ impl Actor for SessionActor {
             None => LiveAuthority::root(spec.authority.mode, spec.authority.posture),
         };
         let authority = authority::Authority::new(&spec, store.clone());
+        let goal = goal::GoalState::new(spec.is_session());
         let mut state = SessionState {
             children: agents::Children::new(spec.path.clone()),
             authority,
@@ -421,7 +422,7 @@ impl Actor for SessionActor {
             turn_cause: None,
             span,
             spec,
-            goal: goal::GoalState::default(),
+            goal,
         };
         Box::pin(state.open()).await?;
         state.emit(Event::SessionStarted {
@@ -499,7 +500,7 @@ impl Actor for SessionActor {
                 Box::pin(state.plan_request(request, reply)).await
             }
             SessionMsg::GoalTool { request, reply } => {
-                Box::pin(state.goal_tool(request, reply)).await
+                Box::pin(state.goal_tool(&myself, request, reply)).await
             }
             SessionMsg::GoalVerdict {
                 turn_id,
@@ -777,7 +778,8 @@ impl SessionState {
                     self.emit(Event::InputAdmitted { queue_length })
                 }
                 QueueEffect::Start { turn_id, message } => {
-                    if let goal::Gate::Skip(then) = self.goal_gate(turn_id, &message).await {
+                    if let goal::Gate::Skip(then) = self.goal_gate(myself, turn_id, &message).await
+                    {
                         effects.extend(then);
                         continue;
                     }

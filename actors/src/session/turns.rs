@@ -117,7 +117,7 @@ impl SessionState {
         // started, so it may have run: the model is told so, and cadre never
         // runs it again itself (the exactly-once rule).
         self.answer_unanswered(INTERRUPTED);
-        self.goal.goal = opened.goal;
+        self.goal.machine.restore(opened.goal);
         self.first = match (self.spec.first_message.clone(), opened.first) {
             (Some(text), Some(admitted)) => Some(First::Admitted(text, admitted)),
             (Some(text), None) => Some(First::Queue(text)),

@@ -57,8 +57,11 @@ impl ContinuationHeader {
         let inner = first
             .strip_prefix(&format!("<{TAG} source=\"goal\" "))?
             .strip_suffix('>')?;
+        // Each name with the space before it: `n="` is also the end of
+        // `revision="`.
+        let inner = format!(" {inner}");
         let attr = |name: &str| -> Option<&str> {
-            let start = inner.find(&format!("{name}=\""))? + name.len() + 2;
+            let start = inner.find(&format!(" {name}=\""))? + name.len() + 3;
             let end = start + inner[start..].find('"')?;
             Some(&inner[start..end])
         };

@@ -20,11 +20,15 @@
 //! - `continuation`: the continuation messages, their header, and the
 //!   recheck before one runs (G6).
 //! - `evidence`: the verifier's contract and the evidence digest it is given.
+//! - `session`: [`GoalSession`], the one machine a session steps for its
+//!   goal (`/goal`, a turn's start and end, the goal tools, the verdict),
+//!   returning the effects it performs.
 
 mod breaker;
 mod budget;
 mod continuation;
 mod evidence;
+mod session;
 mod settle;
 mod verdict;
 
@@ -39,6 +43,7 @@ pub use continuation::{
     summary_text,
 };
 pub use evidence::{VERIFIER_PROMPT, verifier_request};
+pub use session::{Gate, GoalEffect, GoalSession, Step, Surroundings, VerifierOutcome};
 pub use settle::{
     Dependencies, Proposal, Settled, Settlement, TurnEnd, TurnFacts, TurnKind, after_verdict,
     settle,

@@ -449,9 +449,14 @@ fn continuation_texts_carry_a_header_and_say_what_changed() {
     .unwrap();
     let edited = g.take_continuation();
     assert!(edited.contains("The goal was updated"), "{edited}");
+    // Regression: `n` was read from the end of `revision="…"`.
     assert_eq!(
-        ContinuationHeader::parse(&edited).map(|h| h.revision),
-        Some(2)
+        ContinuationHeader::parse(&edited),
+        Some(ContinuationHeader {
+            revision: 2,
+            n: 3,
+            kind: ContinuationKind::Continue
+        })
     );
     after_verdict(&mut g, 2, &Verdict::Fail(vec!["no docs".into()]), 0, 0);
     g.breaker.count = 1;
@@ -836,3 +841,4 @@ fn the_verifier_gets_the_objective_the_claim_and_the_calls_with_their_results() 
     );
     assert!(verifier_request("x", "", &[]).contains("(no claim given)"));
 }
+mod session;

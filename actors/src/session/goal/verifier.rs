@@ -13,11 +13,14 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cadre_runtime::Mode;
 use cadre_runtime::config::RoleConfig;
-use cadre_runtime::goal::{VERIFIER_PROMPT, Verdict, VerifyMode, parse_verdict, verifier_request};
+use cadre_runtime::goal::{
+    GoalSettings, VERIFIER_PROMPT, Verdict, VerifierOutcome, VerifyMode, parse_verdict,
+    verifier_request,
+};
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::Posture;
 use cadre_runtime::protocol::{Envelope, Event, Op};
@@ -26,44 +29,40 @@ use cadre_runtime::tool::{RUN_CHECK, RunCheck, ToolRegistry, ToolRunner};
 use ractor::ActorRef;
 use tokio::sync::oneshot;
 
-use super::{SessionMsg, SessionState, Verifying};
+use super::{SessionMsg, SessionState};
 use crate::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
 
 /// The role name the verifier runs under (and a `[roles.verifier]` in
 /// config may give its model and prompt).
 pub(crate) const VERIFIER_ROLE: &str = "verifier";
 
-/// What the verifier came back with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum VerifierOutcome {
-    /// Its verdict.
-    Verdict(Verdict),
-    /// It was stopped before it answered (a cancel, a shutdown).
-    Cancelled,
+/// A claim to verify, as the goal machine hands it over.
+pub(super) struct Claim {
+    /// The claiming turn, which holds the queue until the verdict.
+    pub(super) turn_id: u64,
+    /// What the claim is judged against.
+    pub(super) objective: String,
+    /// The worker's claim.
+    pub(super) claim: String,
+    /// How to verify.
+    pub(super) settings: GoalSettings,
+    /// Where the claiming turn's messages begin, for the evidence.
+    pub(super) seq: usize,
 }
 
 impl SessionState {
-    /// Starts verifying `claim` for the turn `turn_id`, which holds the
-    /// queue until the verdict.
-    pub(super) async fn verify(
-        &mut self,
-        myself: &ActorRef<SessionMsg>,
-        turn_id: u64,
-        revision: u64,
-        claim: String,
-        seq: usize,
-    ) {
+    /// Starts verifying `claim`; the answer comes back as
+    /// [`SessionMsg::GoalVerdict`].
+    pub(super) async fn verify(&mut self, myself: &ActorRef<SessionMsg>, claim: Claim) {
         let (stop, stopped) = oneshot::channel();
-        self.goal.verifying = Some(Verifying {
+        self.goal.stop = Some(stop);
+        let Claim {
             turn_id,
-            revision,
-            started: Instant::now(),
-            stop: Some(stop),
-        });
-        let Some(goal) = self.goal.goal.as_ref() else {
-            return;
-        };
-        let settings = goal.settings.clone();
+            objective,
+            claim,
+            settings,
+            seq,
+        } = claim;
         let session = myself.clone();
         let answer = move |outcome: VerifierOutcome, tokens: u64| {
             let _ = session.cast(SessionMsg::GoalVerdict {
@@ -91,7 +90,7 @@ impl SessionState {
             }
             VerifyMode::Subagent | VerifyMode::None => {
                 let request = verifier_request(
-                    &goal.objective,
+                    &objective,
                     &claim,
                     self.conversation
                         .get(seq.saturating_sub(40)..)
