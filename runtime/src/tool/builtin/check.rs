@@ -77,6 +77,7 @@ impl Tool for RunCheck {
             let tmp = session_tmp(&ctx.session_dir).join("check");
             let ran = run_check(
                 command,
+                &[],
                 ctx.workspace.root(),
                 &tmp,
                 &ctx.sandbox,
