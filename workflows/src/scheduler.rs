@@ -31,6 +31,7 @@ pub use key::instance_key;
 pub use report::{Counts, InstanceReport, Report, StepReport};
 pub use types::{Effect, Input, Instance, Settings, StepRun, StepStatus, Stored, Target};
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -415,17 +416,7 @@ impl Scheduler {
                 .map(String::as_str)
                 .chain(referenced),
         );
-        let mut env = vec![(INDEX_VAR.to_string(), id.index.to_string())];
-        if item.is_some() {
-            env.push((
-                ITEM_VAR.to_string(),
-                self.lookup(&Ref::Item, item.as_ref(), id.index),
-            ));
-        }
-        for (name, var) in &vars {
-            let value = self.lookup(&Ref::Var(name.clone()), item.as_ref(), id.index);
-            env.push((var.clone(), value));
-        }
+        let env = self.check_env(id, item.as_ref(), &vars);
         let command = match template {
             Some(template) => template.render_shell(|r| match r {
                 Ref::Item => ITEM_VAR.to_string(),
@@ -439,6 +430,29 @@ impl Scheduler {
             None => text,
         };
         (Check::Command(command), env)
+    }
+
+    /// The variables a check of instance `id` (with `item`) runs with:
+    /// [`INDEX_VAR`], [`ITEM_VAR`] in a fan-out, and each of `vars`
+    /// (workflow variable → its check variable) with its value.
+    fn check_env(
+        &self,
+        id: InstanceId,
+        item: Option<&Value>,
+        vars: &BTreeMap<String, String>,
+    ) -> Vec<(String, String)> {
+        let mut env = vec![(INDEX_VAR.to_string(), id.index.to_string())];
+        if item.is_some() {
+            env.push((
+                ITEM_VAR.to_string(),
+                self.lookup(&Ref::Item, item, id.index),
+            ));
+        }
+        for (name, var) in vars {
+            let value = self.lookup(&Ref::Var(name.clone()), item, id.index);
+            env.push((var.clone(), value));
+        }
+        env
     }
 
     fn file(&self, id: InstanceId) -> PathBuf {
