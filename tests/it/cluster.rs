@@ -629,7 +629,12 @@ async fn a_remote_steps_check_runs_on_its_node_and_verifies_it_once() {
     std::fs::write(dirs.0.path().join("seen.txt"), "x").expect("seen.txt");
     let a = Node::start("a", dirs.0.path(), 2, &mock, SECRET).await;
     let run = coordinator(
-        &checked_fan_out(3, "test -f seen.txt", 0),
+        // The item's value travels with the check to the node.
+        &checked_fan_out(
+            3,
+            "test -f seen.txt && case {{item}} in i[0-2]) ;; *) false ;; esac",
+            0,
+        ),
         &dirs,
         &mock,
         &[&a],

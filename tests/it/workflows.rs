@@ -2,6 +2,7 @@
 //! real HTTP, the supervisor and its step agents, the store.
 
 mod admission;
+mod check_vars;
 mod dry_run;
 mod endings;
 mod operate;

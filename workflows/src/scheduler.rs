@@ -31,13 +31,14 @@ pub use key::instance_key;
 pub use report::{Counts, InstanceReport, Report, StepReport};
 pub use types::{Effect, Input, Instance, Settings, StepRun, StepStatus, Stored, Target};
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::{Check, ForEach, OnFailure, OutputKind, StepId, Workflow};
-use crate::template::{Template, shell_word};
+use crate::template::{INDEX_VAR, ITEM_VAR, Ref, Template, var_env_names};
 
 use outputs::{FILE_THRESHOLD, output_file};
 
@@ -383,29 +384,75 @@ impl Scheduler {
             Some(check) => {
                 // The slot stays taken while the check runs.
                 self.set(id, State::Finalized, None, fx);
-                let check = self.render_check(id, check);
-                fx.push(Effect::RunCheck { id, check });
+                let (check, env) = self.render_check(id, check);
+                fx.push(Effect::RunCheck { id, check, env });
             }
         }
     }
 
     /// A check command with this instance's `{{item}}`, `{{index}}` and
-    /// `{{vars.NAME}}` filled in, each value one shell word (validation
-    /// refuses any other reference in a check).
-    fn render_check(&self, id: InstanceId, check: Check) -> Check {
-        match check {
-            Check::Command(text) => {
-                let item = self.instance(id).and_then(|i| i.item.clone());
-                match Template::parse(&text) {
-                    Ok(template) => Check::Command(
-                        template.render(|r| shell_word(&self.lookup(r, item.as_ref(), id.index))),
-                    ),
-                    // Validated: it parses. Unparsed, it runs as written.
-                    Err(_) => Check::Command(text),
-                }
-            }
-            Check::Verifier => Check::Verifier,
+    /// `{{vars.NAME}}` written as expansions of the variables it runs with
+    /// (validation refuses any other reference in a check), and those
+    /// variables: [`ITEM_VAR`] (a fan-out's item), [`INDEX_VAR`], and one
+    /// per workflow variable ([`var_env_names`]). No value is ever text of
+    /// the command.
+    fn render_check(&self, id: InstanceId, check: Check) -> (Check, Vec<(String, String)>) {
+        let Check::Command(text) = check else {
+            return (check, Vec::new());
+        };
+        let item = self.instance(id).and_then(|i| i.item.clone());
+        let template = Template::parse(&text).ok();
+        let referenced = template
+            .iter()
+            .flat_map(|t| t.refs())
+            .filter_map(|(r, _)| match r {
+                Ref::Var(name) => Some(name.as_str()),
+                _ => None,
+            });
+        let vars = var_env_names(
+            self.workflow
+                .vars
+                .keys()
+                .map(String::as_str)
+                .chain(referenced),
+        );
+        let env = self.check_env(id, item.as_ref(), &vars);
+        let command = match template {
+            Some(template) => template.render_shell(|r| match r {
+                Ref::Item => ITEM_VAR.to_string(),
+                Ref::Var(name) => vars.get(name).cloned().unwrap_or_default(),
+                Ref::Index => INDEX_VAR.to_string(),
+                // Refused in a check by validation: a step's output is the
+                // model's text. Were it there, it would read as empty.
+                Ref::Output(_) | Ref::Outputs(_) => "CADRE_UNSET".to_string(),
+            }),
+            // Validated: it parses. Unparsed, it runs as written.
+            None => text,
+        };
+        (Check::Command(command), env)
+    }
+
+    /// The variables a check of instance `id` (with `item`) runs with:
+    /// [`INDEX_VAR`], [`ITEM_VAR`] in a fan-out, and each of `vars`
+    /// (workflow variable → its check variable) with its value.
+    fn check_env(
+        &self,
+        id: InstanceId,
+        item: Option<&Value>,
+        vars: &BTreeMap<String, String>,
+    ) -> Vec<(String, String)> {
+        let mut env = vec![(INDEX_VAR.to_string(), id.index.to_string())];
+        if item.is_some() {
+            env.push((
+                ITEM_VAR.to_string(),
+                self.lookup(&Ref::Item, item, id.index),
+            ));
         }
+        for (name, var) in vars {
+            let value = self.lookup(&Ref::Var(name.clone()), item, id.index);
+            env.push((var.clone(), value));
+        }
+        env
     }
 
     fn file(&self, id: InstanceId) -> PathBuf {

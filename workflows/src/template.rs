@@ -4,12 +4,29 @@
 //! `steps.NAME.output` (a single step's final answer) or
 //! `steps.NAME.outputs` (a fan-out step's answers, a JSON array in item
 //! order). Spaces inside the braces are allowed. Anything else between
-//! `{{` and `}}` is an error found at validation, with its place. A check
-//! command is rendered with each value quoted as one shell word
-//! ([`shell_word`]), so an item cannot add a command of its own.
+//! `{{` and `}}` is an error found at validation, with its place.
+//!
+//! A check command never holds a value as text: it runs with each value
+//! in an environment variable ([`ITEM_VAR`], [`INDEX_VAR`],
+//! [`var_env_names`]), and [`Template::render_shell`] writes each
+//! reference as an expansion of its variable, quoted for where it stands
+//! ([`shell`]). Bash does not parse what an expansion yields, so an item
+//! cannot add a command of its own in any quoting.
 
+pub mod shell;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::Range;
+
+/// The variable a check reads `{{item}}` from.
+pub const ITEM_VAR: &str = "CADRE_ITEM";
+
+/// The variable a check reads `{{index}}` from.
+pub const INDEX_VAR: &str = "CADRE_INDEX";
+
+/// What a check's variable for `{{vars.NAME}}` starts with.
+pub const VAR_PREFIX: &str = "CADRE_VAR_";
 
 /// What a `{{…}}` names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -125,13 +142,60 @@ impl Template {
         }
         out
     }
+
+    /// The text as a shell command in which each reference is an
+    /// expansion of the environment variable `var` names for it, quoted
+    /// for where the reference stands in the text ([`shell::Lexer`]):
+    /// `"${CADRE_ITEM}"` unquoted, `${CADRE_ITEM}` inside `"…"`,
+    /// `'"${CADRE_ITEM}"'` inside `'…'`. The command must run with those
+    /// variables set; a value never becomes part of its text.
+    pub fn render_shell(&self, mut var: impl FnMut(&Ref) -> String) -> String {
+        let mut lexer = shell::Lexer::default();
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(text) => {
+                    lexer.feed(text);
+                    out.push_str(text);
+                }
+                Part::Ref(r, _) => out.push_str(&lexer.reference(&var(r))),
+            }
+        }
+        out
+    }
 }
 
-/// `text` as one shell word, single-quoted: bash takes everything between
-/// single quotes literally, and a single quote inside is closed, escaped
-/// and reopened (`'\''`). `a; touch PWNED` becomes `'a; touch PWNED'`.
-pub fn shell_word(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "'\\''"))
+/// The check variable of each of `names` (workflow variables):
+/// [`VAR_PREFIX`] and the name upper-cased, every character but `A-Z`,
+/// `0-9` and `_` written `_`. A name whose variable is taken by an earlier
+/// one (in order: `A` before `a`, `a-b` before `a_b`) gets `_2`, `_3`, …,
+/// so distinct names never share a variable and a set maps alike each time.
+pub fn var_env_names<'a>(names: impl IntoIterator<Item = &'a str>) -> BTreeMap<String, String> {
+    let names: BTreeSet<&str> = names.into_iter().collect();
+    let mut taken = BTreeSet::new();
+    let mut out = BTreeMap::new();
+    for name in names {
+        let base = format!("{VAR_PREFIX}{}", sanitize(name));
+        let mut var = base.clone();
+        let mut n = 2;
+        while taken.contains(&var) {
+            var = format!("{base}_{n}");
+            n += 1;
+        }
+        taken.insert(var.clone());
+        out.insert(name.to_string(), var);
+    }
+    out
+}
+
+/// `name` upper-cased, with `_` for every character outside `A-Z0-9_`.
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| match c.to_ascii_uppercase() {
+            c @ ('A'..='Z' | '0'..='9' | '_') => c,
+            _ => '_',
+        })
+        .collect()
 }
 
 fn parse_ref(expr: &str) -> Result<Ref, String> {

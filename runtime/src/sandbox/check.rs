@@ -63,16 +63,27 @@ impl CheckRun {
 
 /// Runs `command` in `workspace` as a check: Plan and `never` whatever the
 /// caller's authority (a check verifies, it does not change what it
-/// verifies), writing only `tmp`, stopped after `timeout`.
+/// verifies), writing only `tmp`, stopped after `timeout`. It runs with
+/// `vars` (a workflow check's values: `CADRE_ITEM`, …) beside the
+/// sandbox's environment; a value holding a NUL, which no environment
+/// variable can carry, leaves it unrunnable.
 pub async fn run_check(
     command: &str,
+    vars: &[(String, String)],
     workspace: &Path,
     tmp: &Path,
     sandbox: &SandboxConfig,
     timeout: Duration,
 ) -> CheckRun {
+    if let Some((name, _)) = vars.iter().find(|(_, v)| v.contains('\0')) {
+        return CheckRun::Unrunnable(format!(
+            "`{command}` could not run: ${name} holds a NUL byte, which no environment \
+             variable can carry"
+        ));
+    }
     let mut policy = Policy::resolve(Mode::Plan, Posture::Never, workspace, tmp, sandbox);
     let mut env = sandbox.env.clone();
+    set_all(&mut env, vars.to_vec());
     // Beside the temp dir, not in it: the sandbox replaces the temp dir
     // with a private one the host never sees again.
     let root = sandbox

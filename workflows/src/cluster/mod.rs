@@ -293,11 +293,12 @@ impl RemoteAgent {
         self.send(NodeMsg::Op(self.addressed(op)));
     }
 
-    /// Runs a check in the agent's workspace on its node.
-    pub fn check(&self, command: String, timeout: Duration) {
+    /// Runs a check in the agent's workspace on its node, with `env`.
+    pub fn check(&self, command: String, env: Vec<(String, String)>, timeout: Duration) {
         let timeout_ms = timeout.as_millis().try_into().unwrap_or(u64::MAX);
         self.send(NodeMsg::Check(self.addressed(CheckOrder {
             command,
+            env,
             timeout_ms,
         })));
     }

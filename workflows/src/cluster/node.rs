@@ -422,8 +422,15 @@ impl NodeState {
         let me = myself.clone();
         tokio::spawn(async move {
             let timeout = Duration::from_millis(order.timeout_ms);
-            let (passed, detail) =
-                run_check(&order.command, &workspace, &tmp, &sandbox, timeout).await;
+            let (passed, detail) = run_check(
+                &order.command,
+                &order.env,
+                &workspace,
+                &tmp,
+                &sandbox,
+                timeout,
+            )
+            .await;
             let _ = me.cast(NodeMsg::Local(Local::Checked(key, passed, detail)));
         });
     }

@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 /// The version of this protocol; a node speaking another is not used.
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 
 /// The process group every node's service joins, where coordinators find
 /// them.
@@ -232,6 +232,8 @@ pub struct Addressed<T> {
 pub struct CheckOrder {
     /// The command line.
     pub command: String,
+    /// The variables it runs with (its references' values).
+    pub env: Vec<(String, String)>,
     /// How long it may run, in milliseconds.
     pub timeout_ms: u64,
 }

@@ -15,13 +15,16 @@ use cadre_runtime::sandbox::SandboxConfig;
 pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How a check ended: passed, and what it printed (or why it did not run).
+/// It runs with `env` (its references' values) beside the sandbox's.
 pub async fn run_check(
     command: &str,
+    env: &[(String, String)],
     workspace: &Path,
     tmp: &Path,
     sandbox: &SandboxConfig,
     timeout: Duration,
 ) -> (bool, String) {
-    let ran = cadre_runtime::sandbox::run_check(command, workspace, tmp, sandbox, timeout).await;
+    let ran =
+        cadre_runtime::sandbox::run_check(command, env, workspace, tmp, sandbox, timeout).await;
     (ran.passed(), ran.detail().to_string())
 }

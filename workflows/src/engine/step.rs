@@ -104,6 +104,8 @@ pub enum StepMsg {
         check: Check,
         /// The verifier's place in the run's tree (a verifier check).
         verifier: Option<AgentPath>,
+        /// The variables a command check runs with.
+        env: Vec<(String, String)>,
     },
     /// The check ended.
     Checked(bool, String),
@@ -350,6 +352,7 @@ impl Actor for StepActor {
             StepMsg::Check {
                 check: Check::Verifier,
                 verifier,
+                ..
             } => {
                 state.checking = true;
                 // Boxed: a large future that only a verifier check needs;
@@ -383,6 +386,7 @@ impl Actor for StepActor {
             }
             StepMsg::Check {
                 check: Check::Command(command),
+                env,
                 ..
             } => {
                 state.checking = true;
@@ -393,7 +397,7 @@ impl Actor for StepActor {
                         let _ = myself.cast(StepMsg::Checked(false, why));
                         return Ok(());
                     }
-                    remote.check(command, timeout);
+                    remote.check(command, env, timeout);
                     // The node's answer is awaited no longer than the check
                     // may run there, and a heartbeat timeout more.
                     let node = remote.node.clone();
@@ -416,7 +420,7 @@ impl Actor for StepActor {
                 let me = myself.clone();
                 tokio::spawn(async move {
                     let (passed, detail) =
-                        run_check(&command, &workspace, &tmp, &sandbox, timeout).await;
+                        run_check(&command, &env, &workspace, &tmp, &sandbox, timeout).await;
                     let _ = me.cast(StepMsg::Checked(passed, detail));
                 });
             }

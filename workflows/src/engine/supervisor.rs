@@ -442,7 +442,7 @@ impl SupervisorState {
                 Effect::Dispatch {
                     id, prompt, scope, ..
                 } => self.dispatch(myself, id, prompt, scope).await,
-                Effect::RunCheck { id, check } => match self.live.get(&id) {
+                Effect::RunCheck { id, check, env } => match self.live.get(&id) {
                     Some(live) => {
                         // A verifier is an agent of the run, numbered like
                         // the steps' (so a resume numbers after it).
@@ -450,7 +450,11 @@ impl SupervisorState {
                             self.next_agent += 1;
                             AgentPath::root().child(self.next_agent)
                         });
-                        let _ = live.actor.cast(StepMsg::Check { check, verifier });
+                        let _ = live.actor.cast(StepMsg::Check {
+                            check,
+                            verifier,
+                            env,
+                        });
                     }
                     None => {
                         let more = self.scheduler.step(Input::Checked {

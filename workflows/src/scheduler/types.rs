@@ -147,8 +147,10 @@ pub enum Effect {
     RunCheck {
         /// The instance.
         id: InstanceId,
-        /// The check.
+        /// The check, its references rendered as variables' expansions.
         check: Check,
+        /// The variables the check runs with (`CADRE_ITEM`, …).
+        env: Vec<(String, String)>,
     },
     /// Bring an instance's worktree changes back into the workspace; its
     /// answer was accepted and its check (if any) passed.

@@ -72,22 +72,30 @@ fn rendering_replaces_every_reference() {
 }
 
 #[test]
-fn a_shell_word_is_taken_literally_by_bash() {
-    for text in [
-        "a; touch PWNED",
-        "it's",
-        "'",
-        "$(id) `id` $HOME",
-        "a\nb",
-        "",
-        "\\'\\",
-    ] {
-        let out = std::process::Command::new("bash")
-            .arg("-c")
-            .arg(format!("printf %s {}", shell_word(text)))
-            .output()
-            .expect("bash");
-        assert_eq!(String::from_utf8_lossy(&out.stdout), text, "for {text:?}");
-    }
-    assert_eq!(shell_word("it's"), "'it'\\''s'");
+fn distinct_variables_get_distinct_check_variables() {
+    let names = var_env_names(["x", "a-b", "a_b", "A_B", "A_B_2", "ünï"]);
+    assert_eq!(names["x"], "CADRE_VAR_X");
+    assert_eq!(names["A_B"], "CADRE_VAR_A_B");
+    assert_eq!(names["A_B_2"], "CADRE_VAR_A_B_2");
+    assert_eq!(names["a-b"], "CADRE_VAR_A_B_3");
+    assert_eq!(names["a_b"], "CADRE_VAR_A_B_4");
+    assert_eq!(names["ünï"], "CADRE_VAR__N_");
+    let distinct: std::collections::BTreeSet<_> = names.values().collect();
+    assert_eq!(distinct.len(), names.len());
+}
+
+#[test]
+fn a_check_renders_each_reference_as_its_variable() {
+    let t = Template::parse("test -f \"src/{{item}}.rs\" && echo {{vars.x}} '{{index}}'")
+        .expect("parses");
+    let out = t.render_shell(|r| match r {
+        Ref::Item => ITEM_VAR.into(),
+        Ref::Index => INDEX_VAR.into(),
+        Ref::Var(name) => format!("V_{name}"),
+        other => panic!("unexpected {other}"),
+    });
+    assert_eq!(
+        out,
+        "test -f \"src/${CADRE_ITEM}.rs\" && echo \"${V_x}\" ''\"${CADRE_INDEX}\"''"
+    );
 }

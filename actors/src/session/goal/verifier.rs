@@ -260,7 +260,7 @@ async fn check(
     if let Err(err) = std::fs::create_dir_all(tmp) {
         return Verdict::Unavailable(format!("the check's temp dir: {err}"));
     }
-    match cadre_runtime::sandbox::run_check(command, workspace, tmp, sandbox, timeout).await {
+    match cadre_runtime::sandbox::run_check(command, &[], workspace, tmp, sandbox, timeout).await {
         CheckRun::Passed(_) => Verdict::Pass,
         CheckRun::Failed(gap) | CheckRun::TimedOut(gap) => Verdict::Fail(vec![gap]),
         CheckRun::Unrunnable(why) => Verdict::Unavailable(why),

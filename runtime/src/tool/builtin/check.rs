@@ -78,7 +78,15 @@ impl Tool for RunCheck {
             }
             let tmp = session_tmp(&ctx.session_dir).join("check");
             let sandbox = model_chosen(&ctx.sandbox, &tmp);
-            let ran = run_check(command, ctx.workspace.root(), &tmp, &sandbox, self.timeout).await;
+            let ran = run_check(
+                command,
+                &[],
+                ctx.workspace.root(),
+                &tmp,
+                &sandbox,
+                self.timeout,
+            )
+            .await;
             let _ = std::fs::remove_dir_all(&tmp);
             match ran {
                 CheckRun::Passed(detail) => Ok(format!("check passed: {detail}")),
