@@ -36,6 +36,7 @@ pub mod kernel;
 pub mod session;
 pub mod store;
 pub mod turn;
+pub mod verifier;
 
 pub use events::EventSink;
 pub use host::{Host, HostBuilder, HostError, ModelChoice, Resume, SessionOptions, Started};

@@ -13,24 +13,27 @@
 //! actually happened and forwards what the host must see (approval
 //! prompts, permission decisions, status) to the parent's stream. The child
 //! table (`ChildTable`) decides; this module performs.
+//!
+//! `pump`: the task that reads a child's events for its whole life.
+
+mod pump;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cadre_runtime::agent::{
     AgentPath, AgentReport, Authority, ChildRefusal, ChildState, ChildTable, ModelSource,
-    ReportBuilder, SpawnRefusal, Wait,
+    SpawnRefusal, Wait,
 };
 use cadre_runtime::config::RoleConfig;
 use cadre_runtime::paths::SessionPaths;
-use cadre_runtime::protocol::{AgentStatus, Event, Op};
+use cadre_runtime::protocol::{Event, Op};
 use cadre_runtime::tool::{AgentHost, AgentRequest, ErrorCode, ToolError, ToolFuture, ToolOutcome};
 use ractor::{ActorRef, RpcReplyPort};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::remote::{ChildPlacement, RemoteMsg};
 use super::{SessionMsg, SessionState};
-use crate::events::EventSink;
 use crate::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
 use crate::store::StoreRequest;
 
@@ -159,6 +162,16 @@ pub(super) struct ChildHandle {
     slot: Option<OwnedSemaphorePermit>,
 }
 
+impl ChildHandle {
+    /// The stand-in of a child on a node.
+    pub(super) fn remote(actor: ActorRef<RemoteMsg>) -> Self {
+        Self {
+            actor: ChildActor::Remote(actor),
+            slot: None,
+        }
+    }
+}
+
 /// An agent's children.
 pub(super) struct Children {
     pub(super) table: ChildTable<ChildHandle, RpcReplyPort<ToolOutcome>>,
@@ -278,19 +291,41 @@ impl SessionState {
         request: AgentRequest,
         reply: RpcReplyPort<ToolOutcome>,
     ) {
+        let mut reply = Some(reply);
         let answered = match request {
             AgentRequest::Roster => Ok(Answer::Now(self.roster())),
             AgentRequest::Spawn {
                 prompt,
                 role,
                 background,
-            } => self.spawn_child(myself, prompt, role, background).await,
+            } => {
+                self.spawn_child(myself, prompt, role, background, &mut reply)
+                    .await
+            }
             AgentRequest::Followup {
                 agent_id,
                 prompt,
                 background,
             } => self.followup(myself, &agent_id, prompt, background).await,
-            AgentRequest::Wait { agent_id } => return self.wait_for(&agent_id, reply),
+            AgentRequest::Wait { agent_id } => {
+                if let Some(reply) = reply.take() {
+                    self.wait_for(&agent_id, reply);
+                }
+                return;
+            }
+        };
+        self.answer_agent(answered, reply);
+    }
+
+    /// Sends an `agent` request its answer; nothing when the reply went
+    /// elsewhere (a placement under way carries it).
+    pub(super) fn answer_agent(
+        &mut self,
+        answered: Result<Answer, ToolError>,
+        reply: Option<RpcReplyPort<ToolOutcome>>,
+    ) {
+        let Some(reply) = reply else {
+            return;
         };
         match answered {
             Ok(Answer::Now(text)) => {
@@ -298,6 +333,10 @@ impl SessionState {
             }
             // A foreground run: the caller waits for the report.
             Ok(Answer::Later(path)) => self.wait_for(&path.to_string(), reply),
+            // The placement took the reply it answers on; one left here
+            // (never, by construction) is dropped, which the tool reads as
+            // a failure.
+            Ok(Answer::Placing) => {}
             Err(error) => {
                 let _ = reply.send(Err(error));
             }
@@ -390,6 +429,7 @@ impl SessionState {
         prompt: String,
         role_name: Option<String>,
         background: bool,
+        reply: &mut Option<RpcReplyPort<ToolOutcome>>,
     ) -> Result<Answer, ToolError> {
         let role_name = role_name.unwrap_or_else(|| "worker".to_string());
         let role = self.role(&role_name)?;
@@ -404,130 +444,102 @@ impl SessionState {
         };
         let slot = env.slot()?;
         let path = self.children.table.next_path();
-        let posture = authority.posture;
-        let depth = authority.depth;
-        let SpawnedChild {
-            handle,
+        let model = env
+            .models
+            .client(&role)
+            .map_err(|e| ToolError::failed(format!("role '{role_name}': {e}")))?;
+        let spec = self.child_spec(&path, &role_name, &role, authority);
+        let model_name = spec
+            .model
+            .clone()
+            .unwrap_or_else(|| model.model().to_string());
+        let child = NewChild {
+            path,
+            role_name,
+            spec,
             model,
-            prompted,
-        } = self
-            .start_child(
-                myself,
-                &path,
-                &role_name,
-                &role,
-                authority,
-                slot,
-                Some(&prompt),
-            )
-            .await?;
+            model_name,
+            slot,
+            prompt,
+            background,
+        };
+        // A session's new child may run on a node: the placement answers
+        // later, as a message, and the spawn goes on from there.
+        if let Some(placement) = env.placement.clone().filter(|_| self.spec.is_session())
+            && let Some(reply) = reply.take()
+        {
+            self.place_child(myself, placement, child, reply);
+            return Ok(Answer::Placing);
+        }
+        let handle = self.start_local(myself, &child).await?;
+        Ok(self.spawned(child, handle, false))
+    }
+
+    /// Records a child that started (here, or on a node that sent it its
+    /// prompt: `prompted`) and says what the `agent` request answers.
+    pub(super) fn spawned(
+        &mut self,
+        child: NewChild,
+        handle: ChildHandle,
+        prompted: bool,
+    ) -> Answer {
+        let NewChild {
+            path,
+            role_name,
+            spec,
+            model_name,
+            slot: child_slot,
+            prompt,
+            background,
+            ..
+        } = child;
         self.emit(Event::AgentSpawned {
             agent_id: path.to_string(),
             role: role_name.clone(),
-            model,
-            posture,
-            depth,
+            model: model_name,
+            posture: spec.authority.posture,
+            depth: spec.authority.depth,
         });
         if !prompted {
             handle.actor.op(Op::user(prompt));
         }
+        let handle = ChildHandle {
+            slot: Some(child_slot),
+            ..handle
+        };
         self.children
             .table
             .started(&path, handle, role_name.clone());
-        Ok(if background {
+        if background {
             Answer::Now(format!(
                 "started agent {path} (role {role_name}) in the background; \
                  collect its report with action=wait, agent_id={path}"
             ))
         } else {
             Answer::Later(path)
-        })
+        }
     }
 
-    /// Spawns a child agent under this one, with its pump: on a node when
-    /// a new child of a session (`prompt`) finds a free slot there, else
-    /// here through the kernel; a resumed child reads its stored
-    /// conversation back, here.
-    #[allow(clippy::too_many_arguments)]
-    async fn start_child(
+    /// Starts `child` here through the kernel, with its pump.
+    pub(super) async fn start_local(
         &mut self,
         myself: &ActorRef<SessionMsg>,
-        path: &AgentPath,
-        role_name: &str,
-        role: &RoleConfig,
-        authority: Authority,
-        slot: OwnedSemaphorePermit,
-        prompt: Option<&str>,
-    ) -> Result<SpawnedChild, ToolError> {
-        let env = self
-            .spec
-            .subagents
-            .clone()
-            .ok_or_else(|| ToolError::failed("sub-agents are not available in this host"))?;
-        let model = env
-            .models
-            .client(role)
-            .map_err(|e| ToolError::failed(format!("role '{role_name}': {e}")))?;
-        let spec = self.child_spec(path, role_name, role, authority);
-        let model_name = spec
-            .model
-            .clone()
-            .unwrap_or_else(|| model.model().to_string());
-        if let (Some(placement), Some(prompt)) = (&env.placement, prompt)
-            && let Some((actor, stream)) =
-                self.place_child(myself, placement, &spec, prompt).await?
-        {
-            self.pump_child(myself, path, role_name, stream);
-            return Ok(SpawnedChild {
-                handle: ChildHandle {
-                    actor: ChildActor::Remote(actor),
-                    slot: Some(slot),
-                },
-                model: model_name,
-                prompted: true,
-            });
-        }
+        child: &NewChild,
+    ) -> Result<ChildHandle, ToolError> {
         let services = AgentServices {
-            model,
+            model: child.model.clone(),
             tools: self.services.tools.clone(),
             store: Some(self.store.clone()),
         };
         let SpawnedAgent { actor, events, .. } =
-            spawn_agent(spec, services, Some(myself.get_cell()))
+            spawn_agent(child.spec.clone(), services, Some(myself.get_cell()))
                 .await
                 .map_err(|e| ToolError::failed(format!("the sub-agent could not start: {e}")))?;
-        self.pump_child(myself, path, role_name, events);
-        Ok(SpawnedChild {
-            handle: ChildHandle {
-                actor: ChildActor::Local(actor),
-                slot: Some(slot),
-            },
-            model: model_name,
-            prompted: false,
+        self.pump_child(myself, &child.path, &child.role_name, events);
+        Ok(ChildHandle {
+            actor: ChildActor::Local(actor),
+            slot: None,
         })
-    }
-
-    /// Reads a child's events for its whole life (see [`pump`]).
-    fn pump_child(
-        &self,
-        myself: &ActorRef<SessionMsg>,
-        path: &AgentPath,
-        role_name: &str,
-        events: crate::events::Events,
-    ) {
-        // The child's tools decide which calls are evidence and changes.
-        let report = ReportBuilder::for_tools(
-            &path.to_string(),
-            role_name,
-            self.services.tools.registry().definitions(),
-        );
-        tokio::spawn(pump(
-            path.clone(),
-            report,
-            events,
-            self.events.clone(),
-            myself.clone(),
-        ));
     }
 
     fn child_spec(
@@ -622,21 +634,29 @@ impl SessionState {
             }
         } else {
             // A child read back from the store: a new actor on its stored
-            // conversation.
-            let started = self
-                .start_child(
-                    myself,
-                    &path,
-                    &role_name,
-                    &role,
-                    authority.clone(),
-                    slot,
-                    None,
-                )
-                .await?;
-            let actor = started.handle.actor.clone();
-            if let Some(child) = self.children.table.get_mut(&path) {
-                child.handle = Some(started.handle);
+            // conversation, here.
+            let model = env
+                .models
+                .client(&role)
+                .map_err(|e| ToolError::failed(format!("role '{role_name}': {e}")))?;
+            let spec = self.child_spec(&path, &role_name, &role, authority);
+            let child = NewChild {
+                path: path.clone(),
+                role_name: role_name.clone(),
+                model_name: String::new(),
+                spec,
+                model,
+                slot,
+                prompt: String::new(),
+                background,
+            };
+            let handle = self.start_local(myself, &child).await?;
+            let actor = handle.actor.clone();
+            if let Some(stored) = self.children.table.get_mut(&path) {
+                stored.handle = Some(ChildHandle {
+                    slot: Some(child.slot),
+                    ..handle
+                });
             }
             actor
         };
@@ -743,68 +763,30 @@ impl SessionState {
 }
 
 /// What an `agent` request answers with.
-enum Answer {
+pub(super) enum Answer {
     /// Text for the model now.
     Now(String),
     /// The agent's report, when its run ends.
     Later(AgentPath),
+    /// The answer comes once a node placement answers (the reply travels
+    /// with it).
+    Placing,
 }
 
-struct SpawnedChild {
-    handle: ChildHandle,
-    model: String,
-    /// The child was sent its first message (a node sends it).
-    prompted: bool,
-}
-
-/// Reads a child's events for its whole life: builds its reports, tells the
-/// parent when a run ends, and forwards what the host must see.
-async fn pump(
-    path: AgentPath,
-    mut builder: ReportBuilder,
-    mut stream: crate::events::Events,
-    parent_events: EventSink,
-    parent: ActorRef<SessionMsg>,
-) {
-    let agent_id = path.to_string();
-    let own_prompts = format!("agent:{agent_id}:");
-    let status = |status: AgentStatus| Event::AgentStatusChanged {
-        agent_id: agent_id.clone(),
-        status,
-    };
-    while let Some(cadre_runtime::protocol::Envelope { event, .. }) = stream.recv().await {
-        match &event {
-            Event::TurnStarted { .. } => {
-                let _ = parent_events.send(status(AgentStatus::Running));
-            }
-            Event::ApprovalRequested {
-                agent_id: asker, ..
-            } if asker == &agent_id => {
-                let _ = parent_events.send(status(AgentStatus::WaitingForUser));
-            }
-            Event::ApprovalResolved { id, .. } if id.starts_with(&own_prompts) => {
-                let _ = parent_events.send(status(AgentStatus::Running));
-            }
-            _ => {}
-        }
-        let forward = matches!(
-            event,
-            Event::ApprovalRequested { .. }
-                | Event::ApprovalResolved { .. }
-                | Event::PermissionDecision { .. }
-                | Event::AutonomyPaused { .. }
-                | Event::AgentSpawned { .. }
-                | Event::AgentStatusChanged { .. }
-                | Event::AgentCompleted { .. }
-        );
-        if let Some(report) = builder.push(&event) {
-            let _ = parent.cast(SessionMsg::AgentRunDone {
-                agent: path.clone(),
-                report: Box::new(report),
-            });
-        }
-        if forward {
-            let _ = parent_events.send(event);
-        }
-    }
+/// A child about to start: everything its start needs, here or on a node.
+pub(super) struct NewChild {
+    pub(super) path: AgentPath,
+    pub(super) role_name: String,
+    /// Its authority narrowed here, its model, prompt and workspace.
+    pub(super) spec: AgentSpec,
+    /// Its role's client, for a start here.
+    model: Arc<dyn cadre_runtime::model::ModelClient>,
+    /// The model it asks, as `agent.spawned` names it.
+    model_name: String,
+    /// Its place among the tree's running sub-agents, held while it works.
+    slot: OwnedSemaphorePermit,
+    /// Its first message.
+    pub(super) prompt: String,
+    /// The caller does not wait for its report.
+    background: bool,
 }

@@ -16,11 +16,15 @@
 //! - `turns`: opening the session, admission, starting and finishing turns.
 //! - `plan`: `/plan`, mode changes, `exit_plan_mode`, questionnaires.
 //! - `authority`: permission decisions, prompts, guardian reviews, audit.
-//! - `agents`: sub-agents.
-//! - `goal`: the session's goal: settlement, continuations, the verifier.
+//! - `config`: [`SessionConfig`], a host's description of a session.
+//! - `agents`: sub-agents (`agents/pump.rs`: each child's event pump).
+//! - `remote`: children placed on cluster nodes; a placement answers as a
+//!   message ([`SessionMsg::Placed`]), so no handler waits on a node.
+//! - `goal`: performs the goal machine's effects; the verifier.
 
 mod agents;
 mod authority;
+mod config;
 mod goal;
 mod plan;
 pub mod remote;
@@ -29,21 +33,18 @@ mod turns;
 pub use agents::Subagents;
 pub use authority::PermissionConfig;
 pub use cadre_runtime::goal::VerifierOutcome;
+pub use config::SessionConfig;
 
 use std::sync::Arc;
 
 use cadre_runtime::Mode;
-use cadre_runtime::agent::{AgentPath, AgentReport, Authority, LiveAuthority};
+use cadre_runtime::agent::{AgentPath, AgentReport, LiveAuthority};
 use cadre_runtime::lifecycle::{QueueEffect, QueueInput, TurnQueue};
 use cadre_runtime::message::{Message, unanswered_calls};
-use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::Decision;
 use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op, Usage};
-use cadre_runtime::sandbox::{SandboxConfig, sandbox_status};
-use cadre_runtime::snapshot::Snapshots;
-use cadre_runtime::tool::{
-    AgentRequest, Authorization, ErrorCode, PlanRequest, ToolOutcome, Workspace,
-};
+use cadre_runtime::sandbox::sandbox_status;
+use cadre_runtime::tool::{AgentRequest, Authorization, ErrorCode, PlanRequest, ToolOutcome};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 
 use crate::events::EventSink;
@@ -51,109 +52,6 @@ use crate::guardian::GuardianVerdict;
 use crate::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
 use crate::store::StoreHandle;
 use crate::turn::{TurnMsg, TurnReport};
-
-/// What a user's session is, fixed at its start: the ergonomic form of an
-/// [`AgentSpec`] for the root of a tree.
-#[derive(Debug, Clone)]
-pub struct SessionConfig {
-    /// The session id.
-    pub session_id: String,
-    /// The starting mode.
-    pub mode: Mode,
-    /// The workspace and its confinement.
-    pub workspace: Workspace,
-    /// The session's files.
-    pub paths: SessionPaths,
-    /// Model requests one turn may make.
-    pub max_iterations: u32,
-    /// When set, only these tools (and system tools) are offered and run.
-    pub allowed_tools: Option<Arc<[String]>>,
-    /// Posture, rules, interactivity, guardian.
-    pub permissions: PermissionConfig,
-    /// The deepest level sub-agents may reach.
-    pub max_depth: u32,
-    /// A model name sent instead of the client's.
-    pub model_override: Option<String>,
-    /// Roles, models and limits for the `agent` tool; `None` disables it.
-    pub subagents: Option<Arc<Subagents>>,
-    /// Offer `enter_plan_mode` in Work (config `plan.agent_entry`).
-    pub plan_agent_entry: bool,
-    /// The host chose `mode` (a flag): a resumed session switches to it.
-    /// When false, a resumed session keeps its stored mode.
-    pub mode_given: bool,
-    /// The host chose the posture: see `mode_given`.
-    pub posture_given: bool,
-    /// How `bash` commands are sandboxed; sub-agents share it.
-    pub sandbox: Arc<SandboxConfig>,
-    /// The workspace's snapshots, one before each turn that may change
-    /// files; sub-agents record under the session. `None` takes none.
-    pub snapshots: Option<Arc<Snapshots>>,
-    /// The user message the session starts with, admitted in the same
-    /// store trip as its opening (see `AgentSpec::first_message`).
-    pub first_message: Option<String>,
-}
-
-impl SessionConfig {
-    /// A user's session in Work mode with the defaults: Ask, interactive,
-    /// 50 model requests per turn, sub-agents disabled.
-    pub fn new(session_id: impl Into<String>, workspace: Workspace, paths: SessionPaths) -> Self {
-        Self {
-            session_id: session_id.into(),
-            mode: Mode::Work,
-            workspace,
-            paths,
-            max_iterations: 50,
-            allowed_tools: None,
-            permissions: PermissionConfig::default(),
-            max_depth: cadre_runtime::agent::DEFAULT_MAX_DEPTH,
-            model_override: None,
-            subagents: None,
-            plan_agent_entry: false,
-            mode_given: true,
-            posture_given: true,
-            sandbox: Arc::default(),
-            snapshots: None,
-            first_message: None,
-        }
-    }
-
-    /// The session as an agent spec: the root of its tree.
-    pub fn into_spec(self) -> AgentSpec {
-        let permissions = self.permissions;
-        let mut authority = Authority::root(
-            self.mode,
-            permissions.posture,
-            permissions.rules.clone(),
-            self.max_depth,
-        );
-        authority.allowed_tools = self
-            .allowed_tools
-            .as_ref()
-            .map(|tools| tools.iter().cloned().collect());
-        AgentSpec {
-            session_id: self.session_id,
-            path: AgentPath::root(),
-            role: "main".into(),
-            authority,
-            parent: None,
-            model: self.model_override,
-            prompt: None,
-            first_message: self.first_message,
-            max_iterations: self.max_iterations,
-            workspace: self.workspace,
-            paths: self.paths,
-            interactive: permissions.interactive,
-            guardian: permissions.guardian,
-            subagents: self.subagents,
-            plan_agent_entry: self.plan_agent_entry,
-            mode_given: self.mode_given,
-            posture_given: self.posture_given,
-            sandbox: self.sandbox,
-            protected: Arc::new(permissions.protected),
-            snapshots: self.snapshots,
-        }
-    }
-}
 
 /// What a session uses to do its work (the kernel's [`AgentServices`]).
 pub type SessionServices = AgentServices;
@@ -200,6 +98,9 @@ pub enum SessionMsg {
         /// Its report.
         report: Box<AgentReport>,
     },
+    /// A node placement for a new child answered (from the task that
+    /// asked it): the spawn goes on.
+    Placed(Box<remote::Placing>),
     /// The Operate `workflow` tool asks to run a plan (from the turn's
     /// workflow host).
     Workflow {
@@ -524,6 +425,7 @@ impl Actor for SessionActor {
                 Box::pin(state.agent_run_done(&agent, *report)).await;
                 Box::pin(state.goal_kick(&myself)).await;
             }
+            SessionMsg::Placed(placing) => Box::pin(state.placed(&myself, *placing)).await,
             SessionMsg::Workflow { plan, reply } => state.delegate(plan, reply),
         }
         Ok(())

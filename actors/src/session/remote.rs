@@ -21,8 +21,8 @@ use std::sync::Arc;
 use cadre_runtime::agent::Authority;
 use cadre_runtime::message::{Message, ToolCall};
 use cadre_runtime::protocol::{Envelope, Event, Op};
-use cadre_runtime::tool::ToolError;
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use cadre_runtime::tool::{ToolError, ToolOutcome};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::mpsc;
 
 use crate::events::EventSender;
@@ -241,44 +241,120 @@ impl Actor for RemoteChildActor {
     }
 }
 
+/// A child placement under way: the child about to start, the `agent`
+/// request's reply, and, once the placement answers, where it runs. Only
+/// the session makes and reads one ([`super::SessionMsg::Placed`]).
+pub struct Placing {
+    child: super::agents::NewChild,
+    reply: RpcReplyPort<ToolOutcome>,
+    /// The placement's answer: on a node, here (`None`), or refused.
+    placed: Result<Option<RemoteStart>, String>,
+}
+
+impl std::fmt::Debug for Placing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Placing")
+            .field("child", &self.child.path.to_string())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Placing {
+    /// Gives a child placed on a node back (its agent stopped, its slot
+    /// freed) when no session is left to take it.
+    fn abandon(self) {
+        if let Ok(Some(start)) = self.placed {
+            start.abandon();
+        }
+    }
+}
+
+impl RemoteStart {
+    /// Stops the child on its node and frees its slot there: nobody here
+    /// will hold it.
+    fn abandon(self) {
+        (self.ops)(Op::Shutdown);
+        (self.done)();
+    }
+}
+
 impl super::SessionState {
-    /// Starts a new child on a node when the placement finds it a slot:
-    /// its stand-in, linked to this agent, and its events; `None` to run
-    /// it here. Only a session's own children go to nodes: a node keeps no
-    /// rows for a deeper parent.
-    pub(super) async fn place_child(
+    /// Asks the placement for a node for a new child of this session. The
+    /// mailbox does not wait: the answer comes back as
+    /// [`super::SessionMsg::Placed`], carrying the request's reply, and
+    /// [`Self::placed`] goes on with the spawn.
+    pub(super) fn place_child(
         &self,
         myself: &ActorRef<super::SessionMsg>,
-        placement: &Arc<dyn ChildPlacement>,
-        spec: &AgentSpec,
-        prompt: &str,
-    ) -> Result<Option<(ActorRef<RemoteMsg>, crate::events::Events)>, ToolError> {
-        if !self.spec.is_session() {
-            return Ok(None);
-        }
-        let child = RemoteChild {
-            spec: spec.clone(),
+        placement: Arc<dyn ChildPlacement>,
+        child: super::agents::NewChild,
+        reply: RpcReplyPort<ToolOutcome>,
+    ) {
+        let remote = RemoteChild {
+            spec: child.spec.clone(),
             caller: self.current_authority(),
-            prompt: prompt.to_string(),
+            prompt: child.prompt.clone(),
         };
+        let me = myself.clone();
+        tokio::spawn(async move {
+            let placed = placement.start(remote).await;
+            let placing = Placing {
+                child,
+                reply,
+                placed,
+            };
+            if let Err(ractor::MessagingErr::SendErr(super::SessionMsg::Placed(placing))) =
+                me.cast(super::SessionMsg::Placed(Box::new(placing)))
+            {
+                placing.abandon();
+            }
+        });
+    }
+
+    /// The placement answered: the child starts on its node (its stand-in
+    /// linked to this agent), or here, or the request fails.
+    pub(super) async fn placed(&mut self, myself: &ActorRef<super::SessionMsg>, placing: Placing) {
+        let Placing {
+            child,
+            reply,
+            placed,
+        } = placing;
+        if self.queue.stopping() {
+            let _ = reply.send(Err(ToolError::failed("the session is shutting down")));
+            if let Ok(Some(start)) = placed {
+                start.abandon();
+            }
+            return;
+        }
         let failed =
             |why: String| ToolError::failed(format!("the sub-agent could not start: {why}"));
-        let Some(start) = placement.start(child).await.map_err(failed)? else {
-            return Ok(None);
+        let answered = match placed {
+            Err(why) => Err(failed(why)),
+            Ok(None) => match self.start_local(myself, &child).await {
+                Ok(handle) => Ok(self.spawned(child, handle, false)),
+                Err(error) => Err(error),
+            },
+            Ok(Some(start)) => {
+                let (events, stream) = crate::events::channel();
+                let args = RemoteArgs {
+                    row: child.spec.row_id(),
+                    spec: child.spec.clone(),
+                    store: self.store.clone(),
+                    events,
+                    prompt: child.prompt.clone(),
+                    start,
+                };
+                match Actor::spawn_linked(None, RemoteChildActor, args, myself.get_cell()).await {
+                    Ok((actor, _)) => {
+                        self.pump_child(myself, &child.path, &child.role_name, stream);
+                        let handle = super::agents::ChildHandle::remote(actor);
+                        Ok(self.spawned(child, handle, true))
+                    }
+                    Err(e) => Err(failed(e.to_string())),
+                }
+            }
         };
-        let (events, stream) = crate::events::channel();
-        let args = RemoteArgs {
-            row: spec.row_id(),
-            spec: spec.clone(),
-            store: self.store.clone(),
-            events,
-            prompt: prompt.to_string(),
-            start,
-        };
-        let (actor, _) = Actor::spawn_linked(None, RemoteChildActor, args, myself.get_cell())
-            .await
-            .map_err(|e| failed(e.to_string()))?;
-        Ok(Some((actor, stream)))
+        self.answer_agent(answered, Some(reply));
     }
 }
 

@@ -25,6 +25,11 @@ use super::{CommandSpec, OutputLimits, Policy, SandboxConfig, run};
 use crate::Mode;
 use crate::permission::Posture;
 
+/// How long a check may run when nothing sets its timeout (a workflow
+/// step without `timeout`, a verifier's answer): a project's build and
+/// tests, not a quick read.
+pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// Files a tree comparison looks at, at most: past it the comparison is
 /// skipped (and the kernel alone keeps the tree read-only).
 const MAX_COMPARED: usize = 50_000;

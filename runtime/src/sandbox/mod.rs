@@ -45,7 +45,7 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 
-pub use check::{CheckRun, build_outputs, cache_dir, run_check};
+pub use check::{CheckRun, DEFAULT_CHECK_TIMEOUT, build_outputs, cache_dir, run_check};
 pub use env::{ALLOWED, DEFAULT_PATH, NEVER, inherited};
 pub use groups::{GroupGuard, kill_live_groups, live_groups};
 pub use helper::{HELPER_MODE, dispatch_helper, helper_path, register_helper};

@@ -34,7 +34,7 @@ use super::wire::{
     Addressed, Batch, CheckOrder, Item, NODES_GROUP, NodeInfo, NodeMsg, Order, Outbound, PROTOCOL,
     Pull,
 };
-use crate::engine::check::run_check;
+use cadre_runtime::sandbox::run_check;
 
 /// What a node is.
 #[derive(Debug, Clone)]
@@ -422,7 +422,7 @@ impl NodeState {
         let me = myself.clone();
         tokio::spawn(async move {
             let timeout = Duration::from_millis(order.timeout_ms);
-            let (passed, detail) = run_check(
+            let ran = run_check(
                 &order.command,
                 &order.env,
                 &workspace,
@@ -431,6 +431,7 @@ impl NodeState {
                 timeout,
             )
             .await;
+            let (passed, detail) = (ran.passed(), ran.detail().to_string());
             let _ = me.cast(NodeMsg::Local(Local::Checked(key, passed, detail)));
         });
     }

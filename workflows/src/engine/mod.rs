@@ -17,7 +17,6 @@
 //! - `ids`: `step:<name>[<i>]:approval:<n>` and back.
 //! - `meter`: a step's sub-agents' tokens, counted as the step's.
 
-pub(crate) mod check;
 pub mod ids;
 mod meter;
 mod step;

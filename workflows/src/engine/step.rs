@@ -25,17 +25,18 @@ use cadre_runtime::sandbox::SandboxConfig;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::time::Instant;
 
-use super::check::{DEFAULT_CHECK_TIMEOUT, run_check};
 use super::ids::{outer_agent_id, outer_approval_id};
 use super::supervisor::{StepReport, SupervisorMsg};
-use super::verify::{VERIFIER_ROLE, outcome, read_verdict, verifier, verifier_request};
+use super::verify::{outcome, verifier, verifier_request};
 use super::worktree::{MergeError, MergeRules, Worktree};
 use crate::cluster::link::{Remote, StartFailure};
 use crate::cluster::wire::Order;
 use crate::cluster::{Cluster, HEARTBEAT_TIMEOUT, RemoteAgent};
 use crate::model::Check;
 use crate::scheduler::InstanceId;
+use cadre_actors::verifier::{VERIFIER_ROLE, read_verdict};
 use cadre_runtime::goal::Verdict;
+use cadre_runtime::sandbox::{DEFAULT_CHECK_TIMEOUT, run_check};
 
 /// Where an attempt's agent runs.
 pub enum Placement {
@@ -419,9 +420,8 @@ impl Actor for StepActor {
                 let timeout = state.args.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT);
                 let me = myself.clone();
                 tokio::spawn(async move {
-                    let (passed, detail) =
-                        run_check(&command, &env, &workspace, &tmp, &sandbox, timeout).await;
-                    let _ = me.cast(StepMsg::Checked(passed, detail));
+                    let ran = run_check(&command, &env, &workspace, &tmp, &sandbox, timeout).await;
+                    let _ = me.cast(StepMsg::Checked(ran.passed(), ran.detail().to_string()));
                 });
             }
             StepMsg::Checked(passed, detail) => {
@@ -566,7 +566,7 @@ impl StepState {
             path,
         ) {
             Ok(started) => started,
-            Err(why) => return fail(why),
+            Err(why) => return fail(why.to_string()),
         };
         let shown = Event::AgentSpawned {
             agent_id: format!("{}:{VERIFIER_ROLE}", self.args.prefix),

@@ -1,0 +1,87 @@
+//! A child's pump: the task that reads its events for its whole life,
+//! builds its reports from what actually happened, tells the parent when a
+//! run ends, and forwards what the host must see.
+
+use cadre_runtime::agent::{AgentPath, ReportBuilder};
+use cadre_runtime::protocol::{AgentStatus, Event};
+use ractor::ActorRef;
+
+use crate::events::EventSink;
+use crate::session::{SessionMsg, SessionState};
+
+impl SessionState {
+    /// Reads a child's events for its whole life (see [`pump`]).
+    pub(in crate::session) fn pump_child(
+        &self,
+        myself: &ActorRef<SessionMsg>,
+        path: &AgentPath,
+        role_name: &str,
+        events: crate::events::Events,
+    ) {
+        // The child's tools decide which calls are evidence and changes.
+        let report = ReportBuilder::for_tools(
+            &path.to_string(),
+            role_name,
+            self.services.tools.registry().definitions(),
+        );
+        tokio::spawn(pump(
+            path.clone(),
+            report,
+            events,
+            self.events.clone(),
+            myself.clone(),
+        ));
+    }
+}
+
+/// Reads a child's events for its whole life: builds its reports, tells the
+/// parent when a run ends, and forwards what the host must see.
+async fn pump(
+    path: AgentPath,
+    mut builder: ReportBuilder,
+    mut stream: crate::events::Events,
+    parent_events: EventSink,
+    parent: ActorRef<SessionMsg>,
+) {
+    let agent_id = path.to_string();
+    let own_prompts = format!("agent:{agent_id}:");
+    let status = |status: AgentStatus| Event::AgentStatusChanged {
+        agent_id: agent_id.clone(),
+        status,
+    };
+    while let Some(cadre_runtime::protocol::Envelope { event, .. }) = stream.recv().await {
+        match &event {
+            Event::TurnStarted { .. } => {
+                let _ = parent_events.send(status(AgentStatus::Running));
+            }
+            Event::ApprovalRequested {
+                agent_id: asker, ..
+            } if asker == &agent_id => {
+                let _ = parent_events.send(status(AgentStatus::WaitingForUser));
+            }
+            Event::ApprovalResolved { id, .. } if id.starts_with(&own_prompts) => {
+                let _ = parent_events.send(status(AgentStatus::Running));
+            }
+            _ => {}
+        }
+        let forward = matches!(
+            event,
+            Event::ApprovalRequested { .. }
+                | Event::ApprovalResolved { .. }
+                | Event::PermissionDecision { .. }
+                | Event::AutonomyPaused { .. }
+                | Event::AgentSpawned { .. }
+                | Event::AgentStatusChanged { .. }
+                | Event::AgentCompleted { .. }
+        );
+        if let Some(report) = builder.push(&event) {
+            let _ = parent.cast(SessionMsg::AgentRunDone {
+                agent: path.clone(),
+                report: Box::new(report),
+            });
+        }
+        if forward {
+            let _ = parent_events.send(event);
+        }
+    }
+}
