@@ -76,7 +76,91 @@ pub struct AgentSpec {
     pub snapshots: Option<Arc<Snapshots>>,
 }
 
+/// Where a sub-agent sits and what it is, beside what it inherits from
+/// its parent (see [`AgentSpec::child`]).
+#[derive(Debug, Clone)]
+pub struct Child {
+    /// Its place in the tree.
+    pub path: AgentPath,
+    /// Its role.
+    pub role: String,
+    /// Its authority, narrowed from the parent's (`Authority::narrow`).
+    pub authority: Authority,
+    /// The live authority it answers to: a change there narrows it too.
+    pub live: Arc<LiveAuthority>,
+    /// A model name sent instead of the client's.
+    pub model: Option<String>,
+    /// Its role's system prompt, added to cadre's.
+    pub prompt: Option<String>,
+    /// Its files.
+    pub dir: std::path::PathBuf,
+}
+
 impl AgentSpec {
+    /// A user's session, or another root of a tree (a workflow run's
+    /// caller): the root path, role `main`, no parent, no sub-agents,
+    /// nobody to prompt, the default guardian, sandbox and protected paths,
+    /// 50 model requests per turn; the host sets what it configures.
+    pub fn root(
+        session_id: impl Into<String>,
+        workspace: Workspace,
+        paths: SessionPaths,
+        authority: Authority,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            path: AgentPath::root(),
+            role: "main".into(),
+            authority,
+            parent: None,
+            model: None,
+            prompt: None,
+            first_message: None,
+            max_iterations: 50,
+            workspace,
+            paths,
+            interactive: false,
+            guardian: GuardianConfig::default(),
+            subagents: None,
+            plan_agent_entry: false,
+            mode_given: true,
+            posture_given: true,
+            sandbox: Arc::default(),
+            protected: Arc::default(),
+            snapshots: None,
+        }
+    }
+
+    /// A sub-agent of this agent: `child`'s place, role, authority and
+    /// model, and this agent's session, workspace, limits, interactivity,
+    /// guardian, sub-agents, sandbox, protected paths and snapshots. It
+    /// starts with no message of its own, and never offers
+    /// `enter_plan_mode`.
+    pub fn child(&self, child: Child) -> Self {
+        Self {
+            session_id: self.session_id.clone(),
+            path: child.path,
+            role: child.role,
+            authority: child.authority,
+            parent: Some(child.live),
+            model: child.model,
+            prompt: child.prompt,
+            first_message: None,
+            max_iterations: self.max_iterations,
+            workspace: self.workspace.clone(),
+            paths: SessionPaths { dir: child.dir },
+            interactive: self.interactive,
+            guardian: self.guardian.clone(),
+            subagents: self.subagents.clone(),
+            plan_agent_entry: false,
+            mode_given: true,
+            posture_given: true,
+            sandbox: self.sandbox.clone(),
+            protected: self.protected.clone(),
+            snapshots: self.snapshots.clone(),
+        }
+    }
+
     /// The agent's own row in the store: the session id, or
     /// `<session id>/<path>` for a sub-agent.
     pub fn row_id(&self) -> String {

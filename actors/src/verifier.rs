@@ -23,13 +23,12 @@ use cadre_runtime::Mode;
 use cadre_runtime::agent::{AgentPath, Authority, LiveAuthority};
 use cadre_runtime::config::RoleConfig;
 use cadre_runtime::goal::{VERIFIER_PROMPT, Verdict, parse_verdict};
-use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::Posture;
 use cadre_runtime::protocol::{Envelope, Event};
 use cadre_runtime::tool::{RUN_CHECK, RunCheck, ToolRegistry, ToolRunner};
 
 use crate::events::Events;
-use crate::kernel::{AgentServices, AgentSpec};
+use crate::kernel::{AgentServices, AgentSpec, Child};
 use crate::session::Subagents;
 
 /// The role a verifier runs under (a `[roles.verifier]` may give its
@@ -51,7 +50,7 @@ pub struct Seat<'a> {
     pub authority: Authority,
     /// The live authority the verifier answers to: a change of mode or
     /// posture there narrows it too.
-    pub parent: Option<Arc<LiveAuthority>>,
+    pub parent: Arc<LiveAuthority>,
     /// Its place in the tree.
     pub path: AgentPath,
     /// Its directory (its session files).
@@ -118,12 +117,11 @@ pub fn verifier(seat: Seat<'_>) -> Result<(AgentSpec, AgentServices), VerifierEr
         None => VERIFIER_PROMPT.to_string(),
     };
     let judged = seat.judged;
-    let spec = AgentSpec {
-        session_id: judged.session_id.clone(),
+    let mut spec = judged.child(Child {
         path: seat.path,
         role: VERIFIER_ROLE.into(),
         authority,
-        parent: seat.parent,
+        live: seat.parent,
         // A role with its own server sends its own model name (or the
         // client's); otherwise the judged agent's model is the default.
         model: match role.base_url {
@@ -131,21 +129,13 @@ pub fn verifier(seat: Seat<'_>) -> Result<(AgentSpec, AgentServices), VerifierEr
             None => role.model.clone().or_else(|| judged.model.clone()),
         },
         prompt: Some(prompt),
-        first_message: None,
-        max_iterations: judged.max_iterations,
-        workspace: judged.workspace.clone(),
-        paths: SessionPaths { dir: seat.dir },
-        // No person answers a verifier: what would ask is denied.
-        interactive: false,
-        guardian: judged.guardian.clone(),
-        subagents: None,
-        plan_agent_entry: false,
-        mode_given: true,
-        posture_given: true,
-        sandbox: judged.sandbox.clone(),
-        protected: judged.protected.clone(),
-        snapshots: None,
-    };
+        dir: seat.dir,
+    });
+    // No person answers a verifier (what would ask is denied), it starts
+    // nothing, and it changes nothing to take snapshots of.
+    spec.interactive = false;
+    spec.subagents = None;
+    spec.snapshots = None;
     let services = AgentServices {
         model,
         tools: with_run_check(&seat.services.tools)?,

@@ -26,7 +26,6 @@ use cadre_runtime::agent::{
     SpawnRefusal, Wait,
 };
 use cadre_runtime::config::RoleConfig;
-use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::protocol::{Event, Op};
 use cadre_runtime::tool::{AgentHost, AgentRequest, ErrorCode, ToolError, ToolFuture, ToolOutcome};
 use ractor::{ActorRef, RpcReplyPort};
@@ -34,7 +33,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::remote::{ChildPlacement, RemoteMsg};
 use super::{SessionMsg, SessionState};
-use crate::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
+use crate::kernel::{AgentServices, AgentSpec, Child, SpawnedAgent, spawn_agent};
 use crate::store::StoreRequest;
 
 /// What a tree of agents shares for its sub-agents.
@@ -549,11 +548,11 @@ impl SessionState {
         role: &RoleConfig,
         authority: Authority,
     ) -> AgentSpec {
-        AgentSpec {
-            session_id: self.spec.session_id.clone(),
+        self.spec.child(Child {
             path: path.clone(),
             role: role_name.to_string(),
-            parent: Some(self.live.clone()),
+            authority,
+            live: self.live.clone(),
             // On the parent's client, the role's model, else the parent's.
             model: role
                 .base_url
@@ -561,23 +560,8 @@ impl SessionState {
                 .then(|| role.model.clone().or_else(|| self.spec.model.clone()))
                 .flatten(),
             prompt: role.system_prompt.clone(),
-            first_message: None,
-            max_iterations: self.spec.max_iterations,
-            workspace: self.spec.workspace.clone(),
-            paths: SessionPaths {
-                dir: self.spec.paths.dir.join("agents").join(path.to_string()),
-            },
-            interactive: self.spec.interactive,
-            guardian: self.spec.guardian.clone(),
-            subagents: self.spec.subagents.clone(),
-            plan_agent_entry: false,
-            mode_given: true,
-            posture_given: true,
-            sandbox: self.spec.sandbox.clone(),
-            protected: self.spec.protected.clone(),
-            snapshots: self.spec.snapshots.clone(),
-            authority,
-        }
+            dir: self.spec.paths.dir.join("agents").join(path.to_string()),
+        })
     }
 
     async fn followup(

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use cadre_runtime::Mode;
-use cadre_runtime::agent::{AgentPath, Authority};
+use cadre_runtime::agent::Authority;
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::snapshot::Snapshots;
@@ -91,27 +91,19 @@ impl SessionConfig {
             .allowed_tools
             .as_ref()
             .map(|tools| tools.iter().cloned().collect());
-        AgentSpec {
-            session_id: self.session_id,
-            path: AgentPath::root(),
-            role: "main".into(),
-            authority,
-            parent: None,
-            model: self.model_override,
-            prompt: None,
-            first_message: self.first_message,
-            max_iterations: self.max_iterations,
-            workspace: self.workspace,
-            paths: self.paths,
-            interactive: permissions.interactive,
-            guardian: permissions.guardian,
-            subagents: self.subagents,
-            plan_agent_entry: self.plan_agent_entry,
-            mode_given: self.mode_given,
-            posture_given: self.posture_given,
-            sandbox: self.sandbox,
-            protected: Arc::new(permissions.protected),
-            snapshots: self.snapshots,
-        }
+        let mut spec = AgentSpec::root(self.session_id, self.workspace, self.paths, authority);
+        spec.model = self.model_override;
+        spec.first_message = self.first_message;
+        spec.max_iterations = self.max_iterations;
+        spec.interactive = permissions.interactive;
+        spec.guardian = permissions.guardian;
+        spec.subagents = self.subagents;
+        spec.plan_agent_entry = self.plan_agent_entry;
+        spec.mode_given = self.mode_given;
+        spec.posture_given = self.posture_given;
+        spec.sandbox = self.sandbox;
+        spec.protected = Arc::new(permissions.protected);
+        spec.snapshots = self.snapshots;
+        spec
     }
 }

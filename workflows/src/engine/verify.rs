@@ -15,7 +15,7 @@
 use cadre_actors::kernel::{AgentServices, AgentSpec};
 use cadre_actors::session::Subagents;
 use cadre_actors::verifier::{Seat, VerifierError};
-use cadre_runtime::agent::AgentPath;
+use cadre_runtime::agent::{AgentPath, LiveAuthority};
 use cadre_runtime::goal::Verdict;
 
 /// The most calls of the evidence shown to the verifier (the latest).
@@ -38,7 +38,11 @@ pub(super) fn verifier(
     cadre_actors::verifier::verifier(Seat {
         judged: step,
         authority: step.authority.clone(),
-        parent: step.parent.clone(),
+        // A step always answers to its caller's live authority.
+        parent: step
+            .parent
+            .clone()
+            .unwrap_or_else(|| LiveAuthority::root(step.authority.mode, step.authority.posture)),
         path,
         dir,
         subagents,

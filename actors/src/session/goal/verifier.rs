@@ -116,7 +116,7 @@ impl SessionState {
         let seat = Seat {
             judged: &self.spec,
             authority: self.current_authority(),
-            parent: Some(self.live.clone()),
+            parent: self.live.clone(),
             dir: self.spec.paths.dir.join("agents").join(path.to_string()),
             path,
             subagents: self.spec.subagents.as_deref(),

@@ -2,9 +2,8 @@
 //! narrowed by the workflow, the step and its role), its services, and the
 //! order a node is sent for it.
 
-use cadre_actors::kernel::{AgentServices, AgentSpec};
+use cadre_actors::kernel::{AgentServices, AgentSpec, Child};
 use cadre_runtime::agent::AgentPath;
-use cadre_runtime::paths::SessionPaths;
 
 use super::SupervisorState;
 use crate::cluster::wire::Order;
@@ -74,33 +73,22 @@ impl SupervisorState {
                 .then(|| role.model.clone().or_else(|| caller.model.clone()))
                 .flatten()
         });
-        Ok(AgentSpec {
-            session_id: self.run_id.clone(),
+        let mut spec = caller.child(Child {
             path: path.clone(),
             role: role_name,
             authority,
-            parent: Some(self.caller.live.clone()),
+            live: self.caller.live.clone(),
             model,
             prompt: role.system_prompt.clone(),
-            first_message: None,
-            max_iterations: caller.max_iterations,
-            workspace: caller.workspace.clone(),
-            paths: SessionPaths {
-                dir: self.run_dir.join("agents").join(path.to_string()),
-            },
-            interactive: caller.interactive,
-            guardian: caller.guardian.clone(),
-            subagents: caller.subagents.clone(),
-            plan_agent_entry: false,
-            mode_given: true,
-            posture_given: true,
-            sandbox: caller.sandbox.clone(),
-            protected: caller.protected.clone(),
-            // Steps take no snapshots of their own: the calling turn took
-            // one before it could change the workspace, and a step's
-            // concurrent snapshots of one repository would race.
-            snapshots: None,
-        })
+            dir: self.run_dir.join("agents").join(path.to_string()),
+        });
+        // A step's rows are the run's.
+        spec.session_id = self.run_id.clone();
+        // Steps take no snapshots of their own: the calling turn took one
+        // before it could change the workspace, and a step's concurrent
+        // snapshots of one repository would race.
+        spec.snapshots = None;
+        Ok(spec)
     }
 
     /// The caller's services, with a role's own model server when it names one.
