@@ -238,15 +238,51 @@ pub(crate) fn coordinator(
         .expect("spawn cadre workflow run")
 }
 
-pub(crate) async fn finish(child: Child) -> Output {
-    let output = tokio::time::timeout(PATIENCE * 3, child.wait_with_output())
-        .await
-        .expect("the run ended in time")
-        .expect("output");
+pub(crate) async fn finish(mut child: Child) -> Output {
+    use tokio::io::AsyncReadExt;
+    type Pipe = Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>;
+    // Read as it runs, so a run that hangs still says what it printed.
+    let read = |pipe: Pipe| {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let into = seen.clone();
+        let done = tokio::spawn(async move {
+            let Some(mut pipe) = pipe else { return };
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = pipe.read(&mut chunk).await {
+                into.lock()
+                    .expect("pipe buffer")
+                    .extend_from_slice(&chunk[..n]);
+            }
+        });
+        (seen, done)
+    };
+    let (stdout, out_done) = read(child.stdout.take().map(|p| Box::new(p) as _));
+    let (stderr, err_done) = read(child.stderr.take().map(|p| Box::new(p) as _));
+    let text = |seen: &Arc<Mutex<Vec<u8>>>| {
+        String::from_utf8_lossy(&seen.lock().expect("pipe buffer")).into_owned()
+    };
+    let status = match tokio::time::timeout(PATIENCE * 3, child.wait()).await {
+        Ok(status) => status.expect("the run's status"),
+        Err(_) => {
+            let _ = child.start_kill();
+            panic!(
+                "the run did not end within {:?}\n[stderr]\n{}\n[stdout]\n{}",
+                PATIENCE * 3,
+                text(&stderr),
+                text(&stdout)
+            );
+        }
+    };
+    // The pipes reach their end with the process.
+    let _ = tokio::time::timeout(PATIENCE, async {
+        let _ = out_done.await;
+        let _ = err_done.await;
+    })
+    .await;
     Output {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        code: status.code().unwrap_or(-1),
+        stdout: text(&stdout),
+        stderr: text(&stderr),
     }
 }
 
