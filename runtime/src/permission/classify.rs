@@ -120,6 +120,14 @@ fn read_only_programs(command: &str) -> Result<Vec<String>, String> {
     Ok(programs)
 }
 
+/// Whether one simple command of a line is proven read-only on its own,
+/// or why not (an allow rule covering the rest of a pipeline leans on
+/// this for the segments it does not name). A `git` after a `cd` elsewhere
+/// in the line is the caller's to refuse (see [`read_only_programs`]).
+pub(crate) fn simple_read_only(command: &SimpleCommand) -> Result<(), String> {
+    check_command(command)
+}
+
 fn check_command(command: &SimpleCommand) -> Result<(), String> {
     if let Some(word) = command_words(command).find(|w| !w.substitutions.is_empty()) {
         let kind = if word.text.contains("<(…)") || word.text.contains(">(…)") {

@@ -278,7 +278,16 @@ pub fn evaluate(policy: &Policy<'_>, call: &Call<'_>) -> Evaluation {
             Layer::Posture,
             "the posture is never: only read-only calls run",
         )),
-        Posture::Suggest => person_or_deny(policy, "the call can change things".into(), None),
+        Posture::Suggest => {
+            let reason = match policy.rules.uncovered(call) {
+                Some(segment) => format!(
+                    "the call can change things: the allow rules cover the rest of it, but not \
+                     `{segment}`"
+                ),
+                None => "the call can change things".to_string(),
+            };
+            person_or_deny(policy, reason, None)
+        }
         Posture::Auto => Evaluation::Review { observations },
         Posture::Bypass => Evaluation::Decided(match unplaced {
             Some(reason) => Decision::new(

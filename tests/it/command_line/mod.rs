@@ -15,6 +15,7 @@ mod logs;
 mod model_choice;
 mod modes;
 mod pipe;
+mod pipelines;
 mod prompts;
 mod readme;
 mod resume;

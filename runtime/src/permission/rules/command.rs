@@ -32,6 +32,7 @@
 use globset::Glob;
 use serde_json::Value;
 
+use crate::permission::classify;
 use crate::permission::shell::{self, Script, SimpleCommand, Word};
 
 /// Programs that run the command in their arguments.
@@ -255,14 +256,33 @@ fn word_fits(program: bool, want: &Word, have: &Word, reading: Reading) -> bool 
 /// The indices of the patterns that together cover every simple command of
 /// the call, or none when some command is left uncovered.
 pub(super) fn covering(call: &BashCall, patterns: &[&CommandPattern]) -> Vec<usize> {
+    coverage(call, patterns).unwrap_or_default()
+}
+
+/// The allow patterns that together cover a command line, or the first
+/// simple command nothing covers. A command no pattern names is covered
+/// when it is proven read-only on its own (`cargo test 2>&1 | tail -15`
+/// under `bash(cargo test:*)`), but at least one command must be a
+/// pattern's: read-only alone is the floor's to allow, not a rule's.
+/// `Err(None)`: the line cannot be covered at all (unparsed, a
+/// substitution, no pattern fits anything).
+pub(super) fn coverage(
+    call: &BashCall,
+    patterns: &[&CommandPattern],
+) -> Result<Vec<usize>, Option<String>> {
     let BashCall::Parsed(script) = call else {
-        return Vec::new();
+        return Err(None);
     };
     if script.has_substitution() {
-        return Vec::new();
+        return Err(None);
     }
     let commands = script.all_commands();
+    // git discovers its repository from where it runs: after a `cd`, that
+    // may be one the repository committed, whose configuration runs
+    // programs. Such a `git` needs a pattern of its own.
+    let moved = commands.iter().any(|c| c.program() == Some("cd"));
     let mut used = Vec::new();
+    let mut uncovered = None;
     for command in &commands {
         let views = cover_views(command);
         let before = used.len();
@@ -270,13 +290,33 @@ pub(super) fn covering(call: &BashCall, patterns: &[&CommandPattern]) -> Vec<usi
             (0..patterns.len())
                 .filter(|&i| views.iter().any(|v| patterns[i].fits(v, Reading::Cover))),
         );
-        if used.len() == before {
-            return Vec::new();
+        let read_only = || {
+            let git_elsewhere = moved && command.program() == Some("git");
+            !git_elsewhere && classify::simple_read_only(command).is_ok()
+        };
+        if used.len() == before && !read_only() && uncovered.is_none() {
+            uncovered = Some(shown(command));
         }
     }
-    used.sort_unstable();
-    used.dedup();
-    used
+    match (used.is_empty(), uncovered) {
+        (true, _) => Err(None),
+        (false, Some(segment)) => Err(Some(segment)),
+        (false, None) => {
+            used.sort_unstable();
+            used.dedup();
+            Ok(used)
+        }
+    }
+}
+
+/// A simple command as people read it: its words, space-separated.
+fn shown(command: &SimpleCommand) -> String {
+    command
+        .words
+        .iter()
+        .map(|w| w.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The word lists an allow rule may match one simple command by: as written,

@@ -216,6 +216,30 @@ impl RuleSet {
             .collect()
     }
 
+    /// When allow rules cover part of a shell call but not all of it, the
+    /// first simple command they leave out (and that is not read-only on
+    /// its own): what a denial names.
+    pub fn uncovered(&self, call: &Call<'_>) -> Option<String> {
+        let facts = Facts::new(call);
+        let Subject::Bash(bash) = &facts.subject else {
+            return None;
+        };
+        let patterns: Vec<&CommandPattern> = self
+            .rules
+            .iter()
+            .filter(|r| r.kind == RuleKind::Allow && r.names(&call.def.name))
+            .filter_map(|r| match &r.argument {
+                Argument::Command(pattern)
+                | Argument::Either {
+                    command: Some(pattern),
+                    ..
+                } => Some(pattern),
+                Argument::Any | Argument::Path(..) | Argument::Either { command: None, .. } => None,
+            })
+            .collect();
+        command::coverage(bash, &patterns).err().flatten()
+    }
+
     /// Whether an allow rule for `def` names `path` literally, with no
     /// wildcard: what lets a file tool write a protected path.
     pub fn names_literally(&self, def: &ToolDefinition, path: &Path, root: &Path) -> bool {

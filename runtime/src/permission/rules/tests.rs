@@ -169,7 +169,12 @@ fn compound_commands_deny_on_any_allow_on_every() {
     bash(&push, "git status || git push &", denied);
     let status = ["allow user bash(git status:*)"];
     bash(&status, "git status && rm -rf x", None);
-    bash(&status, "git status | head", None);
+    // A segment no rule names is covered when it is read-only on its own.
+    bash(
+        &status,
+        "git status | head",
+        Some("allow user bash(git status:*)"),
+    );
     bash(
         &status,
         "git status; git status -s",
@@ -182,7 +187,56 @@ fn compound_commands_deny_on_any_allow_on_every() {
         Some("allow project bash(ls:*)"),
     );
     bash(&two, "git status", Some("allow user bash(git status:*)"));
-    bash(&two, "git status && ls && pwd", None);
+    bash(
+        &two,
+        "git status && ls && pwd",
+        Some("allow project bash(ls:*)"),
+    );
+    bash(&two, "git status && ls && touch x", None);
+}
+
+#[test]
+fn an_allow_rule_covers_a_pipeline_into_read_only_programs_and_names_what_it_does_not() {
+    let cargo = ["allow user bash(cargo test:*)"];
+    let allowed = Some("allow user bash(cargo test:*)");
+    for line in [
+        "cargo test 2>&1 | tail -15",
+        "cargo test -q 2>&1 | grep -E 'FAILED|passed' | head -20",
+        "cargo test && echo done",
+        "cd sub && cargo test | wc -l",
+    ] {
+        bash(&cargo, line, allowed);
+    }
+    // Read-only segments alone are the floor's to allow, not a rule's; and
+    // a segment that writes, or git after a cd, needs a rule of its own.
+    for line in [
+        "tail -15 log",
+        "cargo test | tee out.txt",
+        "cargo test > out.txt | cat",
+        "cargo test | sh",
+        "cargo test; rm -rf target",
+        "cargo test $(cat x) | tail",
+        "cd vendor && cargo test && git status",
+    ] {
+        bash(&cargo, line, None);
+    }
+    let uncovered = |line: &str| {
+        let set = set_of(&cargo);
+        let args = json!({ "command": line });
+        let def = definition("bash");
+        let call = Call::new(&def, &args, safety(&def, &args), Path::new(ROOT));
+        set.uncovered(&call)
+    };
+    assert_eq!(
+        uncovered("cargo test | tee out.txt").as_deref(),
+        Some("tee out.txt")
+    );
+    assert_eq!(
+        uncovered("cargo test; rm -rf target").as_deref(),
+        Some("rm -rf target")
+    );
+    assert_eq!(uncovered("cargo test | tail"), None);
+    assert_eq!(uncovered("rm -rf target"), None);
 }
 
 #[test]
@@ -445,7 +499,9 @@ fn scope_precedence_picks_the_recorded_rule() {
         Some("allow user read_file"),
     );
     let mixed = ["allow local bash", "allow session bash(ls:*)"];
-    bash(&mixed, "ls && pwd", Some("allow local bash"));
+    bash(&mixed, "ls && touch x", Some("allow local bash"));
+    // `pwd` is read-only, so the narrower rule covers the line too.
+    bash(&mixed, "ls && pwd", Some("allow session bash(ls:*)"));
     bash(&mixed, "ls", Some("allow session bash(ls:*)"));
 }
 
