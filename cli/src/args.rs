@@ -56,6 +56,7 @@ pub enum Command {
     /// Validate, run, resume, list, show and cancel workflows.
     Workflow(WorkflowArgs),
     /// Run step agents for coordinators on other machines (docs/cluster.md).
+    #[command(mut_arg("resume", |a| a.hide(true)), mut_arg("continue_latest", |a| a.hide(true)))]
     Node(Box<NodeArgs>),
     /// Show, pause, resume, clear a stored session's goal, or change its budget.
     Goal(crate::goal_cmd::GoalArgs),
@@ -216,8 +217,12 @@ pub enum WorkflowAction {
     /// Check a workflow file; every finding is printed FILE:LINE:COL: message.
     Validate(WorkflowValidateArgs),
     /// Run a workflow file.
+    // The session flags' `--resume`/`--continue` are refused here (a run
+    // resumes with `workflow resume`): not shown.
+    #[command(mut_arg("resume", |a| a.hide(true)), mut_arg("continue_latest", |a| a.hide(true)))]
     Run(Box<WorkflowRunArgs>),
     /// Run what a stored run left unfinished (never what it finished).
+    #[command(mut_arg("resume", |a| a.hide(true)), mut_arg("continue_latest", |a| a.hide(true)))]
     Resume(Box<WorkflowResumeArgs>),
     /// The most recent runs.
     List {
@@ -325,6 +330,7 @@ pub struct SessionsArgs {
     #[arg(
         long = "data-dir",
         id = "sessions_data_dir",
+        value_name = "DIR",
         env = "CADRE_HOME",
         global = true
     )]

@@ -156,6 +156,7 @@ pub struct GoalArgs {
     #[arg(
         long = "data-dir",
         id = "goal_data_dir",
+        value_name = "DIR",
         env = "CADRE_HOME",
         global = true
     )]

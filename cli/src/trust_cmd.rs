@@ -28,7 +28,12 @@ pub struct TrustArgs {
     pub action: Option<TrustAction>,
 
     /// The workspace (default: the current directory).
-    #[arg(long = "workspace", id = "trust_workspace", global = true)]
+    #[arg(
+        long = "workspace",
+        id = "trust_workspace",
+        value_name = "DIR",
+        global = true
+    )]
     pub workspace: Option<PathBuf>,
 }
 

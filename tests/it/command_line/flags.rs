@@ -90,3 +90,30 @@ async fn global_and_subcommand_flags_work_before_and_after_the_subcommand() {
     check(&["--data-dir", data, "sessions", "list"], refused).await;
     check(&["--mode", "plan", "exec", "hi"], refused).await;
 }
+
+/// Issue 26, item 8: help shows no internal placeholder, and a command that
+/// refuses the session flags `--resume`/`--continue` does not offer them.
+#[tokio::test]
+async fn help_shows_plain_placeholders_and_only_the_flags_a_command_takes() {
+    for command in [
+        &["sessions", "--help"][..],
+        &["goal", "--help"],
+        &["trust", "--help"],
+        &["workflow", "run", "--help"],
+        &["workflow", "resume", "--help"],
+        &["node", "--help"],
+        &["exec", "--help"],
+    ] {
+        let out = run(command, &[], None).await;
+        assert_eq!(out.code, 0, "{command:?}: {}", out.stderr);
+        let internal = ["sessions_data_dir", "goal_data_dir", "trust_workspace"];
+        for id in internal {
+            assert!(!out.stdout.contains(id), "{command:?} shows <{id}>");
+        }
+        let flag = |name: &str| out.stdout.lines().any(|l| l.trim_start().starts_with(name));
+        let offers_resume = flag("--resume") || flag("--continue");
+        let takes_resume = command[0] == "exec";
+        // `goal --help` names `exec --resume` in prose; that is no flag.
+        assert_eq!(offers_resume, takes_resume, "{command:?}:\n{}", out.stdout);
+    }
+}
