@@ -233,8 +233,8 @@ impl SessionState {
             reply,
         };
         let evaluation = match (request.refused, evaluation) {
-            (Some(refused), _) => {
-                let refused = Decision::new(Verdict::Deny, Layer::Mode, refused.message);
+            (Some((gate, refused)), _) => {
+                let refused = Decision::new(Verdict::Deny, gate, refused.message);
                 return self.settle(call, refused);
             }
             (None, Some(evaluation)) => evaluation,

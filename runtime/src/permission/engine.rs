@@ -38,6 +38,9 @@ pub enum Verdict {
 pub enum Layer {
     /// The execution gate: the mode or an allow-list.
     Mode,
+    /// The file-scope gate: a sub-agent or workflow step writing outside
+    /// the files it was given.
+    Scope,
     /// A configured allow / ask / deny rule.
     Rule,
     /// The deterministic floor.
@@ -58,6 +61,7 @@ impl Layer {
     pub fn label(self) -> &'static str {
         match self {
             Layer::Mode => "mode gate",
+            Layer::Scope => "file-scope gate",
             Layer::Rule => "rule",
             Layer::Floor => "deterministic floor",
             Layer::Posture => "posture",
@@ -145,6 +149,7 @@ impl Decision {
         // The mode gate decides before any posture is consulted.
         let actor = match (posture, self.layer) {
             (_, Layer::Mode) => "The mode",
+            (_, Layer::Scope) => "The file scope",
             (Posture::Auto, _) => "Auto-Review",
             (Posture::Suggest, _) => "Ask",
             (Posture::Bypass, _) => "Full Access",

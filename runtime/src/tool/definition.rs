@@ -473,9 +473,9 @@ pub struct Authorization {
     pub args: Value,
     /// The tool's classification of this call.
     pub safety: Safety,
-    /// The execution gate's refusal, when it refused: the authorizer only
-    /// records it.
-    pub refused: Option<ToolError>,
+    /// The gate that refused the call (the mode's execution gate, or the
+    /// file-scope gate) and its refusal: the authorizer only records it.
+    pub refused: Option<(crate::permission::Layer, ToolError)>,
     /// Where the paths the call names really lead (symlinks followed),
     /// resolved by the tool layer so the decision, which reads no disk,
     /// sees both spellings.

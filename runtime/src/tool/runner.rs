@@ -13,6 +13,7 @@ use super::definition::{Authorization, ErrorCode, Safety, ToolContext, ToolError
 use super::gate::{Offer, ToolSpec, execution_gate, offered_tools, scope_gate};
 use super::registry::ToolRegistry;
 use crate::message::ToolCall;
+use crate::permission::Layer;
 use crate::permission::Verdict;
 
 /// What one call produced: its output, or a coded error.
@@ -94,8 +95,9 @@ impl ToolRunner {
         let args = parse_arguments(&call.arguments)?;
         let safety = entry.tool.classify(&args);
         let gated = execution_gate(def, safety, &args, ctx)
-            .and_then(|()| scope_gate(def, safety, &args, ctx));
-        if let Err(mut refused) = gated {
+            .map_err(|e| (Layer::Mode, e))
+            .and_then(|()| scope_gate(def, safety, &args, ctx).map_err(|e| (Layer::Scope, e)));
+        if let Err((gate, mut refused)) = gated {
             if safety == Safety::SideEffect
                 && let Some(why) = entry.tool.unproven_because(&args)
             {
@@ -109,7 +111,7 @@ impl ToolRunner {
                         tool: entry.tool.clone(),
                         args,
                         safety,
-                        refused: Some(refused.clone()),
+                        refused: Some((gate, refused.clone())),
                         paths: Default::default(),
                     })
                     .await;

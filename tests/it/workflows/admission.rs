@@ -134,3 +134,47 @@ async fn a_steps_sub_agents_spend_the_runs_token_budget() {
         "a step started past the budget"
     );
 }
+
+/// Issue 26, item 8: a write outside a step's `scope` is refused by the
+/// file-scope gate, and the decision says so (it once said "mode gate").
+#[tokio::test]
+async fn a_write_outside_a_steps_scope_is_refused_by_the_file_scope_gate() {
+    use cadre::actors::host::ModelChoice;
+    use cadre::runtime::permission::{Layer, Posture};
+    use cadre::runtime::protocol::Event;
+
+    let script = "[[response]]\niteration = 1\n[[response.tool_calls]]\nname = \"write_file\"\n\
+                  arguments = { path = \"outside.txt\", content = \"x\" }\n\
+                  [[response.tool_calls]]\nname = \"write_file\"\n\
+                  arguments = { path = \"inside/a.txt\", content = \"x\" }\n\n\
+                  [[response]]\niteration = 2\ntext = \"done\"\n";
+    let harness = super::Harness::with_model(ModelChoice::ScriptText {
+        text: script.into(),
+        name: "script.toml".into(),
+    })
+    .await;
+    let workflow = "[workflow]\nname = \"scoped\"\n[[steps]]\nname = \"write\"\nprompt = \"write\"\nscope = [\"inside/**\"]\n";
+    let finished = harness.run(workflow, Posture::Bypass, None).await;
+    let decisions: Vec<(Layer, String)> = finished
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PermissionDecision { decision, line, .. } => {
+                Some((decision.layer, line.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    let refused = decisions
+        .iter()
+        .find(|(layer, _)| *layer == Layer::Scope)
+        .unwrap_or_else(|| panic!("no file-scope decision: {decisions:?}"));
+    assert!(
+        refused
+            .1
+            .starts_with("The file scope denied 'write_file' (file-scope gate)"),
+        "{refused:?}"
+    );
+    assert!(!harness.path("outside.txt").exists());
+    assert!(harness.path("inside/a.txt").exists());
+}
