@@ -98,10 +98,141 @@ pub struct RawStep {
     pub merge: Option<Spanned<bool>>,
 }
 
-/// Parses the text; a syntax error or an unknown key is one diagnostic at
-/// its place.
-pub fn parse(source: &Source) -> Result<RawFile, Diagnostic> {
-    toml::from_str(&source.text).map_err(|e| Diagnostic::error(e.span(), e.message().trim_end()))
+/// The keys of each table, as the structs above name them (a test checks
+/// them against serde's own list).
+const FILE_KEYS: &[&str] = &["workflow", "vars", "steps"];
+const HEADER_KEYS: &[&str] = &[
+    "name",
+    "max_parallel",
+    "posture",
+    "mode",
+    "max_output_bytes",
+    "budget",
+];
+const BUDGET_KEYS: &[&str] = &["tokens", "agents"];
+const STEP_KEYS: &[&str] = &[
+    "name",
+    "prompt",
+    "needs",
+    "for_each",
+    "output",
+    "output_schema",
+    "mode",
+    "role",
+    "model",
+    "scope",
+    "check",
+    "timeout",
+    "idle_timeout",
+    "retries",
+    "on_failure",
+    "min_success",
+    "max_output_bytes",
+    "isolation",
+    "merge",
+];
+
+/// Parses the text. Every unknown key is a diagnostic at its place, and
+/// the rest of the file is still read (each unknown entry blanked out,
+/// byte for byte, so every other span stays true), so validation reports
+/// what else is wrong too. A syntax error, or a key that cannot be set
+/// aside (an unknown table), ends the reading with what was found.
+pub fn parse(source: &Source) -> Result<(RawFile, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let read = |text: &str| {
+        toml::from_str::<RawFile>(text)
+            .map_err(|e| Diagnostic::error(e.span(), e.message().trim_end()))
+    };
+    let unknown = match toml::de::DeTable::parse(&source.text) {
+        Ok(doc) => unknown_keys(doc.get_ref()),
+        Err(_) => Vec::new(),
+    };
+    if unknown.is_empty() {
+        return read(&source.text)
+            .map(|raw| (raw, Vec::new()))
+            .map_err(|d| vec![d]);
+    }
+    let found: Vec<Diagnostic> = unknown
+        .iter()
+        .map(|u| {
+            let expected: Vec<String> = u.expected.iter().map(|k| format!("`{k}`")).collect();
+            Diagnostic::error(
+                Some(u.key.clone()),
+                format!(
+                    "unknown field `{}`, expected one of {}",
+                    u.name,
+                    expected.join(", ")
+                ),
+            )
+        })
+        .collect();
+    if unknown.iter().any(|u| u.entry.is_none()) {
+        return Err(found);
+    }
+    let mut text = source.text.clone().into_bytes();
+    for range in unknown.iter().filter_map(|u| u.entry.clone()) {
+        for byte in text.get_mut(range).into_iter().flatten() {
+            if *byte != b'\n' {
+                *byte = b' ';
+            }
+        }
+    }
+    let blanked = String::from_utf8(text).unwrap_or_default();
+    match read(&blanked) {
+        Ok(raw) => Ok((raw, found)),
+        Err(more) => Err(found.into_iter().chain([more]).collect()),
+    }
+}
+
+/// A key no table of the format has.
+struct Unknown {
+    name: String,
+    /// The key's bytes.
+    key: std::ops::Range<usize>,
+    /// The whole `key = value` entry, to blank; `None` for one that cannot
+    /// be blanked in place (a table or an array of tables of its own).
+    entry: Option<std::ops::Range<usize>>,
+    expected: &'static [&'static str],
+}
+
+/// Every key of `doc` the format does not know, in file order.
+fn unknown_keys(doc: &toml::de::DeTable<'_>) -> Vec<Unknown> {
+    use toml::de::DeValue;
+    let mut out = Vec::new();
+    let mut check = |table: &toml::de::DeTable<'_>, expected: &'static [&'static str]| {
+        for (key, value) in table.iter() {
+            if expected.contains(&key.get_ref().as_ref()) {
+                continue;
+            }
+            let inline = !matches!(value.get_ref(), DeValue::Table(_) | DeValue::Array(_))
+                || value.span().start > key.span().end;
+            out.push(Unknown {
+                name: key.get_ref().to_string(),
+                key: key.span(),
+                entry: inline.then(|| key.span().start..value.span().end),
+                expected,
+            });
+        }
+    };
+    check(doc, FILE_KEYS);
+    let table = |name: &str| match doc.get(name).map(|v| v.get_ref()) {
+        Some(DeValue::Table(t)) => Some(t),
+        _ => None,
+    };
+    if let Some(header) = table("workflow") {
+        check(header, HEADER_KEYS);
+        if let Some(DeValue::Table(budget)) = header.get("budget").map(|v| v.get_ref()) {
+            check(budget, BUDGET_KEYS);
+        }
+    }
+    if let Some(DeValue::Array(steps)) = doc.get("steps").map(|v| v.get_ref()) {
+        for step in steps {
+            if let DeValue::Table(step) = step.get_ref() {
+                check(step, STEP_KEYS);
+            }
+        }
+    }
+    out.sort_by_key(|u| u.key.start);
+    out
 }
 
 /// A plan given as JSON (the Operate tool's argument), as TOML text with
@@ -128,4 +259,50 @@ pub fn json_to_toml(plan: &serde_json::Value) -> Result<String, String> {
         return Err("the workflow must be an object with `workflow` and `steps`".into());
     }
     toml::to_string(&stripped).map_err(|e| format!("the workflow cannot be read: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    /// The keys serde expects in the table `[name]` of a file, read from
+    /// its own error for an unknown key.
+    fn serde_keys(text: &str) -> Vec<String> {
+        let message = match toml::from_str::<RawFile>(text) {
+            Err(e) => e.message().to_string(),
+            Ok(_) => panic!("{text} was accepted"),
+        };
+        // serde writes `expected one of `a`, `b`, `c`` or `expected `a` or `b``.
+        let (_, list) = message.split_once("expected ").unwrap_or_default();
+        let list = list.trim_start_matches("one of ").replace(" or ", ", ");
+        list.split(", ")
+            .map(|k| k.trim().trim_matches('`').to_string())
+            .collect()
+    }
+
+    #[test]
+    fn the_key_lists_are_the_structs_fields() {
+        let cases: [(&str, &[&str]); 4] = [
+            (
+                "zz_unknown = 1
+[workflow]
+name = \"t\"\n",
+                FILE_KEYS,
+            ),
+            ("[workflow]\nname = \"t\"\nzz_unknown = 1\n", HEADER_KEYS),
+            (
+                "[workflow]\nname = \"t\"\nbudget = { zz_unknown = 1 }\n",
+                BUDGET_KEYS,
+            ),
+            (
+                "[workflow]\nname = \"t\"\n[[steps]]\nname = \"a\"\nprompt = \"x\"\nzz_unknown = 1\n",
+                STEP_KEYS,
+            ),
+        ];
+        for (text, keys) in cases {
+            assert_eq!(serde_keys(text), keys, "{text}");
+        }
+    }
 }

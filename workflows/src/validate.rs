@@ -56,10 +56,10 @@ pub fn validate(source: &Source, options: &Options) -> Result<Validated, Invalid
         file: source.clone(),
         diagnostics,
     };
-    let raw = parse(source).map_err(|d| invalid(vec![d]))?;
+    let (raw, unknown) = parse(source).map_err(invalid)?;
     let mut v = Validator {
         source,
-        diagnostics: Vec::new(),
+        diagnostics: unknown,
     };
     let workflow = v.workflow(&raw, options);
     let mut diagnostics = v.diagnostics;

@@ -112,6 +112,7 @@ fn syntax_errors_and_unknown_keys_have_places() {
         &format!("{HEAD}[[steps]]\nname = \"a\"\nprompt = \"x\"\nneeds = \"a\"\nfoo = 1\n"),
         &[
             "wf.toml:7:1: unknown field `foo`, expected one of `name`, `prompt`, `needs`, `for_each`, `output`, `output_schema`, `mode`, `role`, `model`, `scope`, `check`, `timeout`, `idle_timeout`, `retries`, `on_failure`, `min_success`, `max_output_bytes`, `isolation`, `merge`",
+            "wf.toml:6:9: invalid type: string \"a\", expected a sequence",
         ],
     );
     check(
@@ -271,5 +272,29 @@ fn a_check_reports_the_references_it_cannot_render_at_their_place() {
             "{HEAD}[vars]\nwho = \"x\"\n[[steps]]\nname = \"a\"\nfor_each = [\"p\"]\nprompt = \"{{{{item}}}}\"\ncheck = \"test -f {{{{item}}}} && test {{{{index}}}} = 0 && echo {{{{vars.who}}}}\"\n"
         ),
         &[],
+    );
+}
+
+#[test]
+fn every_unknown_key_is_reported_and_the_rest_still_validated() {
+    let step_keys = "`name`, `prompt`, `needs`, `for_each`, `output`, `output_schema`, `mode`, `role`, `model`, `scope`, `check`, `timeout`, `idle_timeout`, `retries`, `on_failure`, `min_success`, `max_output_bytes`, `isolation`, `merge`";
+    check(
+        "[workflow]\nname = \"t\"\ncolour = \"red\"\nbudget = { tokens = 5, coins = 2 }\n\n[[steps]]\nname = \"a\"\nprompt = \"x\"\nneeds = [\"b\"]\nflavour = { deep = [1, 2] }\n\n[[steps]]\nname = \"b\"\nprompt = \"y\"\nneeds = [\"a\"]\nwat = \"\"\"\nmany\nlines\n\"\"\"\n",
+        &[
+            "wf.toml:3:1: unknown field `colour`, expected one of `name`, `max_parallel`, `posture`, `mode`, `max_output_bytes`, `budget`",
+            "wf.toml:4:24: unknown field `coins`, expected one of `tokens`, `agents`",
+            "wf.toml:9:9: cycle in needs: a → b → a",
+            &format!("wf.toml:10:1: unknown field `flavour`, expected one of {step_keys}"),
+            &format!("wf.toml:16:1: unknown field `wat`, expected one of {step_keys}"),
+        ],
+    );
+    // An unknown table cannot be set aside in place: what was found is
+    // reported, and reading stops.
+    check(
+        "[workflow]\nname = \"t\"\n[workflow.extra]\na = 1\n[[steps]]\nname = \"a\"\nprompt = \"x\"\nzz = 1\n",
+        &[
+            "wf.toml:3:11: unknown field `extra`, expected one of `name`, `max_parallel`, `posture`, `mode`, `max_output_bytes`, `budget`",
+            &format!("wf.toml:8:1: unknown field `zz`, expected one of {step_keys}"),
+        ],
     );
 }
