@@ -735,7 +735,7 @@ pub enum Event {
         /// The run.
         run_id: String,
         /// `completed` (every step has a result), `failed` or `cancelled`.
-        status: String,
+        status: crate::store::RunStatus,
         /// Instances per state.
         counts: std::collections::BTreeMap<String, u64>,
     },

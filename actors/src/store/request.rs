@@ -12,7 +12,8 @@ use cadre_runtime::plan::{self, EntryError};
 use cadre_runtime::store::{
     Admission, Admitted, AgentRecord, AnswerOutcome, InstanceRecord, LeaseOwner, ModeIntent,
     NewAgent, NewQuestionnaire, NewRun, NewSession, OpenedRun, QuestionnaireAnswer,
-    QuestionnaireKind, QueuedMessage, RunRecord, SessionRecord, Source, Store, StoreError,
+    QuestionnaireKind, QueuedMessage, RunRecord, RunStatus, SessionRecord, Source, Store,
+    StoreError,
 };
 use ractor::RpcReplyPort;
 
@@ -298,8 +299,8 @@ pub enum StoreRequest {
     FinishRun {
         /// The run.
         run_id: String,
-        /// `completed`, `failed` or `cancelled`.
-        status: String,
+        /// How it ended (`Running` would leave it looking resumable).
+        status: RunStatus,
         /// Done.
         reply: Reply<()>,
     },
@@ -609,7 +610,7 @@ impl StoreRequest {
                 reply,
             } => {
                 let finished = s.isolated(|s| {
-                    s.finish_run(&run_id, &status)
+                    s.finish_run(&run_id, status)
                         .and_then(|()| s.release_lease(&run_id, owner))
                 });
                 defer(reply, finished)

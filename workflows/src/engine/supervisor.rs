@@ -800,7 +800,7 @@ impl SupervisorState {
             return;
         };
         if let Some(store) = &self.caller.services.store {
-            let (run_id, status) = (self.run_id.clone(), report.status.clone());
+            let (run_id, status) = (self.run_id.clone(), report.status);
             if let Err(err) = store
                 .ask(|reply| StoreRequest::FinishRun {
                     run_id,
@@ -814,7 +814,7 @@ impl SupervisorState {
         }
         self.caller.events.send(Event::WorkflowCompleted {
             run_id: self.run_id.clone(),
-            status: report.status.clone(),
+            status: report.status,
             counts: report
                 .counts
                 .iter()
