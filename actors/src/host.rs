@@ -9,16 +9,16 @@
 //! `cadre` command line is one such host.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use cadre_runtime::Mode;
-use cadre_runtime::agent::ModelSource;
+use cadre_runtime::agent::{ModelSource, ModelSourceError};
 use cadre_runtime::config::{Config, ConfigError, ConfigPaths, RoleConfig};
 use cadre_runtime::model::{
-    ModelClient, OpenAiClient, OpenAiConfig, ResponseLimits, RetryPolicy, Retrying, Script,
-    ScriptedModel,
+    ModelClient, ModelError, OpenAiClient, OpenAiConfig, ResponseLimits, RetryPolicy, Retrying,
+    Script, ScriptError, ScriptedModel,
 };
 use cadre_runtime::paths::DataDir;
 use cadre_runtime::permission::guardian::GuardianConfig;
@@ -27,7 +27,7 @@ use cadre_runtime::permission::{Posture, ProtectedPaths};
 use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::store::{Store, StoreError, store_path};
-use cadre_runtime::tool::{FileLimits, Tool, ToolRegistry, ToolRunner, Workspace};
+use cadre_runtime::tool::{FileLimits, RegistryError, Tool, ToolRegistry, ToolRunner, Workspace};
 use tokio::sync::Semaphore;
 
 use cadre_runtime::agent::{AgentPath, Authority, DEFAULT_MAX_DEPTH, LiveAuthority};
@@ -83,29 +83,65 @@ impl std::fmt::Debug for ModelChoice {
     }
 }
 
-/// Why a host or a session could not start.
+/// Why a host or a session could not start. Not `#[non_exhaustive]`: a
+/// host (the CLI) sorts every variant into its exit codes, and a new one
+/// should make it decide.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum HostError {
-    /// A configuration file, a model script or a setting is wrong; the
-    /// message names the file and the place. Not retryable.
+    /// A configuration file is wrong; the message names the file and the
+    /// place. Not retryable: the file must change.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The model script (a file, a given text or the built-in demo) could
+    /// not be read or parsed. Not retryable: the script must change.
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+    /// The model server's client could not be built from its settings.
+    /// Not retryable: the settings must change.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The host was asked for a built-in tool cadre does not have (the
+    /// name). Not retryable: the list of built-ins must change.
+    #[error("there is no built-in tool {0:?}")]
+    UnknownBuiltin(String),
+    /// A tool was refused by the registry (two tools with one name, an
+    /// invalid input schema). Not retryable: the tools must change.
+    #[error(transparent)]
+    Tool(#[from] RegistryError),
+    /// The session's workspace does not exist or cannot be resolved. Not
+    /// retryable: the caller must name another directory.
+    #[error("workspace {}: {source}", path.display())]
+    Workspace {
+        /// The directory as it was given.
+        path: PathBuf,
+        /// Why it could not be resolved.
+        source: std::io::Error,
+    },
+    /// No stored session matches what was asked to resume; the store's
+    /// message says what was looked for. Not retryable: the caller must
+    /// name another session.
     #[error("{0}")]
-    Config(String),
-    /// What the host was asked for cannot be done (no such session to
-    /// resume, a workspace that does not exist). Not retryable.
-    #[error("{0}")]
-    Usage(String),
+    NoSession(String),
     /// The store: [`StoreError::is_retryable`] says whether to try again.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The thread that owns the store could not be started (the system
+    /// refused a thread). Not retryable by the host; it may succeed once
+    /// the machine has resources again.
+    #[error("the session could not start: the store's thread could not start: {0}")]
+    StoreThread(std::io::Error),
     /// The session's actor did not start. Not retryable.
     #[error("the session could not start: {0}")]
-    Start(String),
+    Start(StartError),
 }
 
-impl From<ConfigError> for HostError {
-    fn from(err: ConfigError) -> Self {
-        HostError::Config(err.to_string())
+impl HostError {
+    /// A workspace that cannot be resolved.
+    fn workspace(path: &Path, source: std::io::Error) -> Self {
+        HostError::Workspace {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }
 
@@ -113,7 +149,7 @@ impl From<StartError> for HostError {
     fn from(err: StartError) -> Self {
         match err {
             StartError::Store(store) => HostError::Store(store),
-            other => HostError::Start(other.to_string()),
+            other => HostError::Start(other),
         }
     }
 }
@@ -293,9 +329,7 @@ impl HostBuilder {
                 .iter()
                 .find(|n| !builtins.iter().any(|t| t.definition().name == n.as_str()))
         {
-            return Err(HostError::Config(format!(
-                "there is no built-in tool {unknown:?}"
-            )));
+            return Err(HostError::UnknownBuiltin(unknown.clone()));
         }
         let wanted = |tool: &Arc<dyn Tool>| {
             self.builtins
@@ -303,17 +337,15 @@ impl HostBuilder {
                 .is_none_or(|names| names.iter().any(|n| *n == tool.definition().name))
         };
         for tool in builtins.into_iter().filter(wanted).chain(self.tools) {
-            registry
-                .register(tool)
-                .map_err(|e| HostError::Config(e.to_string()))?;
+            registry.register(tool)?;
         }
         let (store, store_task) = if self.memory_store {
             (StoreHandle::in_memory().await?, None)
         } else {
             let store = Store::open(&store_path(&self.data_dir))?;
-            let (handle, task) = StoreHandle::start(store).await.map_err(|e| {
-                HostError::Start(format!("the store's thread could not start: {e}"))
-            })?;
+            let (handle, task) = StoreHandle::start(store)
+                .await
+                .map_err(HostError::StoreThread)?;
             (handle, Some(task))
         };
         let models = Arc::new(RoleModels {
@@ -351,25 +383,23 @@ impl HostBuilder {
                 config.api_key = api_key.clone();
                 config.stream = *stream;
                 config.limits = self.response_limits;
-                let client =
-                    OpenAiClient::new(config).map_err(|e| HostError::Config(e.to_string()))?;
+                let client = OpenAiClient::new(config)?;
                 let client = endpoints.limit(base_url, model, Arc::new(client));
                 Arc::new(Retrying::new(client, self.retry))
             }
             ModelChoice::Script(path) => {
-                let script = Script::load(path).map_err(|e| HostError::Config(e.to_string()))?;
+                let script = Script::load(path)?;
                 Arc::new(ScriptedModel::new(
                     script,
                     format!("script:{}", path.display()),
                 ))
             }
             ModelChoice::ScriptText { text, name } => {
-                let script =
-                    Script::from_toml(text, name).map_err(|e| HostError::Config(e.to_string()))?;
+                let script = Script::from_toml(text, name)?;
                 Arc::new(ScriptedModel::new(script, name.clone()))
             }
             ModelChoice::Demo => {
-                let script = Script::demo().map_err(|e| HostError::Config(e.to_string()))?;
+                let script = Script::demo()?;
                 Arc::new(ScriptedModel::new(script, "built-in demo script"))
             }
             ModelChoice::Client(client) => client.clone(),
@@ -497,8 +527,8 @@ impl Host {
     /// Starts a new session or resumes a stored one.
     pub async fn start(&self, options: SessionOptions) -> Result<Started, HostError> {
         let (session_id, workspace) = self.find(&options.resume, &options.workspace).await?;
-        let workspace = Workspace::new(&workspace)
-            .map_err(|e| HostError::Usage(format!("workspace {}: {e}", workspace.display())))?;
+        let workspace =
+            Workspace::new(&workspace).map_err(|e| HostError::workspace(&workspace, e))?;
         // The session's directory is made by whoever first writes in it (the
         // plan file, the task list, the sandbox's temp dir): most sessions
         // never need one.
@@ -527,9 +557,7 @@ impl Host {
             // This session's own tools join the host's in a registry of its own.
             let mut registry = ToolRegistry::new();
             for tool in self.tools.registry().tools().chain(&options.tools) {
-                registry
-                    .register(tool.clone())
-                    .map_err(|e| HostError::Config(e.to_string()))?;
+                registry.register(tool.clone())?;
             }
             ToolRunner::new(Arc::new(registry), self.tool_timeout)
         };
@@ -569,9 +597,8 @@ impl Host {
         options: &SessionOptions,
         events: EventSink,
     ) -> Result<Caller, HostError> {
-        let workspace = Workspace::new(&options.workspace).map_err(|e| {
-            HostError::Usage(format!("workspace {}: {e}", options.workspace.display()))
-        })?;
+        let workspace = Workspace::new(&options.workspace)
+            .map_err(|e| HostError::workspace(&options.workspace, e))?;
         let mode = options.mode.unwrap_or_default();
         let posture = options.posture.unwrap_or_default();
         let authority = Authority::root(mode, posture, options.rules.clone(), DEFAULT_MAX_DEPTH);
@@ -643,7 +670,7 @@ impl Host {
             })
             .await
             .map_err(|e| match e {
-                StoreError::NotFound(why) => HostError::Usage(why),
+                StoreError::NotFound(why) => HostError::NoSession(why),
                 other => HostError::Store(other),
             })?;
         Ok((found.id, PathBuf::from(found.workspace)))
@@ -669,7 +696,7 @@ struct RoleModels {
 }
 
 impl ModelSource for RoleModels {
-    fn client(&self, role: &RoleConfig) -> Result<Arc<dyn ModelClient>, String> {
+    fn client(&self, role: &RoleConfig) -> Result<Arc<dyn ModelClient>, ModelSourceError> {
         let Some(base_url) = &role.base_url else {
             return Ok(self.default.clone());
         };
@@ -686,13 +713,15 @@ impl ModelSource for RoleModels {
             | ModelChoice::Client(_) => (None, true, None),
         };
         let Some(model) = role.model.clone().or(default_model) else {
-            return Err(format!("base_url {base_url} needs a model"));
+            return Err(ModelSourceError::NoModel {
+                base_url: base_url.clone(),
+            });
         };
         let mut config = OpenAiConfig::new(base_url.clone(), model.clone());
         config.api_key = api_key;
         config.stream = stream;
         config.limits = self.limits;
-        let client = OpenAiClient::new(config).map_err(|e| e.to_string())?;
+        let client = OpenAiClient::new(config)?;
         let client = self.endpoints.limit(base_url, &model, Arc::new(client));
         Ok(Arc::new(Retrying::new(client, self.retry)))
     }

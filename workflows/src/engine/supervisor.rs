@@ -622,10 +622,11 @@ impl SupervisorState {
         self.agents.insert(id, spec.row_id());
         let services = match self.services_for(step.role.as_deref()) {
             Ok(services) => services,
-            Err(reason) => {
+            Err(err) => {
                 if let Some(place) = &place {
                     self.release_place(place);
                 }
+                let reason = err.to_string();
                 let effects = self.scheduler.step(Input::AttemptFailed { id, reason });
                 return Box::pin(self.perform(myself, effects)).await;
             }

@@ -3,7 +3,7 @@
 //! order a node is sent for it.
 
 use cadre_actors::kernel::{AgentServices, AgentSpec};
-use cadre_runtime::agent::AgentPath;
+use cadre_runtime::agent::{AgentPath, ModelSourceError};
 use cadre_runtime::paths::SessionPaths;
 
 use super::SupervisorState;
@@ -104,7 +104,10 @@ impl SupervisorState {
     }
 
     /// The caller's services, with a role's own model server when it names one.
-    pub(super) fn services_for(&self, role: Option<&str>) -> Result<AgentServices, String> {
+    pub(super) fn services_for(
+        &self,
+        role: Option<&str>,
+    ) -> Result<AgentServices, ModelSourceError> {
         let mut services = self.caller.services.clone();
         if let Some(role) = role.and_then(|r| self.roles.get(r))
             && role.base_url.is_some()
