@@ -360,7 +360,42 @@ impl ReportBuilder {
                 };
                 return Some(self.finish(&status, Some(message.clone())));
             }
-            _ => {}
+            // Nothing else is evidence, a change or the run's end.
+            Event::SessionStarted { .. }
+            | Event::InputAdmitted { .. }
+            | Event::TurnStarted { .. }
+            | Event::AssistantDelta { .. }
+            | Event::AssistantReasoning { .. }
+            | Event::ModelRetry { .. }
+            | Event::PermissionDecision { .. }
+            | Event::ApprovalRequested { .. }
+            | Event::ApprovalResolved { .. }
+            | Event::PostureChanged { .. }
+            | Event::ModelChanged { .. }
+            | Event::AutonomyPaused { .. }
+            | Event::AgentSpawned { .. }
+            | Event::AgentStatusChanged { .. }
+            | Event::AgentCompleted { .. }
+            | Event::PlanEntered { .. }
+            | Event::QuestionnaireOpened { .. }
+            | Event::QuestionnaireAnswered { .. }
+            | Event::PlanStatus { .. }
+            | Event::PlanView { .. }
+            | Event::WorkspaceRestored { .. }
+            | Event::SessionIdle { .. }
+            | Event::ModeChanged { .. }
+            | Event::OpRejected { .. }
+            | Event::SessionStatus { .. }
+            | Event::SessionStopped { .. }
+            | Event::WorkflowStarted { .. }
+            | Event::StepState { .. }
+            | Event::StepOutput { .. }
+            | Event::WorkflowCompleted { .. }
+            | Event::GoalUpdated { .. }
+            | Event::GoalVerification { .. }
+            | Event::GoalContinuation { .. }
+            | Event::GoalCleared { .. }
+            | Event::SessionCompleted { .. } => {}
         }
         None
     }

@@ -534,7 +534,14 @@ impl Scheduler {
             let inst = &self.steps[s].instances[0];
             match inst.state {
                 State::Cancelled => StepStatus::Cancelled(inst.reason.clone().unwrap_or_default()),
-                _ => StepStatus::Failed(inst.reason.clone().unwrap_or_else(|| "failed".into())),
+                State::Pending
+                | State::Dispatched
+                | State::Finalized
+                | State::Verified
+                | State::Failed
+                | State::Blocked => {
+                    StepStatus::Failed(inst.reason.clone().unwrap_or_else(|| "failed".into()))
+                }
             }
         } else {
             StepStatus::Failed(format!(

@@ -382,7 +382,27 @@ impl StoreRequest {
         match self {
             StoreRequest::FinishTurn { .. } => true,
             StoreRequest::Open(open, _) => open.first.is_some(),
-            _ => false,
+            StoreRequest::Goal(_)
+            | StoreRequest::Admit { .. }
+            | StoreRequest::StartTurn { .. }
+            | StoreRequest::Pending { .. }
+            | StoreRequest::SetMode { .. }
+            | StoreRequest::SetPosture { .. }
+            | StoreRequest::OpenQuestionnaire(..)
+            | StoreRequest::Answer { .. }
+            | StoreRequest::CreateAgent { .. }
+            | StoreRequest::AgentState { .. }
+            | StoreRequest::ReleaseLease { .. }
+            | StoreRequest::Resolve { .. }
+            | StoreRequest::Audit { .. }
+            | StoreRequest::Admitted { .. }
+            | StoreRequest::Conversation { .. }
+            | StoreRequest::Commit(_)
+            | StoreRequest::CreateRun(..)
+            | StoreRequest::OpenRun { .. }
+            | StoreRequest::RecordInstances { .. }
+            | StoreRequest::FinishRun { .. }
+            | StoreRequest::TakeCancels { .. } => false,
         }
     }
 

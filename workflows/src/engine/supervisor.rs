@@ -640,7 +640,7 @@ impl SupervisorState {
                     order: Box::new(self.order(&spec, &prompt)),
                 }
             }
-            _ => {
+            (None, _) | (_, None | Some(Place::Local)) => {
                 self.nodes.remove(&id);
                 Placement::Local
             }
