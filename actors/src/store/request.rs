@@ -20,9 +20,10 @@ use ractor::RpcReplyPort;
 /// What a session (or a sub-agent) starts from.
 #[derive(Debug, Clone)]
 pub struct SessionOpen {
-    /// Its session row.
+    /// Its row in `sessions` (a sub-agent's own row, under its parent's).
     pub id: String,
-    /// The workspace root.
+    /// The workspace root, recorded with a new session so a later
+    /// `--continue` in that directory finds it.
     pub workspace: PathBuf,
     /// The mode it starts in when new; applied to a stored one only when
     /// `mode_given`.
@@ -50,9 +51,9 @@ pub struct SessionOpen {
 /// A new agent's first user message.
 #[derive(Debug, Clone)]
 pub struct FirstMessage {
-    /// The text.
+    /// The message as its author (a person or the parent agent) wrote it.
     pub content: String,
-    /// Its idempotency key.
+    /// Its idempotency key: a start that is retried admits it once.
     pub key: String,
 }
 
@@ -63,11 +64,12 @@ pub struct Opened {
     pub record: SessionRecord,
     /// Whether it was already stored (a resume).
     pub resumed: bool,
-    /// Its conversation.
+    /// Its stored messages, which a resume gives the model again.
     pub conversation: Vec<Message>,
     /// Messages not yet done, an interrupted one first.
     pub pending: Vec<QueuedMessage>,
-    /// Its unanswered questionnaire.
+    /// The id of a questionnaire still waiting for a person, which a
+    /// resume asks again.
     pub questionnaire: Option<String>,
     /// Its sub-agents (any still marked running were interrupted by the
     /// crash and are now marked so).
@@ -84,9 +86,9 @@ pub struct Opened {
 /// A questionnaire to open, owned.
 #[derive(Debug, Clone)]
 pub struct QuestionnaireDraft {
-    /// Its id.
+    /// Its id, which the person's answer names.
     pub id: String,
-    /// The session.
+    /// The session it holds until it is answered.
     pub session_id: String,
     /// What it asks.
     pub kind: QuestionnaireKind,
@@ -94,9 +96,10 @@ pub struct QuestionnaireDraft {
     pub plan_path: String,
     /// The frozen snapshot (or the model's reason for an entry request).
     pub snapshot: String,
-    /// Its SHA-256.
+    /// The snapshot's SHA-256, so an approval is of exactly this text.
     pub sha256: String,
-    /// Whether the snapshot was cut.
+    /// Whether `snapshot` was cut short, so a reader knows it is not the
+    /// whole plan.
     pub truncated: bool,
 }
 
@@ -127,13 +130,15 @@ pub enum StoreRequest {
     /// Admits a user message (with a Plan entry's backup around it when the
     /// intent enters Plan); with `start_seq`, its turn starts in the same trip.
     Admit {
-        /// The session.
+        /// The session whose queue the message joins.
         session_id: String,
-        /// The text.
+        /// The message as the person wrote it; it becomes the
+        /// conversation's user message when its turn starts.
         content: String,
-        /// Its mode intent.
+        /// Whether it enters or leaves Plan (`None`: the mode stays).
         intent: Option<ModeIntent>,
-        /// Its idempotency key.
+        /// Its idempotency key: a submission retried with the same key is
+        /// admitted once.
         key: String,
         /// The plan file, backed up by a Plan entry.
         plan_file: PathBuf,
@@ -144,37 +149,39 @@ pub enum StoreRequest {
     },
     /// Starts a queued message's turn.
     StartTurn {
-        /// The session.
+        /// The session whose turn starts.
         session_id: String,
-        /// The queue row.
+        /// The queued message the turn answers.
         queue_id: i64,
         /// The message to store at its index (none when continuing an
         /// interrupted turn).
         user: Option<(i64, Message)>,
-        /// Done.
+        /// `Ok` once the start is committed.
         reply: Reply<()>,
     },
     /// Marks a turn's message done.
     FinishTurn {
-        /// The session.
+        /// The session whose turn ended.
         session_id: String,
-        /// The queue row.
+        /// The message the turn answered: once done, a crash no longer
+        /// replays it.
         queue_id: i64,
-        /// Done.
+        /// `Ok` once it is marked done.
         reply: Reply<()>,
     },
     /// The messages not yet done.
     Pending {
-        /// The session.
+        /// The session whose queue is read.
         session_id: String,
-        /// Them.
+        /// The unfinished messages in queue order, an interrupted one
+        /// first.
         reply: Reply<Vec<QueuedMessage>>,
     },
     /// Records the mode; with `enter_plan`, backs the old plan up around it.
     SetMode {
-        /// The session.
+        /// The session whose mode a resume restores.
         session_id: String,
-        /// The mode.
+        /// The new mode.
         mode: Mode,
         /// The plan file, when this enters Plan.
         enter_plan: Option<PathBuf>,
@@ -183,11 +190,11 @@ pub enum StoreRequest {
     },
     /// Records the posture.
     SetPosture {
-        /// The session.
+        /// The session whose posture a resume restores.
         session_id: String,
-        /// The posture.
+        /// The new posture.
         posture: Posture,
-        /// Done.
+        /// `Ok` once it is stored.
         reply: Reply<()>,
     },
     /// Opens a questionnaire.
@@ -195,11 +202,11 @@ pub enum StoreRequest {
     /// Answers a questionnaire in one transaction; an approved Plan entry
     /// backs up the old plan around it.
     Answer {
-        /// The session.
+        /// The session the questionnaire holds.
         session_id: String,
-        /// The questionnaire.
+        /// The questionnaire's id, as it was opened with.
         id: String,
-        /// The answer.
+        /// What the person chose.
         answer: QuestionnaireAnswer,
         /// The plan file, backed up when the answer confirms a Plan entry.
         plan_file: PathBuf,
@@ -208,37 +215,42 @@ pub enum StoreRequest {
     },
     /// Records a new sub-agent, running.
     CreateAgent {
-        /// Its own session row.
+        /// Its own session row, where its conversation and queue are kept.
         id: String,
-        /// Its parent's row.
+        /// The row of the session or agent that spawned it, so a resume
+        /// rebuilds the tree.
         parent_id: String,
-        /// Its place in the tree.
+        /// Its place in the tree (`1`, `1/2`): the id events name it by.
         path: AgentPath,
-        /// Its role.
+        /// The role it was spawned as, whose configuration a resume applies
+        /// again.
         role: String,
-        /// Its mode at spawn.
+        /// Its mode at spawn (its parent's or narrower).
         mode: Mode,
-        /// Its posture at spawn.
+        /// Its posture at spawn (its parent's or narrower).
         posture: Posture,
-        /// Done.
+        /// `Ok` once it is recorded.
         reply: Reply<()>,
     },
     /// Records a sub-agent's state and last report.
     AgentState {
-        /// Its own session row.
+        /// The sub-agent's own session row.
         id: String,
-        /// Its state.
+        /// What its parent sees it doing; one stored as running when the
+        /// process died is read back as interrupted.
         state: ChildState,
-        /// Its report, when a run ended.
+        /// Its report, when a run ended: kept so a resumed parent can read
+        /// it again.
         report: Option<Box<AgentReport>>,
-        /// Done.
+        /// `Ok` once it is recorded.
         reply: Reply<()>,
     },
     /// Gives up a session's lease.
     ReleaseLease {
-        /// The session.
+        /// The session this process holds, which another process may open
+        /// afterwards.
         session_id: String,
-        /// Done.
+        /// `Ok` once the lease is given up.
         reply: Reply<()>,
     },
     /// Finds a session by id, unique prefix or `latest` (in a workspace
@@ -248,28 +260,30 @@ pub enum StoreRequest {
         spec: String,
         /// Only sessions in this workspace.
         workspace: Option<PathBuf>,
-        /// The session.
+        /// The one session meant; none, or a prefix of several, is
+        /// [`StoreError::NotFound`].
         reply: Reply<SessionRecord>,
     },
     /// The audit records (JSON), oldest first.
     Audit {
-        /// The session.
+        /// The session whose permission decisions were audited.
         session_id: String,
-        /// Them.
+        /// Each record as its JSON text, oldest first.
         reply: Reply<Vec<String>>,
     },
     /// Every message admitted: (source, state, content).
     Admitted {
-        /// The session.
+        /// The session whose queue is read.
         session_id: String,
-        /// Them.
+        /// Each message as (source, state, content) in admission order,
+        /// done ones included.
         reply: Reply<Vec<(String, String, String)>>,
     },
     /// The stored conversation.
     Conversation {
-        /// The session.
+        /// The session (or sub-agent row) whose conversation is read.
         session_id: String,
-        /// It.
+        /// Its messages in order, as a resume gives them to the model.
         reply: Reply<Vec<Message>>,
     },
     /// Nothing of its own: answered once everything buffered before it is
@@ -283,30 +297,32 @@ pub enum StoreRequest {
     OpenRun {
         /// The run's id, a unique prefix, or `latest`.
         spec: String,
-        /// It.
+        /// The run, its instances (read back by key) and how many agents
+        /// it started.
         reply: Reply<OpenedRun>,
     },
     /// Records step instances as they are now.
     RecordInstances {
-        /// The run.
+        /// The run the instances belong to.
         run_id: String,
-        /// (step order, instance).
+        /// Each instance with its step's place in the workflow, which
+        /// orders them when they are read back.
         instances: Vec<(i64, InstanceRecord)>,
-        /// Done.
+        /// `Ok` once they are stored.
         reply: Reply<()>,
     },
     /// Records how a run ended and gives up its lease.
     FinishRun {
-        /// The run.
+        /// The run, whose lease this process gives up with it.
         run_id: String,
         /// How it ended (`Running` would leave it looking resumable).
         status: RunStatus,
-        /// Done.
+        /// `Ok` once the end is stored and the lease given up.
         reply: Reply<()>,
     },
     /// Takes the cancel requests other processes left for a run.
     TakeCancels {
-        /// The run.
+        /// The run this process runs, which the requests name.
         run_id: String,
         /// The targets (`*`, `step`, `step[i]`).
         reply: Reply<Vec<String>>,
@@ -316,19 +332,22 @@ pub enum StoreRequest {
 /// A workflow run to record, owned.
 #[derive(Debug, Clone)]
 pub struct RunDraft {
-    /// Its id.
+    /// The run's id, also its row in `sessions` (its steps are agents
+    /// under it).
     pub id: String,
     /// The calling session, if any.
     pub caller_id: Option<String>,
     /// The workflow's name.
     pub name: String,
-    /// The file it was read from.
+    /// The file it was read from; `None` for a workflow an Operate
+    /// session wrote.
     pub file: Option<String>,
-    /// Its text.
+    /// The workflow's TOML as it runs, so a resume runs this text even
+    /// when the file has changed since.
     pub source: String,
-    /// Its settings (JSON).
+    /// Its variables and flags (JSON), read back on resume.
     pub settings: String,
-    /// The workspace.
+    /// The workspace its steps run in.
     pub workspace: PathBuf,
     /// The widest mode of its steps.
     pub mode: Mode,
