@@ -113,7 +113,7 @@ pub struct RunRecord {
     pub settings: String,
     /// Where it is; `running` also while nobody runs it after a crash.
     pub status: RunStatus,
-    /// The workspace.
+    /// The workspace its steps run in (from its `sessions` row).
     pub workspace: String,
     /// When it was created (seconds since the epoch).
     pub created_at: f64,
@@ -124,7 +124,7 @@ pub struct RunRecord {
 /// A run opened to resume.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpenedRun {
-    /// The run.
+    /// Its row, now marked running.
     pub run: RunRecord,
     /// Its instances as last stored.
     pub instances: Vec<InstanceRecord>,
@@ -135,19 +135,20 @@ pub struct OpenedRun {
 /// A new run.
 #[derive(Debug, Clone)]
 pub struct NewRun<'a> {
-    /// Its id.
+    /// Its id, also its row in `sessions`.
     pub id: &'a str,
     /// The calling session, if any.
     pub caller_id: Option<&'a str>,
     /// The workflow's name.
     pub name: &'a str,
-    /// The file it was read from.
+    /// The file it was read from; `None` for a workflow an Operate
+    /// session wrote.
     pub file: Option<&'a str>,
-    /// Its text.
+    /// The workflow's TOML as it runs, which a resume runs again.
     pub source: &'a str,
-    /// Its settings (JSON).
+    /// Its variables and flags (JSON), read back on resume.
     pub settings: &'a str,
-    /// The workspace.
+    /// The workspace its steps run in, stored on its `sessions` row.
     pub workspace: &'a std::path::Path,
     /// The widest mode of its steps.
     pub mode: Mode,
@@ -158,7 +159,7 @@ pub struct NewRun<'a> {
 /// One step instance as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstanceRecord {
-    /// The step.
+    /// The step's name, which with `index` (or `key`) finds it on resume.
     pub step: String,
     /// The item's index (0 without `for_each`).
     pub index: i64,

@@ -73,7 +73,7 @@ pub type Key = (String, u64);
 
 /// What the service starts with.
 pub struct NodeArgs {
-    /// The node.
+    /// Its name, slots, served workspaces and ceiling.
     pub config: NodeConfig,
     /// The node's own agent settings and services (model, tools, store in
     /// memory, sandbox, protected paths, guardian); each order fills in
@@ -88,23 +88,23 @@ pub struct NodeArgs {
 pub enum Notice {
     /// An agent started.
     Started {
-        /// The coordinator.
+        /// The name of the coordinator whose order it runs.
         coordinator: String,
         /// `<run>/<path>`.
         agent: String,
     },
     /// An order was refused.
     Refused {
-        /// The coordinator.
+        /// The name of the coordinator that sent it.
         coordinator: String,
-        /// Why.
+        /// What the coordinator was answered.
         reason: StartRefusal,
     },
     /// A coordinator stopped pulling; its agents were stopped.
     CoordinatorGone {
-        /// The coordinator.
+        /// Its name.
         coordinator: String,
-        /// Agents stopped.
+        /// How many of its agents were still running here.
         stopped: usize,
     },
 }

@@ -33,15 +33,18 @@ use git2::{BranchType, Delta, DiffOptions, Oid, Repository, WorktreeAddOptions};
 pub struct Worktree {
     /// Its name (`.git/worktrees/<name>`, the branch `cadre-wt/<name>`).
     pub name: String,
-    /// Its root.
+    /// Its root, under the workspace's `.cadre/worktrees`; a conflict
+    /// leaves it there for a person.
     pub path: PathBuf,
-    /// The step's workspace in it.
+    /// The step's workspace in it: the same subdirectory of it as the
+    /// workspace is of its repository.
     pub workspace: PathBuf,
-    /// The repository's working directory.
+    /// The repository's working directory, where a merge writes.
     repo: PathBuf,
     /// The workspace's place in the repository (empty at its root).
     inner: PathBuf,
-    /// The commit it started from.
+    /// The commit it started from: a merge brings back a file only where
+    /// the workspace still holds this commit's version.
     base: Oid,
 }
 

@@ -180,7 +180,7 @@ impl Scheduler {
         let step = &self.workflow.steps[id.step];
         let json = match (step.output, &stored.output) {
             (OutputKind::Json, Some(text)) => outputs::parse_json(text).ok(),
-            _ => None,
+            (OutputKind::Json, None) | (OutputKind::Text, _) => None,
         };
         let inst = self.inst(id);
         inst.output = stored.output;
