@@ -340,7 +340,7 @@ impl Scheduler {
                 Ok(v) => Some(v),
                 Err(why) => {
                     self.running -= 1;
-                    return self.attempt_failed(id, why, fx);
+                    return self.attempt_failed(id, why.to_string(), fx);
                 }
             },
         };
@@ -348,7 +348,7 @@ impl Scheduler {
             && let Err(why) = outputs::check_schema(schema, value)
         {
             self.running -= 1;
-            return self.attempt_failed(id, why, fx);
+            return self.attempt_failed(id, why.to_string(), fx);
         }
         let check = step.check.clone();
         let step_merges = step.merge;

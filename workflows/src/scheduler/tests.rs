@@ -692,3 +692,22 @@ fn a_worktree_steps_key_says_so_and_other_keys_stay_as_stored() {
     assert!(plain != isolated && isolated != merged && plain != merged);
     assert_eq!(key("isolation = \"none\"\n"), plain);
 }
+
+#[test]
+fn an_unaccepted_answer_reads_as_it_always_did() {
+    let not_json = outputs::parse_json("nope").unwrap_err();
+    assert!(matches!(&not_json, outputs::OutputError::NotJson(Some(_))));
+    assert!(
+        not_json
+            .to_string()
+            .starts_with("the answer is not JSON (expected ident"),
+        "{not_json}"
+    );
+    let schema = serde_json::json!({"type": "string"});
+    assert_eq!(
+        outputs::check_schema(&schema, &serde_json::json!(1))
+            .unwrap_err()
+            .to_string(),
+        "the answer does not match output_schema: 1 is not of type \"string\""
+    );
+}
