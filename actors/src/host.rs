@@ -9,16 +9,16 @@
 //! `cadre` command line is one such host.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use cadre_runtime::Mode;
 use cadre_runtime::agent::{ModelSource, ModelSourceError};
-use cadre_runtime::config::{Config, ConfigError, ConfigPaths, RoleConfig};
+use cadre_runtime::config::{Config, ConfigPaths, RoleConfig};
 use cadre_runtime::model::{
-    ModelClient, ModelError, OpenAiClient, OpenAiConfig, ResponseLimits, RetryPolicy, Retrying,
-    Script, ScriptError, ScriptedModel,
+    ModelClient, OpenAiClient, OpenAiConfig, ResponseLimits, RetryPolicy, Retrying, Script,
+    ScriptedModel,
 };
 use cadre_runtime::paths::DataDir;
 use cadre_runtime::permission::guardian::GuardianConfig;
@@ -27,18 +27,22 @@ use cadre_runtime::permission::{Posture, ProtectedPaths};
 use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::store::{Store, StoreError, store_path};
-use cadre_runtime::tool::{FileLimits, RegistryError, Tool, ToolRegistry, ToolRunner, Workspace};
+use cadre_runtime::tool::{FileLimits, Tool, ToolRegistry, ToolRunner, Workspace};
 use tokio::sync::Semaphore;
 
 use cadre_runtime::agent::{AgentPath, Authority, DEFAULT_MAX_DEPTH, LiveAuthority};
 
 use crate::delegation::{Caller, Delegation};
 use crate::events::EventSink;
-use crate::kernel::{AgentSpec, StartError};
+use crate::kernel::AgentSpec;
 use crate::session::{
     PermissionConfig, SessionConfig, SessionHandle, SessionServices, Subagents, spawn_session,
 };
 use crate::store::StoreHandle;
+
+mod error;
+
+pub use error::HostError;
 
 /// Which model a host talks to.
 #[derive(Clone)]
@@ -79,77 +83,6 @@ impl std::fmt::Debug for ModelChoice {
             ModelChoice::ScriptText { name, .. } => write!(f, "ScriptText({name})"),
             ModelChoice::Demo => f.write_str("Demo"),
             ModelChoice::Client(client) => write!(f, "Client({})", client.model()),
-        }
-    }
-}
-
-/// Why a host or a session could not start. Not `#[non_exhaustive]`: a
-/// host (the CLI) sorts every variant into its exit codes, and a new one
-/// should make it decide.
-#[derive(Debug, thiserror::Error)]
-pub enum HostError {
-    /// A configuration file is wrong; the message names the file and the
-    /// place. Not retryable: the file must change.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The model script (a file, a given text or the built-in demo) could
-    /// not be read or parsed. Not retryable: the script must change.
-    #[error(transparent)]
-    Script(#[from] ScriptError),
-    /// The model server's client could not be built from its settings.
-    /// Not retryable: the settings must change.
-    #[error(transparent)]
-    Model(#[from] ModelError),
-    /// The host was asked for a built-in tool cadre does not have (the
-    /// name). Not retryable: the list of built-ins must change.
-    #[error("there is no built-in tool {0:?}")]
-    UnknownBuiltin(String),
-    /// A tool was refused by the registry (two tools with one name, an
-    /// invalid input schema). Not retryable: the tools must change.
-    #[error(transparent)]
-    Tool(#[from] RegistryError),
-    /// The session's workspace does not exist or cannot be resolved. Not
-    /// retryable: the caller must name another directory.
-    #[error("workspace {}: {source}", path.display())]
-    Workspace {
-        /// The directory as it was given.
-        path: PathBuf,
-        /// Why it could not be resolved.
-        source: std::io::Error,
-    },
-    /// No stored session matches what was asked to resume; the store's
-    /// message says what was looked for. Not retryable: the caller must
-    /// name another session.
-    #[error("{0}")]
-    NoSession(String),
-    /// The store: [`StoreError::is_retryable`] says whether to try again.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The thread that owns the store could not be started (the system
-    /// refused a thread). Not retryable by the host; it may succeed once
-    /// the machine has resources again.
-    #[error("the session could not start: the store's thread could not start: {0}")]
-    StoreThread(std::io::Error),
-    /// The session's actor did not start. Not retryable.
-    #[error("the session could not start: {0}")]
-    Start(StartError),
-}
-
-impl HostError {
-    /// A workspace that cannot be resolved.
-    fn workspace(path: &Path, source: std::io::Error) -> Self {
-        HostError::Workspace {
-            path: path.to_path_buf(),
-            source,
-        }
-    }
-}
-
-impl From<StartError> for HostError {
-    fn from(err: StartError) -> Self {
-        match err {
-            StartError::Store(store) => HostError::Store(store),
-            other => HostError::Start(other),
         }
     }
 }
@@ -806,3 +739,6 @@ impl ModelClient for Limited {
         )
     }
 }
+
+#[cfg(test)]
+mod tests;
