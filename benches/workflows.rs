@@ -52,6 +52,7 @@ use cadre::actors::host::{Host, ModelChoice, SessionOptions};
 use cadre::runtime::Mode;
 use cadre::runtime::permission::Posture;
 use cadre::runtime::prompt::system_prompt;
+use cadre::runtime::store::RunStatus;
 use cadre::runtime::tool::{ToolRegistry, definition_gate};
 use cadre::workflows::diagnostic::Source;
 use cadre::workflows::engine::{Launch, RunSettings, start_on};
@@ -311,7 +312,7 @@ async fn cadre_run_on(
     let wall = start_at.elapsed();
     let cpu = cpu_time() - cpu;
     let peak = peak.stop();
-    assert_eq!(report.status, "completed", "{report:#?}");
+    assert_eq!(report.status, RunStatus::Completed, "{report:#?}");
     let _ = handle.join.await;
     host.close().await;
     let _ = drain.await;

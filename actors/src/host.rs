@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cadre_runtime::Mode;
-use cadre_runtime::agent::ModelSource;
-use cadre_runtime::config::{Config, ConfigError, ConfigPaths, RoleConfig};
+use cadre_runtime::agent::{ModelSource, ModelSourceError};
+use cadre_runtime::config::{Config, ConfigPaths, RoleConfig};
 use cadre_runtime::model::{
     ModelClient, OpenAiClient, OpenAiConfig, ResponseLimits, RetryPolicy, Retrying, Script,
     ScriptedModel,
@@ -34,11 +34,15 @@ use cadre_runtime::agent::{AgentPath, Authority, DEFAULT_MAX_DEPTH, LiveAuthorit
 
 use crate::delegation::{Caller, Delegation};
 use crate::events::EventSink;
-use crate::kernel::{AgentSpec, StartError};
+use crate::kernel::AgentSpec;
 use crate::session::{
     PermissionConfig, SessionConfig, SessionHandle, SessionServices, Subagents, spawn_session,
 };
 use crate::store::StoreHandle;
+
+mod error;
+
+pub use error::HostError;
 
 /// Which model a host talks to.
 #[derive(Clone)]
@@ -79,41 +83,6 @@ impl std::fmt::Debug for ModelChoice {
             ModelChoice::ScriptText { name, .. } => write!(f, "ScriptText({name})"),
             ModelChoice::Demo => f.write_str("Demo"),
             ModelChoice::Client(client) => write!(f, "Client({})", client.model()),
-        }
-    }
-}
-
-/// Why a host or a session could not start.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum HostError {
-    /// A configuration file, a model script or a setting is wrong; the
-    /// message names the file and the place. Not retryable.
-    #[error("{0}")]
-    Config(String),
-    /// What the host was asked for cannot be done (no such session to
-    /// resume, a workspace that does not exist). Not retryable.
-    #[error("{0}")]
-    Usage(String),
-    /// The store: [`StoreError::is_retryable`] says whether to try again.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The session's actor did not start. Not retryable.
-    #[error("the session could not start: {0}")]
-    Start(String),
-}
-
-impl From<ConfigError> for HostError {
-    fn from(err: ConfigError) -> Self {
-        HostError::Config(err.to_string())
-    }
-}
-
-impl From<StartError> for HostError {
-    fn from(err: StartError) -> Self {
-        match err {
-            StartError::Store(store) => HostError::Store(store),
-            other => HostError::Start(other.to_string()),
         }
     }
 }
@@ -293,9 +262,7 @@ impl HostBuilder {
                 .iter()
                 .find(|n| !builtins.iter().any(|t| t.definition().name == n.as_str()))
         {
-            return Err(HostError::Config(format!(
-                "there is no built-in tool {unknown:?}"
-            )));
+            return Err(HostError::UnknownBuiltin(unknown.clone()));
         }
         let wanted = |tool: &Arc<dyn Tool>| {
             self.builtins
@@ -303,17 +270,15 @@ impl HostBuilder {
                 .is_none_or(|names| names.iter().any(|n| *n == tool.definition().name))
         };
         for tool in builtins.into_iter().filter(wanted).chain(self.tools) {
-            registry
-                .register(tool)
-                .map_err(|e| HostError::Config(e.to_string()))?;
+            registry.register(tool)?;
         }
         let (store, store_task) = if self.memory_store {
             (StoreHandle::in_memory().await?, None)
         } else {
             let store = Store::open(&store_path(&self.data_dir))?;
-            let (handle, task) = StoreHandle::start(store).await.map_err(|e| {
-                HostError::Start(format!("the store's thread could not start: {e}"))
-            })?;
+            let (handle, task) = StoreHandle::start(store)
+                .await
+                .map_err(HostError::StoreThread)?;
             (handle, Some(task))
         };
         let models = Arc::new(RoleModels {
@@ -351,25 +316,23 @@ impl HostBuilder {
                 config.api_key = api_key.clone();
                 config.stream = *stream;
                 config.limits = self.response_limits;
-                let client =
-                    OpenAiClient::new(config).map_err(|e| HostError::Config(e.to_string()))?;
+                let client = OpenAiClient::new(config)?;
                 let client = endpoints.limit(base_url, model, Arc::new(client));
                 Arc::new(Retrying::new(client, self.retry))
             }
             ModelChoice::Script(path) => {
-                let script = Script::load(path).map_err(|e| HostError::Config(e.to_string()))?;
+                let script = Script::load(path)?;
                 Arc::new(ScriptedModel::new(
                     script,
                     format!("script:{}", path.display()),
                 ))
             }
             ModelChoice::ScriptText { text, name } => {
-                let script =
-                    Script::from_toml(text, name).map_err(|e| HostError::Config(e.to_string()))?;
+                let script = Script::from_toml(text, name)?;
                 Arc::new(ScriptedModel::new(script, name.clone()))
             }
             ModelChoice::Demo => {
-                let script = Script::demo().map_err(|e| HostError::Config(e.to_string()))?;
+                let script = Script::demo()?;
                 Arc::new(ScriptedModel::new(script, "built-in demo script"))
             }
             ModelChoice::Client(client) => client.clone(),
@@ -497,8 +460,8 @@ impl Host {
     /// Starts a new session or resumes a stored one.
     pub async fn start(&self, options: SessionOptions) -> Result<Started, HostError> {
         let (session_id, workspace) = self.find(&options.resume, &options.workspace).await?;
-        let workspace = Workspace::new(&workspace)
-            .map_err(|e| HostError::Usage(format!("workspace {}: {e}", workspace.display())))?;
+        let workspace =
+            Workspace::new(&workspace).map_err(|e| HostError::workspace(&workspace, e))?;
         // The session's directory is made by whoever first writes in it (the
         // plan file, the task list, the sandbox's temp dir): most sessions
         // never need one.
@@ -527,9 +490,7 @@ impl Host {
             // This session's own tools join the host's in a registry of its own.
             let mut registry = ToolRegistry::new();
             for tool in self.tools.registry().tools().chain(&options.tools) {
-                registry
-                    .register(tool.clone())
-                    .map_err(|e| HostError::Config(e.to_string()))?;
+                registry.register(tool.clone())?;
             }
             ToolRunner::new(Arc::new(registry), self.tool_timeout)
         };
@@ -569,9 +530,8 @@ impl Host {
         options: &SessionOptions,
         events: EventSink,
     ) -> Result<Caller, HostError> {
-        let workspace = Workspace::new(&options.workspace).map_err(|e| {
-            HostError::Usage(format!("workspace {}: {e}", options.workspace.display()))
-        })?;
+        let workspace = Workspace::new(&options.workspace)
+            .map_err(|e| HostError::workspace(&options.workspace, e))?;
         let mode = options.mode.unwrap_or_default();
         let posture = options.posture.unwrap_or_default();
         let authority = Authority::root(mode, posture, options.rules.clone(), DEFAULT_MAX_DEPTH);
@@ -643,7 +603,7 @@ impl Host {
             })
             .await
             .map_err(|e| match e {
-                StoreError::NotFound(why) => HostError::Usage(why),
+                StoreError::NotFound(why) => HostError::NoSession(why),
                 other => HostError::Store(other),
             })?;
         Ok((found.id, PathBuf::from(found.workspace)))
@@ -669,7 +629,7 @@ struct RoleModels {
 }
 
 impl ModelSource for RoleModels {
-    fn client(&self, role: &RoleConfig) -> Result<Arc<dyn ModelClient>, String> {
+    fn client(&self, role: &RoleConfig) -> Result<Arc<dyn ModelClient>, ModelSourceError> {
         let Some(base_url) = &role.base_url else {
             return Ok(self.default.clone());
         };
@@ -686,13 +646,15 @@ impl ModelSource for RoleModels {
             | ModelChoice::Client(_) => (None, true, None),
         };
         let Some(model) = role.model.clone().or(default_model) else {
-            return Err(format!("base_url {base_url} needs a model"));
+            return Err(ModelSourceError::NoModel {
+                base_url: base_url.clone(),
+            });
         };
         let mut config = OpenAiConfig::new(base_url.clone(), model.clone());
         config.api_key = api_key;
         config.stream = stream;
         config.limits = self.limits;
-        let client = OpenAiClient::new(config).map_err(|e| e.to_string())?;
+        let client = OpenAiClient::new(config)?;
         let client = self.endpoints.limit(base_url, &model, Arc::new(client));
         Ok(Arc::new(Retrying::new(client, self.retry)))
     }
@@ -777,3 +739,6 @@ impl ModelClient for Limited {
         )
     }
 }
+
+#[cfg(test)]
+mod tests;

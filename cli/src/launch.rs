@@ -94,7 +94,9 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
                 host.find(&other, &config.workspace)
                     .await
                     .map_err(|e| match e {
-                        HostError::Usage(why) => CliError::usage(format!("{flag}: {why}")),
+                        e @ (HostError::NoSession(_) | HostError::Workspace { .. }) => {
+                            CliError::usage(format!("{flag}: {e}"))
+                        }
                         other => host_error(other),
                     })?;
             (HostResume::Session(id), workspace)
@@ -117,7 +119,9 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
         handle,
         events,
     } = host.start(options).await.map_err(|e| match e {
-        HostError::Usage(why) => CliError::usage(format!("{flag}: {why}")),
+        e @ (HostError::NoSession(_) | HostError::Workspace { .. }) => {
+            CliError::usage(format!("{flag}: {e}"))
+        }
         other => host_error(other),
     })?;
     let mode_source = match config.resume {
@@ -355,8 +359,14 @@ pub fn host_error(err: HostError) -> CliError {
     match err {
         HostError::Store(store) if store.is_retryable() => CliError::tempfail(store.to_string()),
         HostError::Store(store) => CliError::config(store.to_string()),
-        HostError::Config(why) => CliError::config(why),
-        HostError::Usage(why) => CliError::usage(why),
-        other => CliError::internal(other.to_string()),
+        e @ (HostError::Config(_)
+        | HostError::Script(_)
+        | HostError::Model(_)
+        | HostError::UnknownBuiltin(_)
+        | HostError::Tool(_)) => CliError::config(e.to_string()),
+        e @ (HostError::NoSession(_) | HostError::Workspace { .. }) => {
+            CliError::usage(e.to_string())
+        }
+        e @ (HostError::StoreThread(_) | HostError::Start(_)) => CliError::internal(e.to_string()),
     }
 }

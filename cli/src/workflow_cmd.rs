@@ -16,7 +16,7 @@ use cadre_actors::EventSink;
 use cadre_actors::host::Host;
 use cadre_actors::store::StoreRequest;
 use cadre_runtime::protocol::{Event, ModelSource};
-use cadre_runtime::store::{LeaseOwner, Store, StoreError, store_path};
+use cadre_runtime::store::{LeaseOwner, RunStatus, Store, StoreError, store_path};
 use cadre_workflows::cluster::Cluster;
 use cadre_workflows::diagnostic::Source;
 use cadre_workflows::engine::{Launch, Resumed, RunSettings, StartError, start_on};
@@ -305,10 +305,10 @@ async fn drive(
     if demo {
         crate::errln!("{}", crate::exec::DEMO_END);
     }
-    Ok(match report.status.as_str() {
-        "completed" => exit::SUCCESS,
-        "cancelled" if interrupted => exit::INTERRUPTED,
-        _ => exit::AGENT_FAILED,
+    Ok(match report.status {
+        RunStatus::Completed => exit::SUCCESS,
+        RunStatus::Cancelled if interrupted => exit::INTERRUPTED,
+        RunStatus::Cancelled | RunStatus::Failed | RunStatus::Running => exit::AGENT_FAILED,
     })
 }
 
@@ -557,7 +557,7 @@ fn cancel(data_dir: &Path, spec: &str, target: Option<&str>) -> Result<u8, CliEr
         // unfinished stays so until a resume.
         Ok(()) => {
             let result = match target {
-                None => store.finish_run(&run.id, "cancelled").map(|()| {
+                None => store.finish_run(&run.id, RunStatus::Cancelled).map(|()| {
                     crate::outln!("run {} is not running; marked cancelled", run.id);
                     exit::SUCCESS
                 }),

@@ -303,7 +303,7 @@ mod tests {
     #[test]
     fn the_table_says_why_a_run_stopped_early() {
         let report = Report {
-            status: "failed".into(),
+            status: cadre_runtime::store::RunStatus::Failed,
             counts: Default::default(),
             all_ran: false,
             all_checks_passed: true,

@@ -37,14 +37,34 @@ pub trait ModelSource: Send + Sync + 'static {
     /// The client for `role`: its own server when it names one, else the
     /// session's (a role's `model` on the same server travels with each
     /// request instead).
-    fn client(&self, role: &RoleConfig) -> Result<Arc<dyn ModelClient>, String>;
+    fn client(&self, role: &RoleConfig) -> Result<Arc<dyn ModelClient>, ModelSourceError>;
+}
+
+/// Why [`ModelSource::client`] has no client for a role. The role is
+/// refused before any request is made, so retrying the same role cannot
+/// help: its configuration must change.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelSourceError {
+    /// The role names its own server but no model, and the session's
+    /// model source has no model to lend it (a script, the demo, a given
+    /// client). Not retryable: the role must name a `model`.
+    #[error("base_url {base_url} needs a model")]
+    NoModel {
+        /// The server the role names.
+        base_url: String,
+    },
+    /// The client for the role's server could not be built (its HTTP
+    /// client refused the settings). Not retryable: the role's server
+    /// settings must change.
+    #[error(transparent)]
+    Client(#[from] crate::model::ModelError),
 }
 
 /// Every role uses the session's client.
 pub struct SameModel(pub Arc<dyn ModelClient>);
 
 impl ModelSource for SameModel {
-    fn client(&self, _role: &RoleConfig) -> Result<Arc<dyn ModelClient>, String> {
+    fn client(&self, _role: &RoleConfig) -> Result<Arc<dyn ModelClient>, ModelSourceError> {
         Ok(self.0.clone())
     }
 }
@@ -340,7 +360,42 @@ impl ReportBuilder {
                 };
                 return Some(self.finish(&status, Some(message.clone())));
             }
-            _ => {}
+            // Nothing else is evidence, a change or the run's end.
+            Event::SessionStarted { .. }
+            | Event::InputAdmitted { .. }
+            | Event::TurnStarted { .. }
+            | Event::AssistantDelta { .. }
+            | Event::AssistantReasoning { .. }
+            | Event::ModelRetry { .. }
+            | Event::PermissionDecision { .. }
+            | Event::ApprovalRequested { .. }
+            | Event::ApprovalResolved { .. }
+            | Event::PostureChanged { .. }
+            | Event::ModelChanged { .. }
+            | Event::AutonomyPaused { .. }
+            | Event::AgentSpawned { .. }
+            | Event::AgentStatusChanged { .. }
+            | Event::AgentCompleted { .. }
+            | Event::PlanEntered { .. }
+            | Event::QuestionnaireOpened { .. }
+            | Event::QuestionnaireAnswered { .. }
+            | Event::PlanStatus { .. }
+            | Event::PlanView { .. }
+            | Event::WorkspaceRestored { .. }
+            | Event::SessionIdle { .. }
+            | Event::ModeChanged { .. }
+            | Event::OpRejected { .. }
+            | Event::SessionStatus { .. }
+            | Event::SessionStopped { .. }
+            | Event::WorkflowStarted { .. }
+            | Event::StepState { .. }
+            | Event::StepOutput { .. }
+            | Event::WorkflowCompleted { .. }
+            | Event::GoalUpdated { .. }
+            | Event::GoalVerification { .. }
+            | Event::GoalContinuation { .. }
+            | Event::GoalCleared { .. }
+            | Event::SessionCompleted { .. } => {}
         }
         None
     }

@@ -732,10 +732,11 @@ pub enum Event {
     /// A workflow run ended.
     #[serde(rename = "workflow.completed")]
     WorkflowCompleted {
-        /// The run.
+        /// The run's id, which `cadre workflow resume` takes.
         run_id: String,
-        /// `completed` (every step has a result), `failed` or `cancelled`.
-        status: String,
+        /// `completed` (every step has a result), `failed` or `cancelled`;
+        /// never `running`.
+        status: crate::store::RunStatus,
         /// Instances per state.
         counts: std::collections::BTreeMap<String, u64>,
     },

@@ -203,7 +203,14 @@ impl TurnMachine {
                 // not the infrastructure.
                 let category = match error {
                     ModelError::Script(_) => FailureCategory::Agent,
-                    _ => FailureCategory::Infrastructure,
+                    ModelError::Http { .. }
+                    | ModelError::Transport(_)
+                    | ModelError::Interrupted(_)
+                    | ModelError::Provider(_)
+                    | ModelError::Malformed(_)
+                    | ModelError::Request(_)
+                    | ModelError::Limit(_)
+                    | ModelError::RetriesExhausted { .. } => FailureCategory::Infrastructure,
                 };
                 self.finish(
                     TurnOutcome::Failed {

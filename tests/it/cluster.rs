@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use cadre::actors::EventSink;
 use cadre::runtime::permission::Posture;
 use cadre::runtime::protocol::{ApprovalDecision, Event};
+use cadre::runtime::store::RunStatus;
 use cadre::workflows::cluster::server::ServerConfig;
 use cadre::workflows::cluster::{Cluster, CoordinatorConfig, HEARTBEAT_TIMEOUT};
 use cadre::workflows::diagnostic::Source;
@@ -616,7 +617,7 @@ async fn approvals_from_a_remote_step_reach_the_caller() {
         .await
         .expect("the run ended in time")
         .expect("a report");
-    assert_eq!(report.status, "completed", "{report:#?}");
+    assert_eq!(report.status, RunStatus::Completed, "{report:#?}");
     assert_eq!(
         std::fs::read_to_string(h.path("approved.txt")).expect("written on the node"),
         "yes"

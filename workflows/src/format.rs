@@ -235,9 +235,24 @@ fn unknown_keys(doc: &toml::de::DeTable<'_>) -> Vec<Unknown> {
     out
 }
 
+/// Why a plan given as JSON has no TOML form. Not retryable: the plan
+/// must change.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanJsonError {
+    /// The plan is `null` (or nothing but `null`s).
+    #[error("the workflow is null; expected an object with `workflow` and `steps`")]
+    Null,
+    /// The plan is not a JSON object.
+    #[error("the workflow must be an object with `workflow` and `steps`")]
+    NotAnObject,
+    /// TOML cannot hold it (an array mixing tables and values, say).
+    #[error("the workflow cannot be read: {0}")]
+    Toml(#[from] toml::ser::Error),
+}
+
 /// A plan given as JSON (the Operate tool's argument), as TOML text with
 /// the same shape, so it is validated like a file. `null`s are dropped.
-pub fn json_to_toml(plan: &serde_json::Value) -> Result<String, String> {
+pub fn json_to_toml(plan: &serde_json::Value) -> Result<String, PlanJsonError> {
     fn strip(value: &serde_json::Value) -> Option<serde_json::Value> {
         match value {
             serde_json::Value::Null => None,
@@ -253,12 +268,12 @@ pub fn json_to_toml(plan: &serde_json::Value) -> Result<String, String> {
         }
     }
     let Some(stripped) = strip(plan) else {
-        return Err("the workflow is null; expected an object with `workflow` and `steps`".into());
+        return Err(PlanJsonError::Null);
     };
     if !stripped.is_object() {
-        return Err("the workflow must be an object with `workflow` and `steps`".into());
+        return Err(PlanJsonError::NotAnObject);
     }
-    toml::to_string(&stripped).map_err(|e| format!("the workflow cannot be read: {e}"))
+    Ok(toml::to_string(&stripped)?)
 }
 
 #[cfg(test)]

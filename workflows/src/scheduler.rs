@@ -341,7 +341,7 @@ impl Scheduler {
                 Ok(v) => Some(v),
                 Err(why) => {
                     self.running -= 1;
-                    return self.attempt_failed(id, why, fx);
+                    return self.attempt_failed(id, why.to_string(), fx);
                 }
             },
         };
@@ -349,7 +349,7 @@ impl Scheduler {
             && let Err(why) = outputs::check_schema(schema, value)
         {
             self.running -= 1;
-            return self.attempt_failed(id, why, fx);
+            return self.attempt_failed(id, why.to_string(), fx);
         }
         let check = step.check.clone();
         let step_merges = step.merge;
@@ -581,7 +581,14 @@ impl Scheduler {
             let inst = &self.steps[s].instances[0];
             match inst.state {
                 State::Cancelled => StepStatus::Cancelled(inst.reason.clone().unwrap_or_default()),
-                _ => StepStatus::Failed(inst.reason.clone().unwrap_or_else(|| "failed".into())),
+                State::Pending
+                | State::Dispatched
+                | State::Finalized
+                | State::Verified
+                | State::Failed
+                | State::Blocked => {
+                    StepStatus::Failed(inst.reason.clone().unwrap_or_else(|| "failed".into()))
+                }
             }
         } else {
             StepStatus::Failed(format!(

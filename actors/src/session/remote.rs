@@ -376,7 +376,51 @@ pub fn own(event: &Event, agent: &str) -> bool {
         Event::AgentSpawned { .. }
         | Event::AgentStatusChanged { .. }
         | Event::AgentCompleted { .. } => false,
-        _ => true,
+        // The child's own session and turns: they name no other agent,
+        // and the parent's pump reads its report, status and conversation
+        // from them.
+        Event::SessionStarted { .. }
+        | Event::InputAdmitted { .. }
+        | Event::TurnStarted { .. }
+        | Event::AssistantDelta { .. }
+        | Event::AssistantMessage { .. }
+        | Event::AssistantReasoning { .. }
+        | Event::ToolCall { .. }
+        | Event::ToolResult { .. }
+        | Event::ModelRetry { .. }
+        | Event::TurnCompleted { .. }
+        | Event::TurnFailed { .. }
+        | Event::PostureChanged { .. }
+        | Event::ModelChanged { .. }
+        | Event::AutonomyPaused { .. }
+        | Event::ModeChanged { .. }
+        | Event::PlanEntered { .. }
+        | Event::PlanStatus { .. }
+        | Event::PlanView { .. }
+        | Event::GoalUpdated { .. }
+        | Event::GoalVerification { .. }
+        | Event::GoalContinuation { .. }
+        | Event::GoalCleared { .. }
+        | Event::SessionIdle { .. }
+        | Event::OpRejected { .. }
+        | Event::SessionStatus { .. }
+        | Event::SessionStopped { .. } => true,
+        // A questionnaire is answered by id like an approval, and a node
+        // sub-agent is never asked one; workflow events name a run of the
+        // coordinator's; a restore and a host's completion are the host's
+        // to report.
+        Event::QuestionnaireOpened { .. }
+        | Event::QuestionnaireAnswered { .. }
+        | Event::WorkflowStarted { .. }
+        | Event::StepState { .. }
+        | Event::StepOutput { .. }
+        | Event::WorkflowCompleted { .. }
+        | Event::WorkspaceRestored { .. }
+        | Event::SessionCompleted { .. } => false,
+        // `Event` is `#[non_exhaustive]`, so this crate must have a
+        // fallback: a variant added later is dropped until it is judged
+        // here.
+        _ => false,
     }
 }
 

@@ -412,6 +412,17 @@ impl Goal {
         progress_line(self.status, self.reason, &self.usage, &self.budgets)
     }
 
+    /// A person's new budgets: a goal a spent budget stopped runs again
+    /// once none is spent.
+    fn change_budgets(&mut self, budgets: Budgets) {
+        self.budgets = budgets;
+        if self.status == GoalStatus::BudgetLimited && self.spent().is_none() {
+            self.set(GoalStatus::Active, StatusReason::BudgetRaised);
+            self.summary_due = false;
+            self.edited = true;
+        }
+    }
+
     /// Carries out a person's command (`/goal pause`, …). On success the
     /// goal is changed and its revision bumped; a refusal changes nothing.
     pub fn command(&mut self, command: GoalCommand) -> Result<(), GoalRefusal> {
@@ -445,21 +456,11 @@ impl Goal {
                 self.edited = true;
                 self.gaps = GapHistory::default();
             }
-            GoalCommand::Budget(_) | GoalCommand::TokenBudget(_) => {
-                self.budgets = match command {
-                    GoalCommand::TokenBudget(tokens) => Budgets {
-                        tokens,
-                        ..self.budgets
-                    },
-                    GoalCommand::Budget(budgets) => budgets,
-                    _ => self.budgets,
-                };
-                if self.status == S::BudgetLimited && self.spent().is_none() {
-                    self.set(S::Active, StatusReason::BudgetRaised);
-                    self.summary_due = false;
-                    self.edited = true;
-                }
-            }
+            GoalCommand::Budget(budgets) => self.change_budgets(budgets),
+            GoalCommand::TokenBudget(tokens) => self.change_budgets(Budgets {
+                tokens,
+                ..self.budgets
+            }),
             GoalCommand::Complete => self.set(S::Complete, StatusReason::UserMarked),
             GoalCommand::Blocked => self.set(S::Blocked, StatusReason::UserMarked),
         }

@@ -130,30 +130,32 @@ impl McpHub {
                         if !server.config().offers(&remote) {
                             continue;
                         }
-                        let registered = definition(server.config(), tool).and_then(|def| {
-                            bytes += def.input_schema.to_string().len() + def.description.len();
-                            if entry.tools.len() >= MAX_TOOLS {
-                                return Err(format!(
-                                    "the server offers more than {MAX_TOOLS} tools"
-                                ));
-                            }
-                            if bytes > MAX_TOOLS_BYTES {
-                                return Err(format!(
-                                    "the server's tools take more than {} KiB of every request",
-                                    MAX_TOOLS_BYTES / 1024
-                                ));
-                            }
-                            let shown = (def.name.clone(), def.safety);
-                            let tool = Arc::new(McpTool {
-                                definition: def,
-                                remote: remote.clone(),
-                                server: server.clone(),
+                        let registered = definition(server.config(), tool)
+                            .map_err(|e| e.to_string())
+                            .and_then(|def| {
+                                bytes += def.input_schema.to_string().len() + def.description.len();
+                                if entry.tools.len() >= MAX_TOOLS {
+                                    return Err(format!(
+                                        "the server offers more than {MAX_TOOLS} tools"
+                                    ));
+                                }
+                                if bytes > MAX_TOOLS_BYTES {
+                                    return Err(format!(
+                                        "the server's tools take more than {} KiB of every request",
+                                        MAX_TOOLS_BYTES / 1024
+                                    ));
+                                }
+                                let shown = (def.name.clone(), def.safety);
+                                let tool = Arc::new(McpTool {
+                                    definition: def,
+                                    remote: remote.clone(),
+                                    server: server.clone(),
+                                });
+                                registry
+                                    .register(tool)
+                                    .map(|()| shown)
+                                    .map_err(|e| e.to_string())
                             });
-                            registry
-                                .register(tool)
-                                .map(|()| shown)
-                                .map_err(|e| e.to_string())
-                        });
                         match registered {
                             Ok(shown) => entry.tools.push(shown),
                             Err(why) => entry.skipped.push((remote, why)),

@@ -52,20 +52,39 @@ pub fn safety(trusted: bool, read_only_hint: Option<bool>) -> Safety {
     }
 }
 
+/// Why a server's tool is not offered (the server's other tools still
+/// are). Not retryable: the server lists the same tool until it changes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DefinitionError {
+    /// The listed tool has no `name` string.
+    #[error("a tool without a name")]
+    NoName,
+    /// The tool (named) has no `inputSchema` object.
+    #[error("'{0}' has no input schema object")]
+    NoSchema(String),
+    /// The tool's (named) schema would take more than 64 KiB of every
+    /// request.
+    #[error("'{0}' has an input schema over 64 KiB")]
+    SchemaTooLarge(String),
+}
+
 /// The definition of a server's tool, from the tool as the server lists it
 /// (its JSON form: `name`, `description`, `inputSchema`, `annotations`).
-pub fn definition(server: &McpServerConfig, tool: &Value) -> Result<ToolDefinition, String> {
+pub fn definition(
+    server: &McpServerConfig,
+    tool: &Value,
+) -> Result<ToolDefinition, DefinitionError> {
     let remote = tool
         .get("name")
         .and_then(Value::as_str)
-        .ok_or("a tool without a name")?;
+        .ok_or(DefinitionError::NoName)?;
     let schema = tool
         .get("inputSchema")
         .filter(|s| s.is_object())
         .cloned()
-        .ok_or_else(|| format!("'{remote}' has no input schema object"))?;
+        .ok_or_else(|| DefinitionError::NoSchema(remote.to_string()))?;
     if schema.to_string().len() > MAX_RESULT {
-        return Err(format!("'{remote}' has an input schema over 64 KiB"));
+        return Err(DefinitionError::SchemaTooLarge(remote.to_string()));
     }
     let hint = tool
         .pointer("/annotations/readOnlyHint")

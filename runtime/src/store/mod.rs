@@ -42,7 +42,7 @@ pub use launch::{LaunchRecord, ModelRecord};
 pub use leases::{LEASE_EXPIRY_SECS, LeaseOwner};
 pub use plans::{AnswerOutcome, NewQuestionnaire, Questionnaire};
 pub use queue::{Admission, Admitted, QueuedMessage, Source};
-pub use runs::{InstanceRecord, NewRun, OpenedRun, RunRecord};
+pub use runs::{InstanceRecord, NewRun, OpenedRun, RunRecord, RunStatus, UnknownRunStatus};
 pub use schema::SCHEMA_VERSION;
 pub use sessions::{NewSession, SessionRecord};
 

@@ -7,11 +7,94 @@
 //! instances are stored as they change; on resume, the instances whose
 //! results were accepted are read back by key and never run again.
 
+use std::fmt;
+use std::str::FromStr;
+
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
 
 use super::{LeaseOwner, Store, StoreError, now};
 use crate::mode::Mode;
 use crate::permission::Posture;
+
+/// Where a workflow run is: the `status` column of `workflow_runs` (whose
+/// `CHECK` allows exactly these four), a report's verdict and the
+/// `workflow.completed` event's. Stored, serialized and displayed as the
+/// lowercase word, so rows and JSON written before the type existed read
+/// back unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// A process runs it, or one did and died holding it (its lease tells
+    /// which); a resume picks it up.
+    Running,
+    /// Every step has a result.
+    Completed,
+    /// A step failed or was blocked, so some step has no result.
+    Failed,
+    /// Cancelled as a whole, by a person or a caller.
+    Cancelled,
+}
+
+impl RunStatus {
+    /// Every status, in the order a run may pass through them.
+    pub const ALL: [RunStatus; 4] = [
+        RunStatus::Running,
+        RunStatus::Completed,
+        RunStatus::Failed,
+        RunStatus::Cancelled,
+    ];
+
+    /// The word stored, serialized and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `pad`, so a width (`{:<9}` in `cadre workflow list`) applies.
+        f.pad(self.as_str())
+    }
+}
+
+/// A word that is no [`RunStatus`]: a store written by another program,
+/// or a typo in a caller.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown workflow run status {0:?} (expected running, completed, failed or cancelled)")]
+pub struct UnknownRunStatus(pub String);
+
+impl FromStr for RunStatus {
+    type Err = UnknownRunStatus;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RunStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or_else(|| UnknownRunStatus(s.to_string()))
+    }
+}
+
+impl ToSql for RunStatus {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.as_str()))
+    }
+}
+
+impl FromSql for RunStatus {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        value
+            .as_str()?
+            .parse()
+            .map_err(|err: UnknownRunStatus| FromSqlError::Other(Box::new(err)))
+    }
+}
 
 /// A run as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,9 +111,9 @@ pub struct RunRecord {
     pub source: String,
     /// The run's settings (JSON): variables, flags.
     pub settings: String,
-    /// `running`, `completed`, `failed`, `cancelled`.
-    pub status: String,
-    /// The workspace.
+    /// Where it is; `running` also while nobody runs it after a crash.
+    pub status: RunStatus,
+    /// The workspace its steps run in (from its `sessions` row).
     pub workspace: String,
     /// When it was created (seconds since the epoch).
     pub created_at: f64,
@@ -41,7 +124,7 @@ pub struct RunRecord {
 /// A run opened to resume.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpenedRun {
-    /// The run.
+    /// Its row, now marked running.
     pub run: RunRecord,
     /// Its instances as last stored.
     pub instances: Vec<InstanceRecord>,
@@ -52,19 +135,20 @@ pub struct OpenedRun {
 /// A new run.
 #[derive(Debug, Clone)]
 pub struct NewRun<'a> {
-    /// Its id.
+    /// Its id, also its row in `sessions`.
     pub id: &'a str,
     /// The calling session, if any.
     pub caller_id: Option<&'a str>,
     /// The workflow's name.
     pub name: &'a str,
-    /// The file it was read from.
+    /// The file it was read from; `None` for a workflow an Operate
+    /// session wrote.
     pub file: Option<&'a str>,
-    /// Its text.
+    /// The workflow's TOML as it runs, which a resume runs again.
     pub source: &'a str,
-    /// Its settings (JSON).
+    /// Its variables and flags (JSON), read back on resume.
     pub settings: &'a str,
-    /// The workspace.
+    /// The workspace its steps run in, stored on its `sessions` row.
     pub workspace: &'a std::path::Path,
     /// The widest mode of its steps.
     pub mode: Mode,
@@ -75,7 +159,7 @@ pub struct NewRun<'a> {
 /// One step instance as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstanceRecord {
-    /// The step.
+    /// The step's name, which with `index` (or `key`) finds it on resume.
     pub step: String,
     /// The item's index (0 without `for_each`).
     pub index: i64,
@@ -277,7 +361,7 @@ impl Store {
     }
 
     /// Records how a run ended.
-    pub fn finish_run(&mut self, run_id: &str, status: &str) -> Result<(), StoreError> {
+    pub fn finish_run(&mut self, run_id: &str, status: RunStatus) -> Result<(), StoreError> {
         self.conn
             .prepare_cached("UPDATE workflow_runs SET status = ?2, updated_at = ?3 WHERE id = ?1")?
             .execute(params![run_id, status, now()])?;

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use cadre::runtime::permission::Posture;
 use cadre::runtime::protocol::Event;
+use cadre::runtime::store::RunStatus;
 use cadre::workflows::scheduler::State;
 use serde_json::json;
 
@@ -43,7 +44,7 @@ async fn a_rate_limited_instance_is_requeued_behind_the_others_and_then_runs() {
     });
     let h = Harness::new(&mock).await;
     let done = h.run(TWO_ITEMS, Posture::Bypass, None).await;
-    assert_eq!(done.report.status, "completed");
+    assert_eq!(done.report.status, RunStatus::Completed);
     assert_eq!(done.step("x").instances[0].state, State::Finalized);
     assert_eq!(done.step("x").instances[1].state, State::Finalized);
     // Item 1 ran while item 0 waited its turn again.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use cadre::runtime::model::{ModelClient, ModelRequest, ModelStream, OpenAiClient, OpenAiConfig};
 use cadre::runtime::permission::Posture;
 use cadre::runtime::protocol::Event;
+use cadre::runtime::store::RunStatus;
 use cadre::workflows::scheduler::State;
 use serde_json::json;
 
@@ -68,7 +69,12 @@ async fn a_diamond_runs_its_two_middle_steps_at_the_same_time() {
     });
     let h = Harness::new(&mock).await;
     let done = h.run(DIAMOND, Posture::Bypass, None).await;
-    assert_eq!(done.report.status, "completed", "{:#?}", done.report);
+    assert_eq!(
+        done.report.status,
+        RunStatus::Completed,
+        "{:#?}",
+        done.report
+    );
     let d = mock
         .requests()
         .iter()
@@ -87,7 +93,7 @@ async fn a_diamond_runs_its_two_middle_steps_at_the_same_time() {
         Some(Event::WorkflowStarted { .. })
     ));
     assert!(
-        matches!(done.events.last(), Some(Event::WorkflowCompleted { status, .. }) if status == "completed")
+        matches!(done.events.last(), Some(Event::WorkflowCompleted { status, .. }) if *status == RunStatus::Completed)
     );
     assert!(mock.violations().is_empty(), "{:?}", mock.violations());
 }
@@ -140,7 +146,7 @@ needs = ["review"]
 prompt = "summarize {{steps.review.outputs}}"
 "#;
     let done = h.run(text, Posture::Bypass, None).await;
-    assert_eq!(done.report.status, "completed");
+    assert_eq!(done.report.status, RunStatus::Completed);
     assert!(
         mock.most_in_flight() <= 8,
         "{} in flight",
@@ -167,7 +173,7 @@ async fn max_parallel_one_runs_the_steps_one_after_another() {
     let h = Harness::new(&mock).await;
     let text = "[workflow]\nname = \"one\"\nmax_parallel = 1\n[[steps]]\nname = \"x\"\nfor_each = [1, 2, 3, 4]\nprompt = \"item {{item}}\"\n";
     let done = h.run(text, Posture::Bypass, None).await;
-    assert_eq!(done.report.status, "completed");
+    assert_eq!(done.report.status, RunStatus::Completed);
     assert_eq!(mock.most_in_flight(), 1);
     assert_eq!(mock.requests().len(), 8);
 }
@@ -186,7 +192,7 @@ async fn a_failing_step_blocks_its_dependents_while_its_siblings_finish() {
     });
     let h = Harness::new(&mock).await;
     let done = h.run(DIAMOND, Posture::Bypass, None).await;
-    assert_eq!(done.report.status, "failed");
+    assert_eq!(done.report.status, RunStatus::Failed);
     assert_eq!(done.step("b").status, "failed");
     assert_eq!(done.step("c").status, "succeeded");
     let d = done.step("d");
@@ -279,7 +285,7 @@ async fn a_step_under_a_never_caller_cannot_write() {
     // The workflow asks for bypass; the caller's never wins.
     let text = "[workflow]\nname = \"w\"\nposture = \"bypass\"\n[[steps]]\nname = \"w\"\nprompt = \"write\"\n";
     let done = h.run(text, Posture::Never, None).await;
-    assert_eq!(done.report.status, "completed");
+    assert_eq!(done.report.status, RunStatus::Completed);
     assert!(
         !h.path("pwned.txt").exists(),
         "a never caller's step wrote a file"
@@ -292,7 +298,7 @@ async fn a_step_under_a_never_caller_cannot_write() {
     // And a workflow ceiling narrower than the caller holds too.
     let text = "[workflow]\nname = \"w\"\nposture = \"never\"\n[[steps]]\nname = \"w\"\nprompt = \"write\"\n";
     let done = h.run(text, Posture::Bypass, None).await;
-    assert_eq!(done.report.status, "completed");
+    assert_eq!(done.report.status, RunStatus::Completed);
     assert!(
         !h.path("pwned.txt").exists(),
         "the workflow's ceiling did not hold"
@@ -427,8 +433,8 @@ async fn one_limiter_per_endpoint_holds_every_step_of_every_run() {
         h.run(text, Posture::Bypass, None)
     );
     assert_eq!(
-        (a.report.status.as_str(), b.report.status.as_str()),
-        ("completed", "completed")
+        (a.report.status, b.report.status),
+        (RunStatus::Completed, RunStatus::Completed)
     );
     assert!(
         mock.most_in_flight() <= 2,

@@ -243,7 +243,9 @@ impl Actor for LinkActor {
                         .call(|r| NodeMsg::Start(order, r), Some(timeout))
                         .await
                     {
-                        Ok(CallResult::Success(answer)) => answer.map_err(StartFailure::Refused),
+                        Ok(CallResult::Success(answer)) => {
+                            answer.map_err(|refusal| StartFailure::Refused(refusal.to_string()))
+                        }
                         Ok(CallResult::Timeout) => Err(StartFailure::Unreachable(format!(
                             "node {node} did not answer in time"
                         ))),

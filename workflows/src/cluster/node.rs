@@ -32,7 +32,7 @@ use tokio::time::Instant;
 use super::admit::{Ceiling, Mapping, admit};
 use super::wire::{
     Addressed, Batch, CheckOrder, Item, NODES_GROUP, NodeInfo, NodeMsg, Order, Outbound, PROTOCOL,
-    Pull,
+    Pull, StartRefusal,
 };
 use cadre_runtime::sandbox::run_check;
 
@@ -73,7 +73,7 @@ pub type Key = (String, u64);
 
 /// What the service starts with.
 pub struct NodeArgs {
-    /// The node.
+    /// Its name, slots, served workspaces and ceiling.
     pub config: NodeConfig,
     /// The node's own agent settings and services (model, tools, store in
     /// memory, sandbox, protected paths, guardian); each order fills in
@@ -88,23 +88,23 @@ pub struct NodeArgs {
 pub enum Notice {
     /// An agent started.
     Started {
-        /// The coordinator.
+        /// The name of the coordinator whose order it runs.
         coordinator: String,
         /// `<run>/<path>`.
         agent: String,
     },
     /// An order was refused.
     Refused {
-        /// The coordinator.
+        /// The name of the coordinator that sent it.
         coordinator: String,
-        /// Why.
-        reason: String,
+        /// What the coordinator was answered.
+        reason: StartRefusal,
     },
     /// A coordinator stopped pulling; its agents were stopped.
     CoordinatorGone {
-        /// The coordinator.
+        /// Its name.
         coordinator: String,
-        /// Agents stopped.
+        /// How many of its agents were still running here.
         stopped: usize,
     },
 }
@@ -288,18 +288,32 @@ impl NodeState {
     }
 
     /// Checks the order and starts its agent.
-    async fn start(&mut self, myself: &ActorRef<NodeMsg>, order: Order) -> Result<(), String> {
+    async fn start(
+        &mut self,
+        myself: &ActorRef<NodeMsg>,
+        order: Order,
+    ) -> Result<(), StartRefusal> {
         if self.free() == 0 {
-            return Err(format!("node {} is full", self.config.name));
+            return Err(StartRefusal::Full {
+                node: self.config.name.clone(),
+            });
         }
         let key = (order.coordinator.clone(), order.attempt);
         if self.running.contains_key(&key) {
-            return Err(format!("attempt {} already runs here", order.attempt));
+            return Err(StartRefusal::AlreadyRunning {
+                attempt: order.attempt,
+            });
         }
-        let admitted =
-            admit(&order, &self.config.ceiling, &self.config.served).map_err(|e| e.to_string())?;
-        let workspace = Workspace::new(&admitted.workspace)
-            .map_err(|e| format!("workspace {}: {e}", admitted.workspace.display()))?;
+        let admitted = admit(&order, &self.config.ceiling, &self.config.served).map_err(|e| {
+            StartRefusal::Admission {
+                reason: e.to_string(),
+            }
+        })?;
+        let workspace =
+            Workspace::new(&admitted.workspace).map_err(|e| StartRefusal::Workspace {
+                path: admitted.workspace.clone(),
+                message: e.to_string(),
+            })?;
         self.open_run(&order, &admitted.workspace).await?;
         let parent = LiveAuthority::root(admitted.live.0, admitted.live.1);
         let dir = self
@@ -342,7 +356,9 @@ impl NodeState {
             Some(myself.get_cell()),
         )
         .await
-        .map_err(|e| format!("the agent could not start: {e}"))?;
+        .map_err(|e| StartRefusal::Agent {
+            message: e.to_string(),
+        })?;
         let me = myself.clone();
         let forward = key.clone();
         tokio::spawn(async move {
@@ -356,7 +372,9 @@ impl NodeState {
         });
         actor
             .cast(SessionMsg::Op(Op::user(order.prompt)))
-            .map_err(|e| format!("the agent stopped at once: {e}"))?;
+            .map_err(|e| StartRefusal::Stopped {
+                message: e.to_string(),
+            })?;
         self.outboxes
             .entry(order.coordinator.clone())
             .or_default()
@@ -379,7 +397,11 @@ impl NodeState {
     }
 
     /// Gives the order's run a row in the node's store, once.
-    async fn open_run(&mut self, order: &Order, workspace: &std::path::Path) -> Result<(), String> {
+    async fn open_run(
+        &mut self,
+        order: &Order,
+        workspace: &std::path::Path,
+    ) -> Result<(), StartRefusal> {
         if self.runs.contains(&order.run_id) {
             return Ok(());
         }
@@ -400,7 +422,9 @@ impl NodeState {
         store
             .ask(|reply| StoreRequest::CreateRun(Box::new(draft), reply))
             .await
-            .map_err(|e| format!("the node's store refused the run: {e}"))?;
+            .map_err(|e| StartRefusal::Store {
+                message: e.to_string(),
+            })?;
         self.runs.insert(order.run_id.clone());
         Ok(())
     }

@@ -21,6 +21,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 /// The version of this protocol; a node speaking another is not used.
+/// Version 2: a check order carries its variables, and a refused
+/// [`NodeMsg::Start`] answers a [`StartRefusal`],
+/// not a bare message.
 pub const PROTOCOL: u32 = 2;
 
 /// The process group every node's service joins, where coordinators find
@@ -195,13 +198,75 @@ pub enum Outbound {
     Ended(String),
 }
 
+/// Why a node refuses to start an order's agent: [`NodeMsg::Start`]'s
+/// answer. It crosses the wire as JSON tagged by `kind`, so a change here
+/// is a change of [`PROTOCOL`]; the messages of an io, store or actor
+/// failure travel as text, their types staying on the node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StartRefusal {
+    /// Every slot of the node is taken. Retryable: on another node, or on
+    /// this one once one of its agents ends.
+    #[error("node {node} is full")]
+    Full {
+        /// The node's name.
+        node: String,
+    },
+    /// This attempt already runs on the node (the coordinator sent it
+    /// twice). Not retryable: the attempt runs.
+    #[error("attempt {attempt} already runs here")]
+    AlreadyRunning {
+        /// The attempt.
+        attempt: u64,
+    },
+    /// The order fails the node's admission (a workspace it does not
+    /// serve, an authority wider than its ceiling or its caller's); the
+    /// text is the node's [`Refusal`](super::admit::Refusal). Not
+    /// retryable on this node: the order or the node's configuration must
+    /// change.
+    #[error("{reason}")]
+    Admission {
+        /// Why the order was not admitted.
+        reason: String,
+    },
+    /// The workspace root the order maps to on the node cannot be
+    /// resolved. Not retryable until that directory exists on the node.
+    #[error("workspace {}: {message}", path.display())]
+    Workspace {
+        /// The node-side workspace root.
+        path: PathBuf,
+        /// What the file system said.
+        message: String,
+    },
+    /// The node's store would not record the run. Retryable when the
+    /// store was only busy.
+    #[error("the node's store refused the run: {message}")]
+    Store {
+        /// What the store said.
+        message: String,
+    },
+    /// The agent's actor did not start on the node. Not retryable.
+    #[error("the agent could not start: {message}")]
+    Agent {
+        /// Why it did not start.
+        message: String,
+    },
+    /// The agent stopped before it could take its first message. Not
+    /// retryable.
+    #[error("the agent stopped at once: {message}")]
+    Stopped {
+        /// Why the message could not be sent.
+        message: String,
+    },
+}
+
 /// Messages to a node's service actor.
 #[derive(Debug)]
 pub enum NodeMsg {
     /// Who the node is.
     Hello(RpcReplyPort<NodeInfo>),
     /// Run an agent; the error says why the node refuses.
-    Start(Box<Order>, RpcReplyPort<Result<(), String>>),
+    Start(Box<Order>, RpcReplyPort<Result<(), StartRefusal>>),
     /// What happened since; answered at once when something did, else
     /// within a heartbeat.
     Pull(Pull, RpcReplyPort<Batch>),
@@ -335,3 +400,6 @@ where
     });
     RpcReplyPort::from(tx)
 }
+
+#[cfg(test)]
+mod tests;

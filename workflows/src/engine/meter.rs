@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use cadre_actors::session::Subagents;
-use cadre_runtime::agent::ModelSource;
+use cadre_runtime::agent::{ModelSource, ModelSourceError};
 use cadre_runtime::config::RoleConfig;
 use cadre_runtime::model::{ModelClient, ModelEvent, ModelRequest, ModelStream};
 use futures::StreamExt;
@@ -54,7 +54,7 @@ struct MeteredSource {
 }
 
 impl ModelSource for MeteredSource {
-    fn client(&self, role: &RoleConfig) -> Result<Arc<dyn ModelClient>, String> {
+    fn client(&self, role: &RoleConfig) -> Result<Arc<dyn ModelClient>, ModelSourceError> {
         Ok(Arc::new(Metered {
             inner: self.inner.client(role)?,
             meter: self.meter.clone(),

@@ -261,7 +261,7 @@ impl Delegation for Engine {
         let live = self.live.clone();
         let cluster = self.cluster.clone();
         Box::pin(async move {
-            let text = json_to_toml(&plan).map_err(ToolError::invalid)?;
+            let text = json_to_toml(&plan).map_err(|e| ToolError::invalid(e.to_string()))?;
             let source = Source {
                 name: "workflow".into(),
                 text,

@@ -10,7 +10,6 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use cadre_actors::delegation::Caller;
@@ -22,14 +21,14 @@ use cadre_runtime::store::InstanceRecord;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
-use super::ids::{inner_approval_id, parse_outer, step_prefix};
-use super::meter::metered;
-use super::step::{Placement, StepActor, StepArgs, StepMsg};
+use super::ids::{inner_approval_id, parse_outer};
+use super::step::StepMsg;
 use crate::cluster::Cluster;
 use crate::cluster::places::Place;
-use crate::model::{Check, Isolation};
+use crate::model::Check;
 use crate::scheduler::{Effect, Input, InstanceId, Report, Scheduler, Target};
 
+mod dispatch;
 mod spec;
 
 /// Cancel requests from other processes are looked for this often.
@@ -517,178 +516,6 @@ impl SupervisorState {
         self.finish_if_done(myself).await;
     }
 
-    /// Ends the attempt `id` runs, if any: its actor is told to stop and
-    /// is waited for (its slot given back) apart from the instance, whose
-    /// next attempt may start at once.
-    fn retire(&mut self, id: InstanceId) {
-        if let Some(live) = self.live.remove(&id) {
-            let _ = live.actor.cast(StepMsg::Stop);
-            self.ending.insert(live.actor.get_id(), live);
-        }
-    }
-
-    /// Gives back the slot an ended attempt held.
-    fn release(&self, live: &Live) {
-        if let (Some(cluster), Some(place)) = (&self.cluster, &live.place) {
-            cluster.release(place);
-        }
-    }
-
-    /// Starts the waiting attempts that now find a slot, first first.
-    async fn place_waiting(&mut self, myself: &ActorRef<SupervisorMsg>) {
-        while let Some(next) = self.waiting.pop_front() {
-            let Some(place) = self.take_place(next.id) else {
-                self.waiting.push_front(next);
-                return;
-            };
-            self.dispatch_at(myself, next.id, next.prompt, next.scope, Some(place))
-                .await;
-        }
-    }
-
-    /// A slot for the next attempt of `id`; `None` without a cluster, or
-    /// when every place it may use is full. A step in a worktree of its own
-    /// or judged by a verifier runs on the coordinator, where both are.
-    fn take_place(&self, id: InstanceId) -> Option<Place> {
-        let cluster = self.cluster.as_ref()?;
-        let step = &self.scheduler.workflow().steps[id.step];
-        if step.isolation == Isolation::Worktree || step.check == Some(Check::Verifier) {
-            return cluster.take_local();
-        }
-        cluster.take(self.caller.spec.workspace.root())
-    }
-
-    /// Starts an attempt when a slot is free, else queues it.
-    async fn dispatch(
-        &mut self,
-        myself: &ActorRef<SupervisorMsg>,
-        id: InstanceId,
-        prompt: String,
-        scope: Vec<String>,
-    ) {
-        if self.cluster.is_none() {
-            return self.dispatch_at(myself, id, prompt, scope, None).await;
-        }
-        match self.take_place(id) {
-            Some(place) if self.waiting.is_empty() => {
-                self.dispatch_at(myself, id, prompt, scope, Some(place))
-                    .await;
-            }
-            taken => {
-                if let Some(place) = taken {
-                    self.release_place(&place);
-                }
-                self.waiting.push_back(Waiting { id, prompt, scope });
-                Box::pin(self.place_waiting(myself)).await;
-            }
-        }
-    }
-
-    fn release_place(&self, place: &Place) {
-        if let Some(cluster) = &self.cluster {
-            cluster.release(place);
-        }
-    }
-
-    /// Starts an attempt at `place`: the step's agent spec, then its actor.
-    async fn dispatch_at(
-        &mut self,
-        myself: &ActorRef<SupervisorMsg>,
-        id: InstanceId,
-        prompt: String,
-        scope: Vec<String>,
-        place: Option<Place>,
-    ) {
-        self.next_agent += 1;
-        let path = AgentPath::root().child(self.next_agent);
-        // Kept to place the attempt again if its node turns out to be gone.
-        let again = matches!(place, Some(Place::Node(_))).then(|| Waiting {
-            id,
-            prompt: prompt.clone(),
-            scope: scope.clone(),
-        });
-        let mut spec = match self.spec_for(id, &path, scope) {
-            Ok(spec) => spec,
-            Err(reason) => {
-                if let Some(place) = &place {
-                    self.release_place(place);
-                }
-                let effects = self.scheduler.step(Input::AttemptFailed { id, reason });
-                return Box::pin(self.perform(myself, effects)).await;
-            }
-        };
-        // What its sub-agents spend is the step's.
-        let plain = spec.subagents.clone();
-        spec.subagents = plain
-            .as_deref()
-            .map(|s| Arc::new(metered(s, myself.clone(), id)));
-        let step = &self.scheduler.workflow().steps[id.step];
-        self.agents.insert(id, spec.row_id());
-        let services = match self.services_for(step.role.as_deref()) {
-            Ok(services) => services,
-            Err(reason) => {
-                if let Some(place) = &place {
-                    self.release_place(place);
-                }
-                let effects = self.scheduler.step(Input::AttemptFailed { id, reason });
-                return Box::pin(self.perform(myself, effects)).await;
-            }
-        };
-        let placement = match (&self.cluster, &place) {
-            (Some(cluster), Some(Place::Node(node))) => {
-                self.nodes.insert(id, node.clone());
-                Placement::Remote {
-                    cluster: cluster.clone(),
-                    node: node.clone(),
-                    order: Box::new(self.order(&spec, &prompt)),
-                }
-            }
-            _ => {
-                self.nodes.remove(&id);
-                Placement::Local
-            }
-        };
-        let args = StepArgs {
-            id,
-            prefix: step_prefix(&step.name, id.index),
-            place: placement,
-            supervisor: myself.clone(),
-            sandbox: spec.sandbox.clone(),
-            tmp: spec.paths.dir.join("tmp"),
-            spec,
-            subagents: plain,
-            worktree: (step.isolation == Isolation::Worktree).then(|| {
-                let run: String = self.run_id.chars().take(8).collect();
-                format!("{run}-{}-{}-{}", step.name, id.index, self.next_agent)
-            }),
-            services,
-            prompt,
-            timeout: step.timeout,
-            idle_timeout: step.idle_timeout,
-        };
-        match Actor::spawn_linked(None, StepActor, args, myself.get_cell()).await {
-            Ok((actor, _)) => {
-                if let Some(again) = again {
-                    self.unstarted.insert(id, again);
-                }
-                // An earlier attempt still held is ended, never orphaned.
-                self.retire(id);
-                self.live.insert(id, Live { actor, path, place });
-            }
-            // Its start (worktree, agent, node) fails later, as a report.
-            Err(err) => {
-                if let Some(place) = &place {
-                    self.release_place(place);
-                }
-                let effects = self.scheduler.step(Input::AttemptFailed {
-                    id,
-                    reason: format!("the step could not start: {err}"),
-                });
-                Box::pin(self.perform(myself, effects)).await;
-            }
-        }
-    }
-
     /// `*`, `step` or `step[i]` as a cancel target.
     fn target(&self, text: &str) -> Option<Target> {
         let text = text.trim();
@@ -804,7 +631,7 @@ impl SupervisorState {
             return;
         };
         if let Some(store) = &self.caller.services.store {
-            let (run_id, status) = (self.run_id.clone(), report.status.clone());
+            let (run_id, status) = (self.run_id.clone(), report.status);
             if let Err(err) = store
                 .ask(|reply| StoreRequest::FinishRun {
                     run_id,
@@ -818,7 +645,7 @@ impl SupervisorState {
         }
         self.caller.events.send(Event::WorkflowCompleted {
             run_id: self.run_id.clone(),
-            status: report.status.clone(),
+            status: report.status,
             counts: report
                 .counts
                 .iter()

@@ -33,15 +33,18 @@ use git2::{BranchType, Delta, DiffOptions, Oid, Repository, WorktreeAddOptions};
 pub struct Worktree {
     /// Its name (`.git/worktrees/<name>`, the branch `cadre-wt/<name>`).
     pub name: String,
-    /// Its root.
+    /// Its root, under the workspace's `.cadre/worktrees`; a conflict
+    /// leaves it there for a person.
     pub path: PathBuf,
-    /// The step's workspace in it.
+    /// The step's workspace in it: the same subdirectory of it as the
+    /// workspace is of its repository.
     pub workspace: PathBuf,
-    /// The repository's working directory.
+    /// The repository's working directory, where a merge writes.
     repo: PathBuf,
     /// The workspace's place in the repository (empty at its root).
     inner: PathBuf,
-    /// The commit it started from.
+    /// The commit it started from: a merge brings back a file only where
+    /// the workspace still holds this commit's version.
     base: Oid,
 }
 
@@ -56,6 +59,47 @@ pub enum MergeError {
     Refused(Vec<String>),
     /// git or the file system failed.
     Failed(String),
+}
+
+/// Why a step's worktree could not be made or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum WorktreeError {
+    /// The workspace is in no git repository (the path). Not retryable:
+    /// the step needs another isolation, or the workspace a repository.
+    #[error("isolation = \"worktree\" needs a git repository, and {} is not in one", .0.display())]
+    NotARepository(PathBuf),
+    /// The workspace's repository has no working directory to start a
+    /// worktree in. Not retryable.
+    #[error("the workspace's repository is bare")]
+    Bare,
+    /// git refused a step (`what` names it: the starting commit, the
+    /// branch, the worktree, its administration). Retrying helps only once
+    /// what stood in the way is gone, such as a branch `cadre-wt/<name>`
+    /// an earlier run left for a person, or a repository with no commit.
+    #[error("{what}: {}", .source.message())]
+    Git {
+        /// What was being done.
+        what: &'static str,
+        /// What git said.
+        source: git2::Error,
+    },
+    /// The file system refused (`what` names the directory or file).
+    /// Retrying helps only once the cause (permissions, space) is fixed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being read, made or removed.
+        what: &'static str,
+        /// What the system said.
+        source: std::io::Error,
+    },
+}
+
+fn git(what: &'static str) -> impl Fn(git2::Error) -> WorktreeError {
+    move |source| WorktreeError::Git { what, source }
+}
+
+fn fs(what: &'static str) -> impl Fn(std::io::Error) -> WorktreeError {
+    move |source| WorktreeError::Io { what, source }
 }
 
 fn err(what: &str) -> impl Fn(git2::Error) -> String + '_ {
@@ -74,21 +118,17 @@ impl Worktree {
 
     /// Makes worktree `name` of the repository `workspace` is in, from its
     /// `HEAD` commit.
-    pub fn create(workspace: &Path, name: &str) -> Result<Worktree, String> {
-        let repo = Repository::discover(workspace).map_err(|_| {
-            format!(
-                "isolation = \"worktree\" needs a git repository, and {} is not in one",
-                workspace.display()
-            )
-        })?;
+    pub fn create(workspace: &Path, name: &str) -> Result<Worktree, WorktreeError> {
+        let repo = Repository::discover(workspace)
+            .map_err(|_| WorktreeError::NotARepository(workspace.to_path_buf()))?;
         let root = repo
             .workdir()
-            .ok_or_else(|| "the workspace's repository is bare".to_string())?
+            .ok_or(WorktreeError::Bare)?
             .canonicalize()
-            .map_err(io("the repository's directory"))?;
+            .map_err(fs("the repository's directory"))?;
         let real = workspace
             .canonicalize()
-            .map_err(io("the workspace's directory"))?;
+            .map_err(fs("the workspace's directory"))?;
         let inner = real
             .strip_prefix(&root)
             .unwrap_or(Path::new(""))
@@ -96,23 +136,23 @@ impl Worktree {
         let head = repo
             .head()
             .and_then(|h| h.peel_to_commit())
-            .map_err(err("the repository has no commit to start a worktree from"))?;
+            .map_err(git("the repository has no commit to start a worktree from"))?;
         let dir = real.join(".cadre").join("worktrees");
-        std::fs::create_dir_all(&dir).map_err(io("the worktrees' directory"))?;
+        std::fs::create_dir_all(&dir).map_err(fs("the worktrees' directory"))?;
         let ignore = dir.join(".gitignore");
         if !ignore.exists() {
-            std::fs::write(&ignore, "*\n").map_err(io("the worktrees' .gitignore"))?;
+            std::fs::write(&ignore, "*\n").map_err(fs("the worktrees' .gitignore"))?;
         }
         let path = dir.join(name);
         let branch = repo
             .branch(&format!("cadre-wt/{name}"), &head, false)
-            .map_err(err("the worktree's branch"))?;
+            .map_err(git("the worktree's branch"))?;
         let mut options = WorktreeAddOptions::new();
         options.reference(Some(branch.get()));
         repo.worktree(name, &path, Some(&options))
-            .map_err(err("the worktree"))?;
+            .map_err(git("the worktree"))?;
         let workspace = path.join(&inner);
-        std::fs::create_dir_all(&workspace).map_err(io("the step's workspace in the worktree"))?;
+        std::fs::create_dir_all(&workspace).map_err(fs("the step's workspace in the worktree"))?;
         Ok(Worktree {
             name: name.to_string(),
             path,
@@ -240,18 +280,18 @@ impl Worktree {
     }
 
     /// Removes the worktree, its git administration and its branch.
-    pub fn remove(&self) -> Result<(), String> {
-        std::fs::remove_dir_all(&self.path).map_err(io("the worktree"))?;
-        let repo = Repository::open(&self.repo).map_err(err("the repository"))?;
+    pub fn remove(&self) -> Result<(), WorktreeError> {
+        std::fs::remove_dir_all(&self.path).map_err(fs("the worktree"))?;
+        let repo = Repository::open(&self.repo).map_err(git("the repository"))?;
         if let Ok(worktree) = repo.find_worktree(&self.name) {
             let mut options = git2::WorktreePruneOptions::new();
             options.valid(true).working_tree(true);
             worktree
                 .prune(Some(&mut options))
-                .map_err(err("the worktree's administration"))?;
+                .map_err(git("the worktree's administration"))?;
         }
         if let Ok(mut branch) = repo.find_branch(&self.branch(), BranchType::Local) {
-            branch.delete().map_err(err("the worktree's branch"))?;
+            branch.delete().map_err(git("the worktree's branch"))?;
         }
         Ok(())
     }

@@ -115,7 +115,11 @@ impl Scheduler {
             match self.steps[s].status {
                 StepStatus::Waiting => self.cancel_step(s, &why, fx),
                 StepStatus::Running => self.settle_step(s, fx),
-                _ => {}
+                // It has its result already.
+                StepStatus::Succeeded
+                | StepStatus::Failed(_)
+                | StepStatus::Blocked(_)
+                | StepStatus::Cancelled(_) => {}
             }
         }
     }

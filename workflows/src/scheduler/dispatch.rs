@@ -148,7 +148,8 @@ impl Scheduler {
             let taken = match stored.state {
                 State::Verified | State::Finalized => true,
                 State::Failed => !self.settings.retry_failed,
-                _ => false,
+                // Unfinished, or ended with nothing to keep: run it again.
+                State::Pending | State::Dispatched | State::Blocked | State::Cancelled => false,
             };
             if taken {
                 return self.restore(id, stored, fx);
@@ -179,7 +180,7 @@ impl Scheduler {
         let step = &self.workflow.steps[id.step];
         let json = match (step.output, &stored.output) {
             (OutputKind::Json, Some(text)) => outputs::parse_json(text).ok(),
-            _ => None,
+            (OutputKind::Json, None) | (OutputKind::Text, _) => None,
         };
         let inst = self.inst(id);
         inst.output = stored.output;
@@ -189,7 +190,12 @@ impl Scheduler {
             State::Failed => stored
                 .reason
                 .map(|r| format!("failed in an earlier run: {r}")),
-            _ => Some("restored from an earlier run".into()),
+            State::Pending
+            | State::Dispatched
+            | State::Finalized
+            | State::Verified
+            | State::Blocked
+            | State::Cancelled => Some("restored from an earlier run".into()),
         };
         self.set(id, stored.state, reason, fx);
         self.settle_step(id.step, fx);

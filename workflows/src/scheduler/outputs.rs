@@ -17,9 +17,29 @@ pub fn output_file(dir: &Path, step: &str, index: usize) -> std::path::PathBuf {
     dir.join(format!("{step}-{index}.txt"))
 }
 
+/// Why a step's answer was not accepted as its output. The attempt fails
+/// with this as its reason; another attempt may answer better, so each is
+/// as retryable as the step's `retries` allow.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OutputError {
+    /// A JSON step's answer is not JSON, whole or in a fenced block (the
+    /// parser's complaint about the whole text, when it had one).
+    /// Retryable: the model may answer in JSON next time.
+    #[error("the answer is not JSON{}", .0.as_ref().map(|e| format!(" ({e})")).unwrap_or_default())]
+    NotJson(Option<String>),
+    /// The step's `output_schema` is not a valid JSON Schema. Not
+    /// retryable: the workflow must change.
+    #[error("the schema is invalid: {0}")]
+    BadSchema(String),
+    /// The answer does not match `output_schema`: up to five mismatches,
+    /// each with where it is. Retryable: the model may answer better.
+    #[error("the answer does not match output_schema: {}", .0.join("; "))]
+    Mismatch(Vec<String>),
+}
+
 /// The JSON value of an answer: the whole text, or else the first fenced
 /// code block in it.
-pub fn parse_json(text: &str) -> Result<Value, String> {
+pub fn parse_json(text: &str) -> Result<Value, OutputError> {
     let whole = serde_json::from_str::<Value>(text.trim());
     if let Ok(value) = whole {
         return Ok(value);
@@ -34,16 +54,13 @@ pub fn parse_json(text: &str) -> Result<Value, String> {
             return Ok(value);
         }
     }
-    Err(match whole {
-        Err(e) => format!("the answer is not JSON ({e})"),
-        Ok(_) => "the answer is not JSON".into(),
-    })
+    Err(OutputError::NotJson(whole.err().map(|e| e.to_string())))
 }
 
 /// Checks a value against a JSON Schema; the error lists what does not match.
-pub fn check_schema(schema: &Value, value: &Value) -> Result<(), String> {
+pub fn check_schema(schema: &Value, value: &Value) -> Result<(), OutputError> {
     let validator =
-        jsonschema::validator_for(schema).map_err(|e| format!("the schema is invalid: {e}"))?;
+        jsonschema::validator_for(schema).map_err(|e| OutputError::BadSchema(e.to_string()))?;
     let problems: Vec<String> = validator
         .iter_errors(value)
         .take(5)
@@ -59,10 +76,7 @@ pub fn check_schema(schema: &Value, value: &Value) -> Result<(), String> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "the answer does not match output_schema: {}",
-            problems.join("; ")
-        ))
+        Err(OutputError::Mismatch(problems))
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use cadre_runtime::store::RunStatus;
 use serde::Serialize;
 
 use super::{InstanceId, Scheduler, State, StepStatus, instance_name};
@@ -45,8 +46,9 @@ pub struct StepReport {
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
-    /// `completed` (every step has a result), `failed` or `cancelled`.
-    pub status: String,
+    /// `Completed` (every step has a result), `Failed` or `Cancelled`;
+    /// never `Running`.
+    pub status: RunStatus,
     /// Instances per state.
     pub counts: Counts,
     /// Every instance reached an answer (finalized or verified).
@@ -116,14 +118,14 @@ impl Scheduler {
             });
         }
         let status = if self.cancelled {
-            "cancelled"
+            RunStatus::Cancelled
         } else if steps.iter().all(|s| s.status == "succeeded") {
-            "completed"
+            RunStatus::Completed
         } else {
-            "failed"
+            RunStatus::Failed
         };
         Report {
-            status: status.to_string(),
+            status,
             counts,
             all_ran,
             all_checks_passed,
@@ -221,10 +223,13 @@ impl Report {
             out.push_str("- none\n");
         }
         out.push_str("\nNext:\n");
-        let next = match self.status.as_str() {
-            "completed" => "every step has a result; integrate them".to_string(),
-            "cancelled" => "the run was cancelled; resume it to run what is unfinished".to_string(),
-            _ => {
+        let next = match self.status {
+            RunStatus::Completed => "every step has a result; integrate them".to_string(),
+            RunStatus::Cancelled => {
+                "the run was cancelled; resume it to run what is unfinished".to_string()
+            }
+            // A report of a run that goes on says what stops it so far.
+            RunStatus::Failed | RunStatus::Running => {
                 let failed: Vec<&str> = self
                     .steps
                     .iter()

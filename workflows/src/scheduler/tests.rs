@@ -1,5 +1,6 @@
 use std::collections::HashMap;
 
+use cadre_runtime::store::RunStatus;
 use pretty_assertions::assert_eq;
 
 use super::*;
@@ -160,7 +161,7 @@ fn a_diamond_runs_its_middle_in_parallel() {
     assert_eq!(run.prompt("d"), "D: two three");
     run.answer("d", "done");
     let report = run.report();
-    assert_eq!(report.status, "completed");
+    assert_eq!(report.status, RunStatus::Completed);
     assert!(report.all_ran);
     assert_eq!(report.counts[&State::Finalized], 4);
 }
@@ -223,7 +224,7 @@ fn max_parallel_one_runs_one_at_a_time() {
         run.answer(name, "ok");
     }
     assert_eq!(run.most_running, 1);
-    assert_eq!(run.report().status, "completed");
+    assert_eq!(run.report().status, RunStatus::Completed);
 }
 
 #[test]
@@ -235,7 +236,7 @@ fn a_failing_step_blocks_its_dependents_while_siblings_finish() {
     run.answer("c", "three");
     assert!(run.live.is_empty());
     let report = run.report();
-    assert_eq!(report.status, "failed");
+    assert_eq!(report.status, RunStatus::Failed);
     assert_eq!(run.state("c", 0), State::Finalized);
     assert_eq!(run.state("d", 0), State::Blocked);
     let d = &report.steps[3];
@@ -341,7 +342,7 @@ fn fail_fast_cancels_what_can_no_longer_help() {
     run.fail("x[2]", "no");
     assert_eq!(run.stopped, ["x[3]"], "one can no longer reach 3");
     let report = run.report();
-    assert_eq!(report.status, "failed");
+    assert_eq!(report.status, RunStatus::Failed);
     assert_eq!(run.state("x", 0), State::Finalized, "finished work is kept");
     assert_eq!(run.state("x", 3), State::Cancelled);
 }
@@ -383,7 +384,7 @@ fn cancelling_one_item_lets_its_siblings_run_on() {
     assert_eq!(run.names(), ["x[0]", "x[2]"]);
     run.answer("x[0]", "a");
     run.answer("x[2]", "c");
-    assert_eq!(run.report().status, "completed");
+    assert_eq!(run.report().status, RunStatus::Completed);
 }
 
 #[test]
@@ -393,7 +394,7 @@ fn cancelling_the_run_stops_everything() {
     run.input(Input::Cancel(Target::Run));
     assert_eq!(run.stopped, ["b", "c"]);
     let report = run.report();
-    assert_eq!(report.status, "cancelled");
+    assert_eq!(report.status, RunStatus::Cancelled);
     assert_eq!(run.state("d", 0), State::Cancelled);
 }
 
@@ -690,4 +691,23 @@ fn a_worktree_steps_key_says_so_and_other_keys_stay_as_stored() {
     let merged = key("isolation = \"worktree\"\nmerge = true\n");
     assert!(plain != isolated && isolated != merged && plain != merged);
     assert_eq!(key("isolation = \"none\"\n"), plain);
+}
+
+#[test]
+fn an_unaccepted_answer_reads_as_it_always_did() {
+    let not_json = outputs::parse_json("nope").unwrap_err();
+    assert!(matches!(&not_json, outputs::OutputError::NotJson(Some(_))));
+    assert!(
+        not_json
+            .to_string()
+            .starts_with("the answer is not JSON (expected ident"),
+        "{not_json}"
+    );
+    let schema = serde_json::json!({"type": "string"});
+    assert_eq!(
+        outputs::check_schema(&schema, &serde_json::json!(1))
+            .unwrap_err()
+            .to_string(),
+        "the answer does not match output_schema: 1 is not of type \"string\""
+    );
 }

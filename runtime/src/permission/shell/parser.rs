@@ -101,7 +101,9 @@ impl Parser<'_> {
                             fd,
                             target: target.word,
                         }),
-                        _ => return unparsed(format!("a redirection '{op}' without a target")),
+                        Token::Join(_) | Token::Newline | Token::Redirect { .. } | Token::End => {
+                            return unparsed(format!("a redirection '{op}' without a target"));
+                        }
                     }
                 }
                 Token::Newline => {

@@ -3,7 +3,7 @@
 //! order a node is sent for it.
 
 use cadre_actors::kernel::{AgentServices, AgentSpec, Child};
-use cadre_runtime::agent::AgentPath;
+use cadre_runtime::agent::{AgentPath, ModelSourceError};
 
 use super::SupervisorState;
 use crate::cluster::wire::Order;
@@ -92,7 +92,10 @@ impl SupervisorState {
     }
 
     /// The caller's services, with a role's own model server when it names one.
-    pub(super) fn services_for(&self, role: Option<&str>) -> Result<AgentServices, String> {
+    pub(super) fn services_for(
+        &self,
+        role: Option<&str>,
+    ) -> Result<AgentServices, ModelSourceError> {
         let mut services = self.caller.services.clone();
         if let Some(role) = role.and_then(|r| self.roles.get(r))
             && role.base_url.is_some()

@@ -3,7 +3,7 @@ use std::path::Path;
 use git2::{BranchType, Repository, Signature};
 use pretty_assertions::assert_eq;
 
-use super::{MergeError, MergeRules, Worktree, refusal};
+use super::{MergeError, MergeRules, Worktree, WorktreeError, refusal};
 
 /// A repository with `a.txt` and `sub/b.txt` committed.
 fn repo() -> tempfile::TempDir {
@@ -108,7 +108,11 @@ fn a_workspace_below_the_repository_gets_the_same_place_in_the_worktree() {
 fn a_workspace_outside_git_cannot_have_a_worktree() {
     let dir = tempfile::tempdir().unwrap();
     let why = Worktree::create(dir.path(), "r-0").unwrap_err();
-    assert!(why.contains("needs a git repository"), "{why}");
+    assert!(
+        matches!(&why, WorktreeError::NotARepository(path) if path == dir.path()),
+        "{why:?}"
+    );
+    assert!(why.to_string().contains("needs a git repository"), "{why}");
 }
 
 /// The names a generated path is made of: plain ones, the protected

@@ -1,0 +1,32 @@
+use pretty_assertions::assert_eq;
+
+use super::StartRefusal;
+
+#[test]
+fn a_start_refusal_crosses_the_wire_whole_and_reads_as_before() {
+    let check = |refusal: StartRefusal, json: &str, text: &str| {
+        let bytes = serde_json::to_string(&refusal).expect("serialized");
+        assert_eq!(bytes, json);
+        let back: StartRefusal = serde_json::from_str(&bytes).expect("deserialized");
+        assert_eq!(back.to_string(), text);
+        assert_eq!(back, refusal);
+    };
+    check(
+        StartRefusal::Full { node: "n1".into() },
+        r#"{"kind":"full","node":"n1"}"#,
+        "node n1 is full",
+    );
+    check(
+        StartRefusal::AlreadyRunning { attempt: 3 },
+        r#"{"kind":"already_running","attempt":3}"#,
+        "attempt 3 already runs here",
+    );
+    check(
+        StartRefusal::Workspace {
+            path: "/srv/ws".into(),
+            message: "gone".into(),
+        },
+        r#"{"kind":"workspace","path":"/srv/ws","message":"gone"}"#,
+        "workspace /srv/ws: gone",
+    );
+}
