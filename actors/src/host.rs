@@ -30,7 +30,7 @@ use cadre_runtime::store::{Store, StoreError, store_path};
 use cadre_runtime::tool::{FileLimits, Tool, ToolRegistry, ToolRunner, Workspace};
 use tokio::sync::Semaphore;
 
-use cadre_runtime::agent::{AgentPath, Authority, DEFAULT_MAX_DEPTH, LiveAuthority};
+use cadre_runtime::agent::{Authority, DEFAULT_MAX_DEPTH, LiveAuthority};
 
 use crate::delegation::{Caller, Delegation};
 use crate::events::EventSink;
@@ -535,28 +535,19 @@ impl Host {
         let mode = options.mode.unwrap_or_default();
         let posture = options.posture.unwrap_or_default();
         let authority = Authority::root(mode, posture, options.rules.clone(), DEFAULT_MAX_DEPTH);
-        let spec = AgentSpec {
-            session_id: String::new(),
-            path: AgentPath::root(),
-            role: "main".into(),
-            authority,
-            parent: None,
-            model: None,
-            prompt: None,
-            first_message: None,
-            max_iterations: options.max_iterations,
+        let mut spec = AgentSpec::root(
+            String::new(),
             workspace,
-            paths: self.data.session("workflows"),
-            interactive: options.interactive,
-            guardian: options.guardian.clone(),
-            subagents: Some(self.subagents()),
-            plan_agent_entry: false,
-            mode_given: true,
-            posture_given: true,
-            sandbox: self.sandbox.clone(),
-            protected: options.protected.clone(),
-            snapshots: options.snapshots.clone(),
-        };
+            self.data.session("workflows"),
+            authority,
+        );
+        spec.max_iterations = options.max_iterations;
+        spec.interactive = options.interactive;
+        spec.guardian = options.guardian.clone();
+        spec.subagents = Some(self.subagents());
+        spec.sandbox = self.sandbox.clone();
+        spec.protected = options.protected.clone();
+        spec.snapshots = options.snapshots.clone();
         Ok(Caller {
             spec,
             live: LiveAuthority::root(mode, posture),

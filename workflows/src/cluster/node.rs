@@ -19,11 +19,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cadre_actors::delegation::Caller;
-use cadre_actors::kernel::{AgentSpec, SpawnedAgent, spawn_agent};
+use cadre_actors::kernel::{Child, SpawnedAgent, spawn_agent};
 use cadre_actors::session::SessionMsg;
 use cadre_actors::store::{RunDraft, StoreRequest};
 use cadre_runtime::agent::LiveAuthority;
-use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::protocol::{Envelope, Op};
 use cadre_runtime::tool::Workspace;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
@@ -321,32 +320,26 @@ impl NodeState {
             .files
             .join(&order.run_id)
             .join(format!("{}-{}", order.path, order.attempt));
-        let template = &self.template.spec;
-        let spec = AgentSpec {
-            session_id: order.run_id.clone(),
+        let template = &self.template;
+        let mut spec = template.spec.child(Child {
             path: order.path.clone(),
             role: order.role.clone(),
             authority: admitted.authority,
-            parent: Some(parent.clone()),
+            live: parent.clone(),
             model: order.model.clone(),
             prompt: order.system_prompt.clone(),
-            // The prompt is sent once the agent runs (below), giving the
-            // start's acknowledgement its usual head start on the request.
-            first_message: None,
-            max_iterations: order.max_iterations,
-            workspace,
-            paths: SessionPaths { dir: dir.clone() },
-            interactive: order.interactive,
-            guardian: template.guardian.clone(),
-            // A remote step starts no sub-agents of its own.
-            subagents: None,
-            plan_agent_entry: false,
-            mode_given: true,
-            posture_given: true,
-            sandbox: template.sandbox.clone(),
-            protected: template.protected.clone(),
-            snapshots: None,
-        };
+            dir: dir.clone(),
+        });
+        // The order's, not the template's: the coordinator's run, limits,
+        // workspace and interactivity.
+        spec.session_id = order.run_id.clone();
+        spec.max_iterations = order.max_iterations;
+        spec.workspace = workspace;
+        spec.interactive = order.interactive;
+        // A remote step starts no sub-agents of its own, and takes no
+        // snapshots.
+        spec.subagents = None;
+        spec.snapshots = None;
         let agent_id = spec.row_id();
         let SpawnedAgent {
             actor, mut events, ..
