@@ -198,6 +198,10 @@ pub struct TextView {
     /// The latest turn's answer, shown on stdout at the end
     /// ([`TextView::take_answer`]), or on stderr when another turn follows.
     answer: Option<String>,
+    /// The goal objective last shown, so a goal update names its objective
+    /// when it is new (set, edited, shown by `/goal`) and not after every
+    /// turn.
+    objective: Option<String>,
 }
 
 /// Lines of a tool's output text shows: enough to see what a command
@@ -216,6 +220,7 @@ impl Default for TextView {
             answer_only: false,
             held: None,
             answer: None,
+            objective: None,
         }
     }
 }
@@ -475,14 +480,24 @@ impl TextView {
             )),
             Event::SessionStopped { .. } | Event::SessionIdle { .. } => None,
             Event::GoalUpdated {
+                objective,
                 status,
                 reason,
                 usage,
                 budgets,
                 ..
-            } => err(cadre_runtime::goal::progress_line(
-                *status, *reason, usage, budgets,
-            )),
+            } => {
+                let progress = cadre_runtime::goal::progress_line(*status, *reason, usage, budgets);
+                if self.objective.as_deref() == Some(objective.as_str()) {
+                    return err(progress);
+                }
+                self.objective = Some(objective.clone());
+                err(format!(
+                    "goal: {}
+{progress}",
+                    first_line(objective)
+                ))
+            }
             Event::GoalVerification { verdict, gaps, .. } => {
                 let mut text = format!("  ⊨ verifier: {verdict}");
                 for gap in gaps {

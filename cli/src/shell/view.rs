@@ -71,6 +71,16 @@ impl View {
                 let _ = writeln!(text, "  {choices}");
                 text
             }
+            // `/goal` shows the objective with the status, every time.
+            Event::GoalUpdated { objective, .. } => {
+                let text = self.text.event(event)?.text;
+                if text.starts_with("goal: ") {
+                    text
+                } else {
+                    let objective = objective.lines().next().unwrap_or_default();
+                    format!("goal: {objective}\n{text}")
+                }
+            }
             Event::PlanStatus { pending, .. } => {
                 let mut text = self.text.event(event)?.text;
                 if pending.is_some() {

@@ -181,6 +181,14 @@ async fn the_text_output_shows_the_goals_progress_after_every_turn() {
             .contains("goal complete(verifier_met): tokens 42/50000")
     );
     assert!(out.stderr.contains("⊨ verifier: pass"));
+    // The objective is named once, when the goal is new, not after every
+    // turn.
+    assert_eq!(
+        out.stderr.matches("goal: anything\n").count(),
+        1,
+        "{}",
+        out.stderr
+    );
 }
 
 /// Waits until the mock has seen `n` requests.
