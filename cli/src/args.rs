@@ -435,7 +435,9 @@ fn config_help() -> String {
     }
     help.push_str(
         "\nSettings are the lowest-precedence defaults: flags > environment > config files > \
-         settings.\n\nExit codes: 0 done; 1 `get` of a key that is not set (\"KEY is not set\" \
+         settings. When your config.toml sets the same thing, `get` and `set` say so on stderr \
+         and `list` notes it after the line. Config-file keys (base_url, roles, …) are not \
+         settings: write them in config.toml.\n\nExit codes: 0 done; 1 `get` of a key that is not set (\"KEY is not set\" \
          on stderr); 2 an unknown key, a bad value, or a settings file that cannot be read \
          or parsed.",
     );

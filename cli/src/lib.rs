@@ -139,7 +139,10 @@ pub fn main() -> ExitCode {
             trust_cmd::run(args, env.current_dir.clone(), config_dir.as_deref())
         }
         Some(Command::Config(args)) => match config_dir {
-            Some(dir) => config_cmd::run(args, &Settings::in_dir(&dir)),
+            Some(dir) => {
+                let settings = Settings::in_dir(&dir);
+                config_cmd::run(args, &config_cmd::Places::new(&settings, &dir))
+            }
             None => Err(exit::CliError::usage(
                 "no configuration directory: pass --config-dir or set CADRE_CONFIG_DIR",
             )),

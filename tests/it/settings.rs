@@ -426,3 +426,66 @@ async fn a_committed_local_config_cannot_choose_the_model_server() {
         out.stderr
     );
 }
+
+/// Issue 26, item 7: the config commands tell the truth. A setting the
+/// user's config.toml also sets is shown with what a run uses instead, and
+/// a config file's key (`base_url`) is refused with where it goes.
+#[tokio::test]
+async fn config_says_when_a_config_file_wins_and_where_a_file_key_goes() {
+    let dir = TempDir::new().expect("config dir");
+    let d = dir.path();
+    assert_eq!(cadre(d, &["config", "set", "model", "a"]).await.code, 0);
+    let alone = cadre(d, &["config", "get", "model"]).await;
+    assert_eq!((alone.code, alone.stdout.as_str()), (0, "a\n"));
+    assert!(!alone.stderr.contains("note"), "{}", alone.stderr);
+    std::fs::write(d.join("config.toml"), "model = \"b\"\nmode = \"plan\"\n").expect("config");
+    let file = d.join("config.toml").display().to_string();
+    let got = cadre(d, &["config", "get", "model"]).await;
+    assert_eq!(
+        (got.code, got.stdout.as_str()),
+        (0, "a\n"),
+        "{}",
+        got.stderr
+    );
+    assert!(
+        got.stderr.contains(&format!(
+            "{file} sets model = \"b\", which a run uses over this setting"
+        )),
+        "{}",
+        got.stderr
+    );
+    let set = cadre(d, &["config", "set", "default_mode", "operate"]).await;
+    assert_eq!(set.code, 0, "{}", set.stderr);
+    assert!(
+        set.stderr.contains("sets mode = \"plan\""),
+        "{}",
+        set.stderr
+    );
+    let list = cadre(d, &["config", "list"]).await;
+    assert_eq!(
+        list.stdout,
+        format!(
+            "default_mode = \"operate\"  # a run uses mode = \"plan\" from {file}\n\
+             model = \"a\"  # a run uses model = \"b\" from {file}\n"
+        )
+    );
+    // Still TOML: the comments are comments.
+    let parsed: toml::Table = list.stdout.parse().expect("list is TOML");
+    assert_eq!(parsed["model"].as_str(), Some("a"));
+    let refused = cadre(d, &["config", "set", "base_url", "http://127.0.0.1:9/v1"]).await;
+    assert_eq!(refused.code, 2);
+    assert!(
+        refused.stderr.contains(&format!(
+            "'base_url' is not a setting but a config file's key: write it in {file}"
+        )),
+        "{}",
+        refused.stderr
+    );
+    let unknown = cadre(d, &["config", "set", "colour", "red"]).await;
+    assert_eq!(unknown.code, 2);
+    assert!(
+        !unknown.stderr.contains("config file's key"),
+        "{}",
+        unknown.stderr
+    );
+}
