@@ -483,6 +483,11 @@ pub enum Event {
         arguments: Value,
         /// Why a person is asked.
         reason: String,
+        /// What the call would change, for a person to judge: a file
+        /// tool's unified diff (bounded, with its line counts); absent for
+        /// a tool that has none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preview: Option<String>,
     },
     /// An approval prompt ended.
     #[serde(rename = "approval.resolved")]

@@ -770,3 +770,68 @@ async fn without_a_model_of_its_own_the_guardian_asks_the_model_the_agent_asks()
     }
     session.shutdown().await;
 }
+
+/// Issue 26, item 5: a person asked about a file change sees its diff, not
+/// raw JSON; a call with no diff (bash) shows none.
+#[tokio::test]
+async fn an_approval_prompt_carries_the_diff_of_a_write_and_of_an_edit() {
+    let mock = MockServer::start().await;
+    mock.push([
+        batch(&[
+            (
+                "w1".to_string(),
+                "write_file",
+                json!({"path": "notes.txt", "content": "one\n2\nthree\n"}),
+            ),
+            (
+                "e1".to_string(),
+                "edit_file",
+                json!({"path": "notes.txt", "old_string": "three", "new_string": "THREE"}),
+            ),
+            ("b1".to_string(), "bash", json!({"command": "touch x"})),
+        ]),
+        Reply::sse(&text_chunks("asked")),
+    ]);
+    let mut session = SessionBuilder::openai(&mock.url)
+        .posture(Posture::Suggest)
+        .interactive(true)
+        .start()
+        .await;
+    std::fs::write(
+        session.workspace_path().join("notes.txt"),
+        "one\ntwo\nthree\n",
+    )
+    .expect("file");
+    session.submit(Op::user("change the notes"));
+    let mut previews = Vec::new();
+    for _ in 0..3 {
+        let events = session
+            .events_until(|e| matches!(e, Event::ApprovalRequested { .. }))
+            .await;
+        let Some(Event::ApprovalRequested { id, preview, .. }) = events.last() else {
+            panic!("no approval prompt");
+        };
+        previews.push(preview.clone());
+        session.submit(Op::Approve {
+            id: id.clone(),
+            decision: ApprovalDecision::AllowOnce,
+        });
+    }
+    assert_eq!(
+        previews[0].as_deref(),
+        Some(
+            "notes.txt: +1 -1 lines\n--- a/notes.txt\n+++ b/notes.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n"
+        )
+    );
+    // The edit is shown against the file as the approved write left it.
+    assert_eq!(
+        previews[1].as_deref(),
+        Some(
+            "notes.txt: +1 -1 lines\n--- a/notes.txt\n+++ b/notes.txt\n@@ -1,3 +1,3 @@\n one\n 2\n-three\n+THREE\n"
+        )
+    );
+    assert_eq!(previews[2], None);
+    let rest = session.events_until(is_turn_end).await;
+    assert!(matches!(turn_end(&rest), Event::TurnCompleted { .. }));
+    session.shutdown().await;
+}

@@ -156,10 +156,16 @@ impl Authorizer for SessionAuthorizer {
         let store = self.store.clone();
         Box::pin(async move {
             // The parsing and the floor run here, in the tool's task.
+            let mut request = request;
             let evaluation = request
                 .refused
                 .is_none()
                 .then(|| Box::new(policy.evaluate(&request)));
+            // A person will be asked: what they should see of the call's
+            // effect is read here too, off the session's mailbox.
+            if let Some(Evaluation::AskPerson { .. }) = evaluation.as_deref() {
+                request.preview = request.tool.preview(&request.args, &policy.root);
+            }
             let side_effect = request.safety == Safety::SideEffect;
             let (reply, answer) = tokio::sync::oneshot::channel();
             let asked = session.cast(SessionMsg::Authorize {
@@ -221,10 +227,11 @@ impl SessionState {
         &mut self,
         myself: &ActorRef<SessionMsg>,
         turn_id: u64,
-        request: Authorization,
+        mut request: Authorization,
         evaluation: Option<Evaluation>,
         reply: RpcReplyPort<Decision>,
     ) {
+        let preview = request.preview.take();
         let call = Held {
             turn_id,
             call_id: request.call_id.clone(),
@@ -258,12 +265,12 @@ impl SessionState {
         }
         match evaluation {
             Evaluation::Decided(decision) => self.settle(call, decision),
-            Evaluation::AskPerson { reason, .. } => self.ask_person(call, reason),
+            Evaluation::AskPerson { reason, .. } => self.ask_person(call, reason, preview),
             Evaluation::Review { observations } => self.review(myself, call, observations).await,
         }
     }
 
-    fn ask_person(&mut self, call: HeldCall, reason: String) {
+    fn ask_person(&mut self, call: HeldCall, reason: String, preview: Option<String>) {
         let (call_id, tool, arguments) =
             (call.call_id.clone(), call.tool.clone(), call.args.clone());
         match self.authority.book.ask(call) {
@@ -277,6 +284,7 @@ impl SessionState {
                 tool,
                 arguments,
                 reason,
+                preview,
             }),
         }
     }

@@ -47,6 +47,7 @@ impl View {
                 tool,
                 arguments,
                 reason,
+                preview,
                 ..
             } => {
                 let who = if agent_id == "main" {
@@ -54,10 +55,17 @@ impl View {
                 } else {
                     format!(" (agent {agent_id})")
                 };
-                format!(
-                    "? {tool}{who} {}\n  {reason}\n  {APPROVAL_CHOICES}   ({id})\n",
-                    crate::render::brief_arguments(arguments)
-                )
+                // A file change shows as its diff; anything else as its
+                // arguments.
+                let what = match preview {
+                    Some(diff) => {
+                        let indented: String = diff.lines().map(|l| format!("\n    {l}")).collect();
+                        let path = arguments["path"].as_str().unwrap_or_default();
+                        format!(" {path}{indented}")
+                    }
+                    None => format!(" {}", crate::render::brief_arguments(arguments)),
+                };
+                format!("? {tool}{who}{what}\n  {reason}\n  {APPROVAL_CHOICES}   ({id})\n")
             }
             Event::ApprovalResolved { id, outcome } => {
                 format!("  {id}: {}\n", crate::render::outcome_text(*outcome))
@@ -195,4 +203,45 @@ fn help() -> String {
          Ctrl-C cancels the running turn; at an idle prompt, twice leaves. Ctrl-D leaves."
     );
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use cadre_runtime::protocol::Event;
+    use serde_json::json;
+
+    use super::View;
+
+    #[test]
+    fn an_approval_shows_a_file_changes_diff_and_other_calls_their_arguments() {
+        let asked = |tool: &str, arguments, preview: Option<&str>| Event::ApprovalRequested {
+            id: "approval:1".into(),
+            agent_id: "main".into(),
+            call_id: "c".into(),
+            tool: tool.into(),
+            arguments,
+            reason: "the call can change things".into(),
+            preview: preview.map(str::to_string),
+        };
+        let mut view = View::default();
+        let diff = "notes.txt: +1 -1 lines\n-two\n+2\n";
+        let write = asked(
+            "write_file",
+            json!({"path": "notes.txt", "content": "…"}),
+            Some(diff),
+        );
+        let shown = view.event(&write).map(|p| p.text).unwrap_or_default();
+        assert!(
+            shown.starts_with(
+                "? write_file notes.txt\n    notes.txt: +1 -1 lines\n    -two\n    +2\n  the call"
+            ),
+            "{shown}"
+        );
+        let bash = asked("bash", json!({"command": "touch x"}), None);
+        let shown = view.event(&bash).map(|p| p.text).unwrap_or_default();
+        assert!(
+            shown.starts_with("? bash {\"command\":\"touch x\"}\n"),
+            "{shown}"
+        );
+    }
 }

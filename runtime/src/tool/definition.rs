@@ -476,6 +476,9 @@ pub struct Authorization {
     /// The gate that refused the call (the mode's execution gate, or the
     /// file-scope gate) and its refusal: the authorizer only records it.
     pub refused: Option<(crate::permission::Layer, ToolError)>,
+    /// What a person asked about the call is shown of its effect
+    /// ([`Tool::preview`]), filled in by the authorizer when it asks one.
+    pub preview: Option<String>,
     /// Where the paths the call names really lead (symlinks followed),
     /// resolved by the tool layer so the decision, which reads no disk,
     /// sees both spellings.
@@ -527,6 +530,13 @@ pub trait Tool: Send + Sync + 'static {
     /// can tell ("`rm` is not a known read-only program"). Asked only when
     /// a gate refuses the call, so it may redo the classification's work.
     fn unproven_because(&self, _args: &Value) -> Option<String> {
+        None
+    }
+
+    /// What a person asked to approve this call should see of its effect
+    /// (a file tool's diff), for the workspace at `root`. Asked only when a
+    /// person is asked, in the tool's task; `None` shows the arguments.
+    fn preview(&self, _args: &Value, _root: &std::path::Path) -> Option<String> {
         None
     }
 

@@ -14,6 +14,7 @@
 mod builtin;
 mod definition;
 mod gate;
+pub mod preview;
 mod registry;
 mod runner;
 mod workspace;

@@ -112,6 +112,7 @@ impl ToolRunner {
                         args,
                         safety,
                         refused: Some((gate, refused.clone())),
+                        preview: None,
                         paths: Default::default(),
                     })
                     .await;
@@ -142,6 +143,7 @@ impl ToolRunner {
                     args: args.clone(),
                     safety,
                     refused: None,
+                    preview: None,
                 })
                 .await;
             if decision.verdict == Verdict::Deny {

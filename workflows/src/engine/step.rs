@@ -740,6 +740,7 @@ impl StepState {
                 tool,
                 arguments,
                 reason,
+                preview,
             } => Event::ApprovalRequested {
                 id: approval(&id)?,
                 agent_id: agent(&agent_id)?,
@@ -747,6 +748,7 @@ impl StepState {
                 tool,
                 arguments,
                 reason,
+                preview,
             },
             Event::ApprovalResolved { id, outcome } => Event::ApprovalResolved {
                 id: approval(&id)?,

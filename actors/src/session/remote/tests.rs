@@ -109,6 +109,7 @@ fn a_remote_childs_events_naming_another_agent_are_dropped() {
         tool: "bash".into(),
         arguments: serde_json::json!({}),
         reason: String::new(),
+        preview: None,
     };
     let check = |event: Event, expected: bool| assert_eq!(own(&event, "1"), expected, "{event:?}");
     check(asked("agent:1:approval:1", "1"), true);

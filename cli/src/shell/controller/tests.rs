@@ -100,6 +100,7 @@ fn approval_requested(id: &str) -> Step {
         tool: "write_file".into(),
         arguments: json!({"path": "x"}),
         reason: "not proven safe".into(),
+        preview: None,
     })
 }
 

@@ -259,6 +259,12 @@ impl Tool for WriteFile {
         &self.0
     }
 
+    fn preview(&self, args: &Value, root: &std::path::Path) -> Option<String> {
+        let path = args.get("path").and_then(Value::as_str)?;
+        let content = args.get("content").and_then(Value::as_str)?;
+        crate::tool::preview::write(&root.join(path), path, content)
+    }
+
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let arg = required_str(&args, "path")?;
@@ -315,6 +321,16 @@ impl EditFile {
 impl Tool for EditFile {
     fn definition(&self) -> &ToolDefinition {
         &self.def
+    }
+
+    fn preview(&self, args: &Value, root: &std::path::Path) -> Option<String> {
+        let text = |key: &str| args.get(key).and_then(Value::as_str);
+        let (path, old, new) = (text("path")?, text("old_string")?, text("new_string")?);
+        let all = args
+            .get("replace_all")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        crate::tool::preview::edit(&root.join(path), path, old, new, all)
     }
 
     fn run<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {

@@ -298,6 +298,7 @@ async fn every_short_path_through_links_to_env_is_denied_on_both_routes() {
             args,
             safety,
             refused: None,
+            preview: None,
         };
         engine.decide(&request).verdict == Verdict::Deny
     };
