@@ -60,7 +60,7 @@ pub trait Delegation: Send + Sync + 'static {
     /// Routes a person's answer to a step's approval prompt
     /// (`step:<name>[<i>]:approval:<n>`); false when no running workflow
     /// asked it.
-    fn approve(&self, id: &str, decision: ApprovalDecision) -> bool;
+    fn approve(&self, id: &str, decision: ApprovalDecision, reason: Option<String>) -> bool;
 }
 
 impl std::fmt::Debug for dyn Delegation {

@@ -64,6 +64,10 @@ pub enum Op {
         id: String,
         /// The answer.
         decision: ApprovalDecision,
+        /// What the person said with it (a denial's "do it this way
+        /// instead"), which the model reads with the decision.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// Answer a plan questionnaire (PL5). Answered by
     /// `questionnaire.answered`, or `op.rejected` when no such questionnaire

@@ -188,10 +188,12 @@ async fn eight_parallel_workers_follow_their_scripts_and_approvals_reach_the_rig
     session.submit(Op::Approve {
         id: "agent:6:approval:1".into(),
         decision: ApprovalDecision::Deny,
+        reason: None,
     });
     session.submit(Op::Approve {
         id: "agent:3:approval:1".into(),
         decision: ApprovalDecision::AllowOnce,
+        reason: None,
     });
     let done = log.until(&mut session, 8, completion).await;
     assert!(
@@ -254,10 +256,12 @@ async fn eight_parallel_workers_follow_their_scripts_and_approvals_reach_the_rig
     session.submit(Op::Approve {
         id: "agent:10:approval:1".into(),
         decision: ApprovalDecision::AllowOnce,
+        reason: None,
     });
     session.submit(Op::Approve {
         id: "agent:9:approval:1".into(),
         decision: ApprovalDecision::Deny,
+        reason: None,
     });
     log.until(&mut session, 10, completion).await;
     assert!(ws.join("out-10.txt").exists() && !ws.join("out-9.txt").exists());
@@ -268,6 +272,7 @@ async fn eight_parallel_workers_follow_their_scripts_and_approvals_reach_the_rig
     session.submit(Op::Approve {
         id: "approval:1".into(),
         decision: ApprovalDecision::AllowOnce,
+        reason: None,
     });
     let ends = log
         .until(&mut session, 2, |e| {

@@ -612,7 +612,7 @@ async fn approvals_from_a_remote_step_reach_the_caller() {
         !h.path("approved.txt").exists(),
         "nothing written before the answer"
     );
-    handle.approve(&id, ApprovalDecision::AllowOnce);
+    handle.approve(&id, ApprovalDecision::AllowOnce, None);
     let report = tokio::time::timeout(PATIENCE, handle.done)
         .await
         .expect("the run ended in time")

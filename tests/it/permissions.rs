@@ -586,6 +586,7 @@ async fn three_denials_in_a_row_fall_back_to_ask_in_an_interactive_host() {
     session.submit(Op::Approve {
         id: id.clone(),
         decision: ApprovalDecision::AllowOnce,
+        reason: None,
     });
     let rest = session.events_until(is_turn_end).await;
     assert!(matches!(turn_end(&rest), Event::TurnCompleted { .. }));
@@ -711,6 +712,7 @@ async fn allow_for_session_answers_the_same_call_again_without_asking() {
     session.submit(Op::Approve {
         id: id.clone(),
         decision: ApprovalDecision::AllowSession,
+        reason: None,
     });
     // The identical second call runs without a prompt; a different one asks.
     let next = session
@@ -730,6 +732,7 @@ async fn allow_for_session_answers_the_same_call_again_without_asking() {
     session.submit(Op::Approve {
         id: id.clone(),
         decision: ApprovalDecision::Deny,
+        reason: None,
     });
     let rest = session.events_until(is_turn_end).await;
     assert_eq!(
@@ -815,6 +818,7 @@ async fn an_approval_prompt_carries_the_diff_of_a_write_and_of_an_edit() {
         session.submit(Op::Approve {
             id: id.clone(),
             decision: ApprovalDecision::AllowOnce,
+            reason: None,
         });
     }
     assert_eq!(
@@ -833,5 +837,49 @@ async fn an_approval_prompt_carries_the_diff_of_a_write_and_of_an_edit() {
     assert_eq!(previews[2], None);
     let rest = session.events_until(is_turn_end).await;
     assert!(matches!(turn_end(&rest), Event::TurnCompleted { .. }));
+    session.shutdown().await;
+}
+
+/// Issue 26, item 5: a denial can say what to do instead, and the model
+/// reads it with the decision.
+#[tokio::test]
+async fn a_denials_reason_reaches_the_model() {
+    let mock = MockServer::start().await;
+    mock.push([
+        batch(&writes(1..=1)),
+        Reply::sse(&text_chunks("understood")),
+    ]);
+    let mut session = SessionBuilder::openai(&mock.url)
+        .posture(Posture::Suggest)
+        .interactive(true)
+        .start()
+        .await;
+    session.submit(Op::user("write"));
+    let events = session
+        .events_until(|e| matches!(e, Event::ApprovalRequested { .. }))
+        .await;
+    let Some(Event::ApprovalRequested { id, .. }) = events.last() else {
+        panic!("no approval prompt");
+    };
+    session.submit(Op::Approve {
+        id: id.clone(),
+        decision: ApprovalDecision::Deny,
+        reason: Some("put it in notes/ instead".into()),
+    });
+    let rest = session.events_until(is_turn_end).await;
+    assert!(matches!(turn_end(&rest), Event::TurnCompleted { .. }));
+    let requests = mock.requests();
+    let result = requests[1]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the call's result")
+        .to_string();
+    assert!(
+        result.contains("denied by the user; the user says: put it in notes/ instead"),
+        "{result}"
+    );
+    assert!(!session.workspace_path().join("f1.txt").exists());
     session.shutdown().await;
 }

@@ -371,11 +371,11 @@ impl SessionState {
 
     /// A person answered a prompt: this agent's own, or one a descendant
     /// raised, routed one hop down by its typed id.
-    pub(super) fn approve(&mut self, id: &str, answer: ApprovalDecision) {
+    pub(super) fn approve(&mut self, id: &str, answer: ApprovalDecision, reason: Option<String>) {
         // A workflow step's prompt goes to the engine running it.
         if id.starts_with("step:")
             && let Some(engine) = self.spec.subagents.as_ref().and_then(|s| s.workflows())
-            && engine.approve(id, answer)
+            && engine.approve(id, answer, reason.clone())
         {
             return;
         }
@@ -388,6 +388,7 @@ impl SessionState {
                 let op = Op::Approve {
                     id: id.to_string(),
                     decision: answer,
+                    reason: reason.clone(),
                 };
                 if child.actor.op(op) {
                     return;
@@ -395,9 +396,14 @@ impl SessionState {
             }
             Route::Nowhere => {}
         }
-        let Some(answered) = self.authority.book.answer(&parsed, answer) else {
+        let Some(mut answered) = self.authority.book.answer(&parsed, answer) else {
             return self.reject("approve", format!("no approval prompt has the id '{id}'"));
         };
+        // What the person said goes to the model with the decision.
+        if let Some(said) = reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+            answered.decision.reason =
+                format!("{}; the user says: {said}", answered.decision.reason);
+        }
         self.emit(Event::ApprovalResolved {
             id: id.to_string(),
             outcome: answered.outcome,

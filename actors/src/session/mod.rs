@@ -595,7 +595,11 @@ impl SessionState {
                     model: model.to_string(),
                 });
             }
-            Op::Approve { id, decision } => self.approve(&id, decision),
+            Op::Approve {
+                id,
+                decision,
+                reason,
+            } => self.approve(&id, decision, reason),
             Op::Cancel => match self.queue.running() {
                 Some(running) => self.cancel(running.turn_id),
                 None => self.reject("cancel", "no turn is running"),

@@ -243,11 +243,17 @@ fn plan_action(word: &str) -> Option<PlanAction> {
 
 /// An answer to an approval prompt: `y` allow once, `s` allow for the
 /// session, `n` deny (the words spelled out work too).
-pub fn approval(text: &str) -> Option<ApprovalDecision> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" | "once" => Some(ApprovalDecision::AllowOnce),
-        "s" | "session" | "always" => Some(ApprovalDecision::AllowSession),
-        "n" | "no" | "deny" => Some(ApprovalDecision::Deny),
+pub fn approval(text: &str) -> Option<(ApprovalDecision, Option<String>)> {
+    let text = text.trim();
+    let (word, rest) = text.split_once(char::is_whitespace).unwrap_or((text, ""));
+    let word = word.trim_end_matches([',', ':']).to_ascii_lowercase();
+    let rest = rest.trim();
+    match (word.as_str(), rest.is_empty()) {
+        ("y" | "yes" | "once", true) => Some((ApprovalDecision::AllowOnce, None)),
+        ("s" | "session" | "always", true) => Some((ApprovalDecision::AllowSession, None)),
+        // A denial may say what to do instead: the model reads it.
+        ("n" | "no" | "deny", true) => Some((ApprovalDecision::Deny, None)),
+        ("n" | "no" | "deny", false) => Some((ApprovalDecision::Deny, Some(rest.to_string()))),
         _ => None,
     }
 }

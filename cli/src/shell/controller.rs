@@ -284,9 +284,13 @@ impl Controller {
         };
         if let Some(id) = self.approvals.front().cloned() {
             return match commands::approval(&text) {
-                Some(decision) => {
+                Some((decision, reason)) => {
                     self.approvals.pop_front();
-                    op(Op::Approve { id, decision })
+                    op(Op::Approve {
+                        id,
+                        decision,
+                        reason,
+                    })
                 }
                 None => notice(Notice::AnswerApproval { id }),
             };

@@ -266,10 +266,15 @@ fn route(
     op: cadre_runtime::protocol::Op,
 ) {
     match (op, overlay) {
-        (cadre_runtime::protocol::Op::Approve { id, decision }, Some(o))
-            if id.starts_with("step:") =>
-        {
-            o.handle.approve(&id, decision);
+        (
+            cadre_runtime::protocol::Op::Approve {
+                id,
+                decision,
+                reason,
+            },
+            Some(o),
+        ) if id.starts_with("step:") => {
+            o.handle.approve(&id, decision, reason);
         }
         // A session that is gone says so with `session.stopped`.
         (op, _) => {

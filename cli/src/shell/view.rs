@@ -14,7 +14,8 @@ use super::controller::Notice;
 use crate::render::{Piece, Stream, TextView};
 
 /// The approval prompt's choices.
-const APPROVAL_CHOICES: &str = "[y] allow once  [s] allow for session  [n] deny";
+const APPROVAL_CHOICES: &str =
+    "[y] allow once  [s] allow for session  [n] deny  (n REASON: deny, and tell the model why)";
 /// A plan questionnaire's choices.
 const PLAN_CHOICES: &str = "[a] approve  [d] defer  [r] revise (then type feedback)  [w] withdraw";
 /// A plan entry questionnaire's choices.

@@ -105,10 +105,11 @@ impl RunHandle {
     }
 
     /// Answers a step's approval prompt.
-    pub fn approve(&self, id: &str, decision: ApprovalDecision) {
+    pub fn approve(&self, id: &str, decision: ApprovalDecision, reason: Option<String>) {
         let _ = self.supervisor.cast(SupervisorMsg::Approve {
             id: id.to_string(),
             decision,
+            reason,
         });
     }
 }
@@ -306,12 +307,13 @@ impl Delegation for Engine {
         })
     }
 
-    fn approve(&self, id: &str, decision: ApprovalDecision) -> bool {
+    fn approve(&self, id: &str, decision: ApprovalDecision, reason: Option<String>) -> bool {
         let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         for supervisor in live.values() {
             let _ = supervisor.cast(SupervisorMsg::Approve {
                 id: id.to_string(),
                 decision,
+                reason: reason.clone(),
             });
         }
         !live.is_empty()

@@ -93,6 +93,8 @@ pub enum SupervisorMsg {
         id: String,
         /// The answer.
         decision: ApprovalDecision,
+        /// What the person said with it, for the step's model.
+        reason: Option<String>,
     },
     /// Instance states were written (or not).
     Flushed(Result<(), String>),
@@ -247,7 +249,11 @@ impl Actor for SupervisorActor {
                     state.perform(&myself, effects).await;
                 }
             }
-            SupervisorMsg::Approve { id, decision } => state.approve(&id, decision),
+            SupervisorMsg::Approve {
+                id,
+                decision,
+                reason,
+            } => state.approve(&id, decision, reason),
             SupervisorMsg::Flushed(result) => {
                 state.flushing = false;
                 if let Err(err) = result {
@@ -536,7 +542,7 @@ impl SupervisorState {
         }
     }
 
-    fn approve(&self, id: &str, decision: ApprovalDecision) {
+    fn approve(&self, id: &str, decision: ApprovalDecision, reason: Option<String>) {
         let Some((step, index, rest)) = parse_outer(id) else {
             return;
         };
@@ -551,6 +557,7 @@ impl SupervisorState {
             let _ = live.actor.cast(StepMsg::Approve(Op::Approve {
                 id: inner,
                 decision,
+                reason,
             }));
         }
     }

@@ -89,7 +89,7 @@ fn messages_and_blanks() {
 fn approval_answers() {
     #[track_caller]
     fn check(text: &str, expected: Option<ApprovalDecision>) {
-        assert_eq!(approval(text), expected, "{text:?}");
+        assert_eq!(approval(text).map(|(d, _)| d), expected, "{text:?}");
     }
     check("y", Some(ApprovalDecision::AllowOnce));
     check(" Yes ", Some(ApprovalDecision::AllowOnce));
@@ -100,6 +100,21 @@ fn approval_answers() {
     check("", None);
     check("maybe", None);
     check("y please", None);
+    // A denial may say what to do instead.
+    assert_eq!(
+        approval("n, use the file tools instead"),
+        Some((
+            ApprovalDecision::Deny,
+            Some("use the file tools instead".to_string())
+        ))
+    );
+    assert_eq!(
+        approval("deny  run the tests first "),
+        Some((
+            ApprovalDecision::Deny,
+            Some("run the tests first".to_string())
+        ))
+    );
 }
 
 #[test]

@@ -181,10 +181,12 @@ fn approvals_are_answered_inline_oldest_first_and_commands_still_work() {
             ops(vec![Op::Approve {
                 id: "approval:1".into(),
                 decision: ApprovalDecision::AllowOnce,
+                reason: None,
             }]),
             ops(vec![Op::Approve {
                 id: "approval:2".into(),
                 decision: ApprovalDecision::AllowSession,
+                reason: None,
             }]),
             // Nothing waits any more: "n" is a message.
             ops(vec![Op::user("n")]),
