@@ -519,21 +519,25 @@ impl TextView {
                 plan_path,
                 sha256,
                 truncated,
+                head,
                 ..
-            } => match kind {
-                QuestionnaireKind::PlanApproval => err(format!(
-                    "plan submitted for approval: {id} · {plan_path} · sha256 {}{}",
-                    &sha256[..sha256.len().min(12)],
-                    if *truncated {
-                        " · truncated at 512 KiB"
-                    } else {
-                        ""
+            } => {
+                let shown: String = head.lines().map(|l| format!("\n  │ {l}")).collect();
+                match kind {
+                    QuestionnaireKind::PlanApproval => err(format!(
+                        "plan submitted for approval: {id} · {plan_path} · sha256 {}{}{shown}",
+                        &sha256[..sha256.len().min(12)],
+                        if *truncated {
+                            " · truncated at 512 KiB"
+                        } else {
+                            ""
+                        }
+                    )),
+                    QuestionnaireKind::PlanEntry => {
+                        err(format!("the model asks to enter Plan mode: {id}{shown}"))
                     }
-                )),
-                QuestionnaireKind::PlanEntry => {
-                    err(format!("the model asks to enter Plan mode: {id}"))
                 }
-            },
+            }
             Event::QuestionnaireAnswered { id, answer, mode } => {
                 err(format!("{id} {} · now in {mode} mode", answer_text(answer)))
             }

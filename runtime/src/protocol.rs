@@ -308,6 +308,10 @@ impl ModeSource {
     }
 }
 
+/// The plan lines a `questionnaire.opened` carries for the person who
+/// answers it (the whole plan is in its file and `/plan view`).
+pub const QUESTION_HEAD_LINES: usize = 40;
+
 /// Something that happened in a session. One JSON object per line in
 /// stream-json, tagged by `type`. New events are added within a version, so
 /// hosts match with a fallback arm (`#[non_exhaustive]`).
@@ -581,6 +585,11 @@ pub enum Event {
         truncated: bool,
         /// The snapshot's size in bytes.
         bytes: usize,
+        /// What a person needs to answer it: the plan's first lines (at
+        /// most [`QUESTION_HEAD_LINES`]) for an approval, the model's
+        /// reason for an entry.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        head: String,
     },
     /// A questionnaire was answered.
     #[serde(rename = "questionnaire.answered")]

@@ -68,11 +68,15 @@ async fn plan_and_submit(mock: &MockServer, session: &mut TestSession, plan: &st
             id,
             kind: QuestionnaireKind::PlanApproval,
             sha256,
+            head,
             ..
-        } => Some((id.clone(), sha256.clone())),
+        } => Some((id.clone(), sha256.clone(), head.clone())),
         _ => None,
     });
-    let (id, sha256) = opened.expect("a questionnaire opened");
+    let (id, sha256, head) = opened.expect("a questionnaire opened");
+    // The person asked to approve it sees its first lines.
+    let first: Vec<&str> = plan.lines().take(40).collect();
+    assert!(head.starts_with(&first.join("\n")), "{head}");
     assert_eq!(
         sha256,
         snapshot_of(plan.to_string()).sha256,

@@ -217,6 +217,7 @@ impl SessionState {
             sha256: snapshot.sha256.clone(),
             truncated: snapshot.truncated,
             bytes: snapshot.text.len(),
+            head: head_lines(&snapshot.text),
         });
         Ok(format!(
             "The plan is frozen (sha256 {}{}) and waits for the user's approval as questionnaire {id}. \
@@ -246,6 +247,7 @@ impl SessionState {
         }
         let id = format!("entry-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let plan_path = self.spec.paths.plan_file().display().to_string();
+        let head = reason.trim().to_string();
         self.open_questionnaire(QuestionnaireDraft {
             id: id.clone(),
             session_id: self.row.to_string(),
@@ -264,6 +266,7 @@ impl SessionState {
             sha256: String::new(),
             truncated: false,
             bytes: 0,
+            head,
         });
         Ok(format!(
             "Asked the user to confirm entering Plan mode (questionnaire {id}). Stop here and wait."
@@ -326,4 +329,22 @@ impl SessionState {
         }
         self.reload_queue(myself).await;
     }
+}
+
+/// A plan's first lines, for the person asked to approve it.
+fn head_lines(plan: &str) -> String {
+    let lines: Vec<&str> = plan.lines().collect();
+    let mut head = lines
+        .iter()
+        .take(cadre_runtime::protocol::QUESTION_HEAD_LINES)
+        .copied()
+        .collect::<Vec<_>>()
+        .join("\n");
+    if lines.len() > cadre_runtime::protocol::QUESTION_HEAD_LINES {
+        head.push_str(&format!(
+            "\n… {} more lines",
+            lines.len() - cadre_runtime::protocol::QUESTION_HEAD_LINES
+        ));
+    }
+    head
 }

@@ -112,6 +112,7 @@ fn questionnaire_opened(id: &str) -> Step {
         sha256: "ab".into(),
         truncated: false,
         bytes: 2,
+        head: String::new(),
     })
 }
 
