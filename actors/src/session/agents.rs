@@ -548,7 +548,7 @@ impl SessionState {
         role: &RoleConfig,
         authority: Authority,
     ) -> AgentSpec {
-        self.spec.child(Child {
+        let mut spec = self.spec.child(Child {
             path: path.clone(),
             role: role_name.to_string(),
             authority,
@@ -561,7 +561,11 @@ impl SessionState {
                 .flatten(),
             prompt: role.system_prompt.clone(),
             dir: self.spec.paths.dir.join("agents").join(path.to_string()),
-        })
+        });
+        if let Some(window) = role.context_window.filter(|w| *w > 0) {
+            spec.context.window = window;
+        }
+        spec
     }
 
     async fn followup(

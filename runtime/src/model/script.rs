@@ -280,6 +280,7 @@ fn answer(entry: &Entry, request: &ModelRequest) -> ModelResponse {
                     content,
                     tool_calls,
                 } => content.len() + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>(),
+                Message::Compaction(record) => record.render().len(),
             })
             .sum::<usize>();
     let completion_chars = text.len() + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>();

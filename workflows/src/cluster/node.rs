@@ -332,6 +332,7 @@ impl NodeState {
             sandbox: template.sandbox.clone(),
             protected: template.protected.clone(),
             snapshots: None,
+            context: template.context,
         };
         let agent_id = spec.row_id();
         let SpawnedAgent {
