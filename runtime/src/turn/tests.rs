@@ -8,6 +8,8 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
+
+mod compaction;
 use crate::model::ProviderUsage;
 use crate::prompt::PLAN_REMINDER_TAG;
 
