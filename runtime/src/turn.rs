@@ -226,6 +226,10 @@ impl TurnMachine {
                 self.on_response(response, &mut effects)
             }
             (Phase::Compacting, TurnInput::ModelResponded(response)) => {
+                // The summary's tokens are the turn's (and the goal's) cost.
+                if let Some(usage) = response.usage {
+                    self.usage.add(usage.into());
+                }
                 self.on_summary(Some(response.text), &mut effects)
             }
             (Phase::Compacting, TurnInput::ModelFailed(_)) => self.on_summary(None, &mut effects),

@@ -398,7 +398,7 @@ impl SessionState {
                 role: spec.role.clone(),
                 mode,
                 goal: self.goal.machine.goal().map(goal_state),
-                plan: None,
+                plan: plan_file.as_ref().map(|p| p.display().to_string()),
             },
             compact_first: self.compact_next,
         };

@@ -10,6 +10,8 @@ use std::sync::Arc;
 use crate::goal::Goal;
 use crate::message::Message;
 use crate::mode::Mode;
+use crate::plan::lifecycle::IMPLEMENT_INSTRUCTION;
+use sha2::{Digest, Sha256};
 use crate::tool::TodoItem;
 
 /// Commands a record lists, most recent last.
@@ -17,6 +19,10 @@ pub const RECENT_COMMANDS: usize = 10;
 
 /// The most bytes of the latest user message a record repeats.
 const USER_MESSAGE_BYTES: usize = 4_000;
+
+/// The most bytes of an approved plan's implementation message a record
+/// repeats: the plan is what the turn must not lose.
+const PLAN_MESSAGE_BYTES: usize = 16_000;
 
 /// What the host knows at a turn's start that a compaction re-states.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -27,7 +33,8 @@ pub struct Pinned {
     pub mode: Mode,
     /// The session goal, as [`goal_state`] renders it.
     pub goal: Option<String>,
-    /// The approved plan this turn implements (path and SHA-256).
+    /// The canonical plan file (a session's; a sub-agent has none): named
+    /// with the approved plan's SHA-256 when the turn implements one.
     pub plan: Option<String>,
 }
 
@@ -43,9 +50,7 @@ impl Pinned {
         if let Some(goal) = &self.goal {
             text.push_str(goal);
         }
-        if let Some(plan) = &self.plan {
-            text.push_str(&format!("- Approved plan being implemented: {plan}\n"));
-        }
+
         match todo_list(raw) {
             Some(list) if !list.is_empty() => {
                 text.push_str("- Todo list (from your last todo_write):\n");
@@ -62,12 +67,30 @@ impl Pinned {
                 text.push_str(&format!("  - {line}\n"));
             }
         }
-        if let Some(user) = raw.iter().rev().find_map(|m| match m.as_ref() {
+        let latest = raw.iter().rev().find_map(|m| match m.as_ref() {
             Message::User { content } => Some(content),
             Message::Assistant { .. } | Message::Tool { .. } | Message::Compaction(_) => None,
-        }) {
+        });
+        let implementing = latest.and_then(|u| u.strip_prefix(IMPLEMENT_INSTRUCTION));
+        if let Some(snapshot) = implementing {
+            // The same hash `plan::freeze` gave the snapshot the user approved.
+            let sha256: String = Sha256::digest(snapshot.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let file = self.plan.as_deref().unwrap_or("the plan file");
+            text.push_str(&format!(
+                "- This turn implements the approved plan (SHA-256 {sha256}, frozen from \
+                 {file}); its snapshot is the start of the latest user message below.\n"
+            ));
+        }
+        if let Some(user) = latest {
             text.push_str("- The latest user message, verbatim:\n");
-            text.push_str(&crate::tool::truncate_middle(user, USER_MESSAGE_BYTES));
+            let cap = match implementing {
+                Some(_) => PLAN_MESSAGE_BYTES,
+                None => USER_MESSAGE_BYTES,
+            };
+            text.push_str(&crate::tool::truncate_middle(user, cap));
             text.push('\n');
         }
         text

@@ -223,6 +223,33 @@ fn the_pinned_state_comes_from_the_calls_that_succeeded() {
 }
 
 #[test]
+fn an_implementing_turn_pins_the_approved_plans_hash_and_file() {
+    let snapshot = "## Summary\nDo it.";
+    let raw = vec![user(&format!(
+        "{}{snapshot}",
+        crate::plan::lifecycle::IMPLEMENT_INSTRUCTION
+    ))];
+    let pinned = Pinned {
+        plan: Some("/data/plan.md".into()),
+        ..Pinned::default()
+    };
+    let text = pinned.render(&raw);
+    // sha256("## Summary\nDo it.")
+    let sha: String = {
+        use sha2::{Digest, Sha256};
+        Sha256::digest(snapshot.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    assert!(
+        text.contains(&format!("approved plan (SHA-256 {sha}, frozen from /data/plan.md)")),
+        "{text}"
+    );
+    assert!(text.ends_with(&format!("{snapshot}\n")), "{text}");
+}
+
+#[test]
 fn the_goal_state_names_objective_budgets_and_gaps() {
     let mut goal = crate::goal::Goal::new(
         "make the tests pass",

@@ -72,11 +72,13 @@ pub fn stated_window(message: &str) -> Option<u64> {
 mod tests {
     use super::*;
 
-    /// Bodies from `notes/context-acp-mcp.md` §1.1: (status, kind, message,
-    /// overflow?, stated window).
+    /// (status, kind, message, overflow?, stated window).
+    type Case<'a> = (Option<u16>, Option<&'a str>, &'a str, bool, Option<u64>);
+
+    /// Bodies from `notes/context-acp-mcp.md` §1.1.
     #[test]
     fn known_providers_overflow_answers_are_recognised() {
-        let cases: &[(Option<u16>, Option<&str>, &str, bool, Option<u64>)] = &[
+        let cases: &[Case] = &[
             (
                 Some(400),
                 Some("invalid_request_error"),

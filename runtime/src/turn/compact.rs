@@ -135,8 +135,7 @@ impl TurnMachine {
             // the last exchange that can stand alone.
             cut = context::valid_cuts(&view)
                 .into_iter()
-                .filter(|&c| c > first && c < view.len())
-                .next_back()
+                .rfind(|&c| c > first && c < view.len())
                 .unwrap_or(cut);
         }
         if tokens > self.window.window || cut <= first {
