@@ -144,10 +144,7 @@ impl AgentSpec {
     /// `enter_plan_mode`.
     pub fn child(&self, child: Child) -> Self {
         let context = match child.model.as_deref().and_then(known_window) {
-            Some(window) => ContextBudget {
-                window,
-                ..self.context
-            },
+            Some(window) => self.context.with_window(window),
             None => self.context,
         };
         Self {

@@ -563,7 +563,7 @@ impl SessionState {
             dir: self.spec.paths.dir.join("agents").join(path.to_string()),
         });
         if let Some(window) = role.context_window.filter(|w| *w > 0) {
-            spec.context.window = window;
+            spec.context = spec.context.with_window(window);
         }
         spec
     }

@@ -50,6 +50,11 @@ pub struct ContextBudget {
     pub window: u64,
     /// Compact before a request estimated past this percentage of it.
     pub threshold_percent: u8,
+    /// The window is cadre's guess ([`DEFAULT_WINDOW`]): neither configured
+    /// nor known for the model. A request still past it after compacting
+    /// is sent anyway, and the server's answer decides; with a known window
+    /// it ends the turn without asking.
+    pub assumed: bool,
 }
 
 impl Default for ContextBudget {
@@ -57,6 +62,7 @@ impl Default for ContextBudget {
         Self {
             window: DEFAULT_WINDOW,
             threshold_percent: DEFAULT_THRESHOLD_PERCENT,
+            assumed: true,
         }
     }
 }
@@ -65,13 +71,22 @@ impl ContextBudget {
     /// The budget for `model`: the configured window, else the built-in
     /// table's, else [`DEFAULT_WINDOW`]; the threshold clamped to 10..=95.
     pub fn resolve(configured: Option<u64>, model: Option<&str>, threshold: Option<u8>) -> Self {
-        let window = configured
+        let known = configured
             .filter(|w| *w > 0)
-            .or_else(|| model.and_then(known_window))
-            .unwrap_or(DEFAULT_WINDOW);
+            .or_else(|| model.and_then(known_window));
+        Self {
+            window: known.unwrap_or(DEFAULT_WINDOW),
+            assumed: known.is_none(),
+            threshold_percent: threshold.unwrap_or(DEFAULT_THRESHOLD_PERCENT).clamp(10, 95),
+        }
+    }
+
+    /// This budget with a window that is known (configured, or stated).
+    pub fn with_window(self, window: u64) -> Self {
         Self {
             window,
-            threshold_percent: threshold.unwrap_or(DEFAULT_THRESHOLD_PERCENT).clamp(10, 95),
+            assumed: false,
+            ..self
         }
     }
 

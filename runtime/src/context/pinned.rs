@@ -11,8 +11,8 @@ use crate::goal::Goal;
 use crate::message::Message;
 use crate::mode::Mode;
 use crate::plan::lifecycle::IMPLEMENT_INSTRUCTION;
-use sha2::{Digest, Sha256};
 use crate::tool::TodoItem;
+use sha2::{Digest, Sha256};
 
 /// Commands a record lists, most recent last.
 pub const RECENT_COMMANDS: usize = 10;

@@ -243,7 +243,9 @@ fn an_implementing_turn_pins_the_approved_plans_hash_and_file() {
             .collect()
     };
     assert!(
-        text.contains(&format!("approved plan (SHA-256 {sha}, frozen from /data/plan.md)")),
+        text.contains(&format!(
+            "approved plan (SHA-256 {sha}, frozen from /data/plan.md)"
+        )),
         "{text}"
     );
     assert!(text.ends_with(&format!("{snapshot}\n")), "{text}");

@@ -22,6 +22,10 @@ pub(super) struct Window {
     pub(super) window: u64,
     /// The threshold's percentage of it.
     percent: u8,
+    /// The window is cadre's guess, not known: what does not fit it is
+    /// sent anyway (see `ContextBudget::assumed`); a server that states
+    /// its window makes it known.
+    assumed: bool,
     /// Tokens of the system prompt and the tool schemas, the same for every
     /// request of the turn.
     fixed: u64,
@@ -49,6 +53,7 @@ impl Window {
         Self {
             window: config.context_budget.window,
             percent: config.context_budget.threshold_percent,
+            assumed: config.context_budget.assumed,
             fixed: context::tokens_of(config.system.len() + tools),
             reported: None,
             sent: 0,
@@ -239,7 +244,15 @@ impl TurnMachine {
         raw.push(Arc::new(Message::Compaction(Box::new(record.clone()))));
         let after =
             self.window.fixed + context::estimate(context::view(&raw).iter().map(AsRef::as_ref));
-        if after > self.window.window {
+        let fits = after <= self.window.window;
+        if !fits && self.window.assumed {
+            // The window is a guess: the server decides (its refusal comes
+            // back as an overflow, with one retry). A fallback that stubs
+            // nothing would only add a record.
+            if record.kind == CompactionKind::Fallback && record.stubs.is_empty() {
+                return false;
+            }
+        } else if !fits {
             let window = self.window.window;
             self.finish(
                 TurnOutcome::Failed {
@@ -276,6 +289,7 @@ impl TurnMachine {
     pub(super) fn on_overflow(&mut self, error: &ModelError, effects: &mut Vec<TurnEffect>) {
         if let Some(stated) = error.stated_window() {
             self.window.window = self.window.window.min(stated.max(1));
+            self.window.assumed = false;
         }
         if self.window.overflow_retried {
             let window = self.window.window;

@@ -100,7 +100,7 @@ impl SessionBuilder {
 
     /// The model's context window (tokens) and compaction threshold.
     pub fn context_window(mut self, window: u64) -> Self {
-        self.context.window = window;
+        self.context = self.context.with_window(window);
         self
     }
 

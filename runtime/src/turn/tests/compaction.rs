@@ -10,10 +10,7 @@ use crate::context::{Compaction, CompactionKind, ContextBudget, SUMMARY_TAG};
 /// A machine over a one-message history with a small window.
 fn machine(window: u64, first: &str) -> TurnMachine {
     let mut config = config(Mode::Work, 20);
-    config.context_budget = ContextBudget {
-        window,
-        threshold_percent: 80,
-    };
+    config.context_budget = ContextBudget::default().with_window(window);
     let history: Arc<[Arc<Message>]> = Arc::from(vec![Arc::new(Message::user(first))]);
     TurnMachine::new(config, history)
 }
@@ -212,5 +209,32 @@ fn compact_on_demand_summarises_before_the_next_request() {
             [Ask::Compacted(CompactionKind::Model), Ask::Model { .. }]
         ),
         "{effects:?}"
+    );
+}
+
+#[test]
+fn past_an_assumed_window_the_request_is_sent_and_the_server_decides() {
+    // No configured or known window: 128k is a guess, and a plan's
+    // implementation message may be longer.
+    let mut config = config(Mode::Work, 20);
+    config.context_budget = ContextBudget::default();
+    let history: Arc<[Arc<Message>]> =
+        Arc::from(vec![Arc::new(Message::user("x".repeat(600_000)))]);
+    let mut m = TurnMachine::new(config, history);
+    let effects = asks(m.step(TurnInput::Start));
+    assert!(
+        matches!(&effects[..], [Ask::Model { messages }] if messages.len() == 1),
+        "{effects:?}"
+    );
+    // The server refuses and states its window: now it is known.
+    let refused = ModelError::Http {
+        status: 400,
+        message: "This model's maximum context length is 131072 tokens.".into(),
+        retry_after: None,
+        kind: Some("context_length_exceeded".into()),
+    };
+    assert_eq!(
+        asks(m.step(TurnInput::ModelFailed(refused))),
+        vec![Ask::Failed(FailureCategory::Agent, false)]
     );
 }
