@@ -17,6 +17,9 @@ use sha2::{Digest, Sha256};
 /// Commands a record lists, most recent last.
 pub const RECENT_COMMANDS: usize = 10;
 
+/// Changed files a record lists, most recent last.
+pub const CHANGED_FILES: usize = 30;
+
 /// The most bytes of the latest user message a record repeats.
 const USER_MESSAGE_BYTES: usize = 4_000;
 
@@ -59,6 +62,13 @@ impl Pinned {
                 }
             }
             Some(_) | None => {}
+        }
+        let files = changed_files(raw, CHANGED_FILES);
+        if !files.is_empty() {
+            text.push_str(&format!(
+                "- Files your calls wrote or edited: {}\n",
+                files.join(", ")
+            ));
         }
         let commands = recent_commands(raw, RECENT_COMMANDS);
         if !commands.is_empty() {
@@ -182,6 +192,34 @@ pub fn recent_commands(raw: &[Arc<Message>], n: usize) -> Vec<String> {
     let skip = lines.len().saturating_sub(n);
     lines.drain(..skip);
     lines
+}
+
+/// The paths `write_file` and `edit_file` calls changed (answered without
+/// an error), each once, the last `n` in the order last changed.
+pub fn changed_files(raw: &[Arc<Message>], n: usize) -> Vec<String> {
+    let answers = answers(raw);
+    let mut paths: Vec<String> = Vec::new();
+    let calls = raw
+        .iter()
+        .filter_map(|m| match m.as_ref() {
+            Message::Assistant { tool_calls, .. } => Some(tool_calls.iter()),
+            Message::User { .. } | Message::Tool { .. } | Message::Compaction(_) => None,
+        })
+        .flatten()
+        .filter(|c| c.name == "write_file" || c.name == "edit_file")
+        .filter(|c| answers.get(c.id.as_str()).is_some_and(|a| !is_error(a)));
+    for call in calls {
+        let path = serde_json::from_str::<serde_json::Value>(&call.arguments)
+            .ok()
+            .and_then(|v| v.get("path").and_then(|p| p.as_str()).map(str::to_string));
+        if let Some(path) = path {
+            paths.retain(|p| *p != path);
+            paths.push(path);
+        }
+    }
+    let skip = paths.len().saturating_sub(n);
+    paths.drain(..skip);
+    paths
 }
 
 /// Each call's answer, by call id.

@@ -205,6 +205,14 @@ fn the_pinned_state_comes_from_the_calls_that_succeeded() {
         result("t2", "error (invalid_arguments): status"),
         calls(&[("c1", "bash", r#"{"command":"cargo test"}"#)]),
         result("c1", "exit code: 101\nfailures"),
+        calls(&[
+            ("w1", "write_file", r#"{"path":"src/a.rs","content":"x"}"#),
+            ("w2", "edit_file", r#"{"path":"src/b.rs"}"#),
+            ("w3", "write_file", r#"{"path":"/etc/x"}"#),
+        ]),
+        result("w1", "wrote src/a.rs"),
+        result("w2", "error (not_found): src/b.rs"),
+        result("w3", "error (tool_not_allowed): outside"),
     ];
     let pinned = Pinned {
         role: "main".into(),
@@ -217,6 +225,7 @@ fn the_pinned_state_comes_from_the_calls_that_succeeded() {
         "- Agent: role `main`, mode `work`.\n\
          - Session goal (active, none): ship\n\
          - Todo list (from your last todo_write):\n  - [in_progress] write\n\
+         - Files your calls wrote or edited: src/a.rs\n\
          - Recent commands (oldest first):\n  - `cargo test` → exit code: 101\n\
          - The latest user message, verbatim:\nbuild it\n"
     );
