@@ -1,8 +1,8 @@
 //! What a compaction never loses (CX3): re-stated in every compaction
 //! record from cadre's own records — the goal, the verifier's gaps, the
-//! todo list, the commands run and their exit codes, the agent's role and
-//! mode — and never taken from the model's prose, which may have dropped
-//! or bent them.
+//! todo list, the approved plan, the files changed, the commands run and
+//! their exit codes, the agent's role and mode — and never taken from the
+//! model's prose, which may have dropped or bent them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
