@@ -293,3 +293,36 @@ async fn exec_compacts_under_the_configured_window_and_a_resume_sends_the_compac
         "the resume sent the whole history: {reads} reads"
     );
 }
+
+#[tokio::test]
+async fn compact_on_demand_compacts_before_the_next_turn_and_a_script_keeps_its_place() {
+    use cadre::runtime::model::{Script, ScriptedModel};
+    use cadre::runtime::protocol::Op;
+    let script = Script::from_toml(
+        "[[response]]\nturn = 1\ntext = \"first answer\"\n\n[[response]]\nturn = 2\ntext = \"second answer\"\n",
+        "compact.toml",
+    )
+    .expect("script");
+    let model = Arc::new(ScriptedModel::new(script, "compact"));
+    let mut session = SessionBuilder::model(model).start().await;
+    session.turn("one").await;
+    // Idle: the next turn compacts before its first request.
+    session.submit(Op::Compact);
+    let events = session.turn("two").await;
+    assert_eq!(
+        compactions(&events)
+            .into_iter()
+            .map(|c| c.0)
+            .collect::<Vec<_>>(),
+        ["model"]
+    );
+    let answers: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::AssistantMessage { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers, ["second answer"]);
+    session.shutdown().await;
+}
