@@ -174,6 +174,24 @@ pub fn message_bytes(message: &Message) -> usize {
         }
 }
 
+/// About how many bytes `value` takes as JSON, without writing it (a tool
+/// schema is measured once per turn, for every agent).
+pub fn json_bytes(value: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    match value {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 8,
+        Value::String(s) => s.len() + 2,
+        Value::Array(items) => 2 + items.iter().map(|v| json_bytes(v) + 1).sum::<usize>(),
+        Value::Object(map) => {
+            2 + map
+                .iter()
+                .map(|(k, v)| k.len() + 4 + json_bytes(v))
+                .sum::<usize>()
+        }
+    }
+}
+
 /// The estimated tokens of a conversation.
 pub fn estimate<'a>(messages: impl IntoIterator<Item = &'a Message>) -> u64 {
     tokens_of(messages.into_iter().map(message_bytes).sum())

@@ -48,7 +48,7 @@ impl Window {
         let tools: usize = config
             .tools
             .iter()
-            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len() + 32)
+            .map(|t| t.name.len() + t.description.len() + context::json_bytes(&t.parameters) + 32)
             .sum();
         Self {
             window: config.context_budget.window,
@@ -108,11 +108,12 @@ impl TurnMachine {
     /// what came after it (a provider that truncates silently reports too
     /// few, so its count never lowers the estimate).
     pub(super) fn context_tokens(&self) -> u64 {
-        let view = self.current_view();
-        let estimated = self.window.fixed + context::estimate(view.iter().map(AsRef::as_ref));
+        // Asked before every request: no copy of the conversation.
+        let view = || self.base.iter().chain(self.tail.iter()).map(AsRef::as_ref);
+        let estimated = self.window.fixed + context::estimate(view());
         match self.window.reported {
-            Some((covered, prompt)) if covered <= view.len() => {
-                let since = context::estimate(view[covered..].iter().map(AsRef::as_ref));
+            Some((covered, prompt)) if covered <= self.base.len() + self.tail.len() => {
+                let since = context::estimate(view().skip(covered));
                 estimated.max(prompt + since)
             }
             Some(_) | None => estimated,
