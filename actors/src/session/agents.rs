@@ -26,6 +26,7 @@ use cadre_runtime::agent::{
     SpawnRefusal, Wait,
 };
 use cadre_runtime::config::RoleConfig;
+use cadre_runtime::context::known_window;
 use cadre_runtime::protocol::{Event, Op};
 use cadre_runtime::tool::{AgentHost, AgentRequest, ErrorCode, ToolError, ToolFuture, ToolOutcome};
 use ractor::{ActorRef, RpcReplyPort};
@@ -562,7 +563,9 @@ impl SessionState {
             prompt: role.system_prompt.clone(),
             dir: self.spec.paths.dir.join("agents").join(path.to_string()),
         });
-        if let Some(window) = role.context_window.filter(|w| *w > 0) {
+        // The role's window, else its model's (on another server too).
+        let known = role.model.as_deref().and_then(known_window);
+        if let Some(window) = role.context_window.filter(|w| *w > 0).or(known) {
             spec.context = spec.context.with_window(window);
         }
         spec

@@ -594,6 +594,7 @@ impl SessionState {
                     return self.reject("set_model", "the model name is empty");
                 }
                 self.spec.model = Some(model.to_string());
+                self.spec.context = self.spec.context.for_model(model);
                 self.emit(Event::ModelChanged {
                     model: model.to_string(),
                 });

@@ -90,6 +90,16 @@ impl ContextBudget {
         }
     }
 
+    /// The budget after a switch to `model` (`/model`): the table's window
+    /// when it knows the model, else this one (the configured window was
+    /// for the model configured with it, but nothing better is known).
+    pub fn for_model(self, model: &str) -> Self {
+        match known_window(model) {
+            Some(window) => self.with_window(window),
+            None => self,
+        }
+    }
+
     /// The estimate past which a request is compacted first.
     pub fn threshold(&self) -> u64 {
         self.window

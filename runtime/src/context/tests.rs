@@ -98,6 +98,10 @@ fn the_window_comes_from_config_then_the_table_then_the_default() {
     let budget = ContextBudget::resolve(Some(10_000), None, Some(99));
     assert_eq!((budget.threshold_percent, budget.threshold()), (95, 9_500));
     assert_eq!(ContextBudget::default().threshold(), 102_400);
+    // `/model` to a known model takes its window; to an unknown one keeps it.
+    let local = ContextBudget::resolve(Some(32_768), Some("local"), None);
+    assert_eq!(local.for_model("gpt-4o").window, 128_000);
+    assert_eq!(local.for_model("other-local").window, 32_768);
 }
 
 #[test]
