@@ -41,6 +41,11 @@ pub(super) struct Window {
     overflow_retried: bool,
     /// Where the summary in flight cuts the view, and the tokens before.
     pending: Option<(usize, u64)>,
+    /// The estimate the last compaction left. When even it was past the
+    /// threshold (a large record, the tools), the next one waits until the
+    /// conversation grew by a tenth of the window: not a summary request
+    /// before every request.
+    floor: u64,
 }
 
 impl Window {
@@ -60,11 +65,18 @@ impl Window {
             requested: config.compact_first,
             overflow_retried: false,
             pending: None,
+            floor: 0,
         }
     }
 
     fn threshold(&self) -> u64 {
         self.window.saturating_mul(u64::from(self.percent)) / 100
+    }
+
+    /// Whether a request of `tokens` is compacted first (unless asked).
+    fn due(&self, tokens: u64) -> bool {
+        let after_last = self.floor.saturating_add(self.window / 10);
+        tokens > self.window || tokens > self.threshold().max(after_last)
     }
 
     /// The provider answered the request in flight.
@@ -125,7 +137,7 @@ impl TurnMachine {
     pub(super) fn compact_if_due(&mut self, effects: &mut Vec<TurnEffect>) -> bool {
         let tokens = self.context_tokens();
         let asked = std::mem::take(&mut self.window.requested);
-        if !asked && tokens <= self.window.threshold() {
+        if !asked && !self.window.due(tokens) {
             return false;
         }
         let view = self.current_view();
@@ -246,14 +258,14 @@ impl TurnMachine {
         let after =
             self.window.fixed + context::estimate(context::view(&raw).iter().map(AsRef::as_ref));
         let fits = after <= self.window.window;
-        if !fits && self.window.assumed {
-            // The window is a guess: the server decides (its refusal comes
-            // back as an overflow, with one retry). A fallback that stubs
-            // nothing would only add a record.
-            if record.kind == CompactionKind::Fallback && record.stubs.is_empty() {
-                return false;
-            }
-        } else if !fits {
+        // A fallback that stubs nothing would only add a record.
+        let idle = record.kind == CompactionKind::Fallback && record.stubs.is_empty();
+        if idle && (fits || self.window.assumed) {
+            // Sent as it is; past a window that is only a guess, the
+            // server decides (a refusal comes back as an overflow).
+            return false;
+        }
+        if !fits && !self.window.assumed {
             let window = self.window.window;
             self.finish(
                 TurnOutcome::Failed {
@@ -281,6 +293,7 @@ impl TurnMachine {
         self.base = context::view(&self.current_view()).into();
         self.tail.clear();
         self.window.reported = None;
+        self.window.floor = after;
         false
     }
 
