@@ -238,3 +238,30 @@ fn past_an_assumed_window_the_request_is_sent_and_the_server_decides() {
         vec![Ask::Failed(FailureCategory::Agent, false)]
     );
 }
+
+#[test]
+fn a_compaction_that_stays_past_the_threshold_is_not_repeated_before_every_request() {
+    // The system prompt alone is past the threshold (8000 of 10000).
+    let mut config = config(Mode::Work, 20);
+    config.system = Arc::from("s".repeat(34_000));
+    config.context_budget = ContextBudget::default().with_window(10_000);
+    let history: Arc<[Arc<Message>]> = Arc::from(vec![Arc::new(Message::user("go"))]);
+    let mut m = TurnMachine::new(config, history);
+    // Nothing to compact: sent as it is.
+    assert!(matches!(
+        asks(m.step(TurnInput::Start))[..],
+        [Ask::Model { .. }]
+    ));
+    // Past the window: r1's output becomes a stub.
+    let next = read(&mut m, "r1", 12_000);
+    assert!(
+        matches!(
+            next[..],
+            [Ask::Compacted(CompactionKind::Fallback), Ask::Model { .. }]
+        ),
+        "{next:?}"
+    );
+    // Still past the threshold, but hardly grown since: no new compaction.
+    let next = read(&mut m, "r2", 400);
+    assert!(matches!(next[..], [Ask::Model { .. }]), "{next:?}");
+}
