@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use cadre_runtime::Mode;
 use cadre_runtime::agent::{ModelSource, ModelSourceError};
-use cadre_runtime::config::{Config, ConfigPaths, RoleConfig};
+use cadre_runtime::config::{Config, ConfigPaths, ContextSettings, RoleConfig};
 use cadre_runtime::model::{
     ModelClient, OpenAiClient, OpenAiConfig, ResponseLimits, RetryPolicy, Retrying, Script,
     ScriptedModel,
@@ -104,6 +104,7 @@ pub struct HostBuilder {
     workflows: Option<Arc<dyn Delegation>>,
     placement: Option<Arc<dyn crate::session::remote::ChildPlacement>>,
     model_requests: Option<u32>,
+    context: ContextSettings,
 }
 
 impl HostBuilder {
@@ -128,7 +129,16 @@ impl HostBuilder {
             workflows: None,
             placement: None,
             model_requests: None,
+            context: ContextSettings::default(),
         }
+    }
+
+    /// The model's context window and compaction threshold (`[context]`;
+    /// by default the built-in table's window for the model's name, else
+    /// 128000 tokens, compacting at 80%).
+    pub fn context(mut self, settings: ContextSettings) -> Self {
+        self.context = settings;
+        self
     }
 
     /// Model requests in flight at once per endpoint (base URL and model),
@@ -161,6 +171,7 @@ impl HostBuilder {
         if let Some(max) = settings.max_subagents {
             self.max_subagents = max;
         }
+        self.context = settings.context;
         if let (Some(base_url), Some(model)) = (&settings.base_url, &settings.model) {
             self.model = ModelChoice::Server {
                 base_url: base_url.clone(),
@@ -301,6 +312,7 @@ impl HostBuilder {
             sandbox: Arc::new(self.sandbox),
             workflows: self.workflows,
             placement: self.placement,
+            context: self.context,
         })
     }
 
@@ -438,6 +450,8 @@ pub struct Host {
     sandbox: Arc<SandboxConfig>,
     workflows: Option<Arc<dyn Delegation>>,
     placement: Option<Arc<dyn crate::session::remote::ChildPlacement>>,
+    /// `[context]`, resolved per session against the model's name.
+    context: ContextSettings,
 }
 
 impl Host {
@@ -484,6 +498,7 @@ impl Host {
         config.sandbox = self.sandbox.clone();
         config.snapshots = options.snapshots;
         config.first_message = options.first_message;
+        config.context = self.context.budget(Some(self.model.model()));
         let tools = if options.tools.is_empty() {
             self.tools.clone()
         } else {
@@ -548,6 +563,7 @@ impl Host {
         spec.sandbox = self.sandbox.clone();
         spec.protected = options.protected.clone();
         spec.snapshots = options.snapshots.clone();
+        spec.context = self.context.budget(Some(self.model.model()));
         Ok(Caller {
             spec,
             live: LiveAuthority::root(mode, posture),

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use cadre_runtime::Mode;
 use cadre_runtime::agent::{AgentPath, Authority, LiveAuthority};
+use cadre_runtime::context::{ContextBudget, known_window};
 use cadre_runtime::model::ModelClient;
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::guardian::GuardianConfig;
@@ -74,6 +75,10 @@ pub struct AgentSpec {
     /// The workspace's snapshots, taken before each turn that may change
     /// files (a sub-agent's under its session's); `None` takes none.
     pub snapshots: Option<Arc<Snapshots>>,
+    /// Its model's context window and compaction threshold (CX1); a
+    /// sub-agent's is its parent's unless its role's model is one the
+    /// built-in table knows.
+    pub context: ContextBudget,
 }
 
 /// Where a sub-agent sits and what it is, beside what it inherits from
@@ -128,6 +133,7 @@ impl AgentSpec {
             sandbox: Arc::default(),
             protected: Arc::default(),
             snapshots: None,
+            context: ContextBudget::default(),
         }
     }
 
@@ -137,6 +143,10 @@ impl AgentSpec {
     /// starts with no message of its own, and never offers
     /// `enter_plan_mode`.
     pub fn child(&self, child: Child) -> Self {
+        let context = match child.model.as_deref().and_then(known_window) {
+            Some(window) => self.context.with_window(window),
+            None => self.context,
+        };
         Self {
             session_id: self.session_id.clone(),
             path: child.path,
@@ -158,6 +168,7 @@ impl AgentSpec {
             sandbox: self.sandbox.clone(),
             protected: self.protected.clone(),
             snapshots: self.snapshots.clone(),
+            context,
         }
     }
 

@@ -56,6 +56,8 @@ pub enum TurnMsg {
         /// Its outcome.
         outcome: ToolOutcome,
     },
+    /// Compact before the next model request (`Op::Compact`).
+    Compact,
     /// Stop now: abort what runs and end the turn as cancelled.
     Cancel,
     /// End the turn once the current calls are answered (a plan went to
@@ -162,6 +164,7 @@ impl Actor for TurnActor {
                 TurnInput::Cancel
             }
             TurnMsg::EndAfterTools => TurnInput::EndAfterTools,
+            TurnMsg::Compact => TurnInput::Compact,
             TurnMsg::Halt { category, message } => {
                 if let Some(task) = state.inflight.take() {
                     task.abort();
@@ -211,23 +214,8 @@ impl TurnState {
                     self.supervisor
                         .send_message(TurnReport::Record { turn_id, message })?;
                 }
-                TurnEffect::CallModel(request) => {
-                    // `stream` only builds the request; a client that panics
-                    // here fails this turn through the supervisor.
-                    let stream = self.model.stream(request);
-                    let events = self.events.clone();
-                    let reply = myself.clone();
-                    let work = async move {
-                        let result = AssertUnwindSafe(drive(stream, turn_id, &events))
-                            .catch_unwind()
-                            .await
-                            .unwrap_or_else(|_| {
-                                Err(ModelError::Malformed("the model client crashed".into()))
-                            });
-                        let _ = reply.cast(TurnMsg::ModelDone(result));
-                    };
-                    self.spawn(work);
-                }
+                TurnEffect::CallModel(request) => self.call_model(myself, request, true),
+                TurnEffect::Summarize(request) => self.call_model(myself, request, false),
                 TurnEffect::RunTool(call) => {
                     let tools = self.tools.clone();
                     let context = self.tool_context.clone();
@@ -254,21 +242,47 @@ impl TurnState {
         Ok(())
     }
 
+    /// Streams a model request in a task that reports its answer; `shown`
+    /// forwards its text as it arrives (a compaction's summary is not).
+    fn call_model(
+        &mut self,
+        myself: &ActorRef<TurnMsg>,
+        request: cadre_runtime::model::ModelRequest,
+        shown: bool,
+    ) {
+        let turn_id = self.machine.turn_id();
+        // `stream` only builds the request; a client that panics here fails
+        // this turn through the supervisor.
+        let stream = self.model.stream(request);
+        let events = self.events.clone();
+        let reply = myself.clone();
+        let work = async move {
+            let result = AssertUnwindSafe(drive(stream, turn_id, &events, shown))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| Err(ModelError::Malformed("the model client crashed".into())));
+            let _ = reply.cast(TurnMsg::ModelDone(result));
+        };
+        self.spawn(work);
+    }
+
     fn spawn(&mut self, work: impl Future<Output = ()> + Send + 'static) {
         let task = tokio::spawn(work.instrument(self.span.clone()));
         self.inflight = Some(task.abort_handle());
     }
 }
 
-/// Reads a model stream to its end, forwarding text deltas and retries as
-/// events.
+/// Reads a model stream to its end, forwarding retries and, when `shown`,
+/// text deltas as events.
 async fn drive(
     mut stream: cadre_runtime::model::ModelStream,
     turn_id: u64,
     events: &EventSink,
+    shown: bool,
 ) -> Result<ModelResponse, ModelError> {
     while let Some(event) = stream.next().await {
         match event? {
+            ModelEvent::TextDelta(_) if !shown => {}
             ModelEvent::TextDelta(text) => {
                 let _ = events.send(Event::AssistantDelta { turn_id, text });
             }

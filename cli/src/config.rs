@@ -109,6 +109,8 @@ pub struct RunConfig {
     /// Model requests in flight at once per endpoint (`[limits]
     /// model_requests`); `None` for no limit.
     pub model_requests: Option<u32>,
+    /// The model's context window and compaction threshold (`[context]`).
+    pub context: cadre_runtime::config::ContextSettings,
     /// The flags the commands this run prints need to find its store,
     /// configuration and model.
     pub followup: Followup,
@@ -360,6 +362,7 @@ impl RunConfig {
                 .unwrap_or(true)
                 .then(|| snapshot_cap(&settings.snapshots)),
             model_requests: limits.model_requests,
+            context: settings.context,
             followup,
             tool_output_lines: crate::render::TOOL_OUTPUT_LINES,
             spinner: false,

@@ -325,6 +325,7 @@ pub async fn host(config: &RunConfig) -> Result<Host, CliError> {
         .file_limits(config.limits)
         .roles(config.roles.clone())
         .max_subagents(config.max_subagents)
+        .context(config.context)
         .sandbox(config.sandbox.clone())
         .workflows(Arc::new(engine))
         .build()

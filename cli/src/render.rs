@@ -391,6 +391,7 @@ impl TextView {
                 turn_id,
                 usage,
                 iterations,
+                context,
             } => {
                 let earlier = self.not_the_answer(false, true);
                 self.answer = self.held.take();
@@ -401,8 +402,20 @@ impl TextView {
                     usage.prompt_tokens,
                     usage.completion_tokens
                 ));
+                if let Some(c) = context {
+                    text.push_str(&format!(" · context {}% of {}", c.percent(), c.window));
+                }
                 err(text)
             }
+            Event::ContextCompacted {
+                agent,
+                tokens_before,
+                tokens_after,
+                kind,
+            } => err(format!(
+                "  context of {agent} compacted ({}): about {tokens_before} → {tokens_after} tokens",
+                kind.as_str()
+            )),
             Event::TurnFailed {
                 turn_id,
                 category,

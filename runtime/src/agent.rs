@@ -395,6 +395,7 @@ impl ReportBuilder {
             | Event::GoalVerification { .. }
             | Event::GoalContinuation { .. }
             | Event::GoalCleared { .. }
+            | Event::ContextCompacted { .. }
             | Event::SessionCompleted { .. } => {}
         }
         None

@@ -82,6 +82,30 @@ pub struct ConfigFile {
     /// repository cannot send its prompts to machines of its choosing.
     #[serde(default)]
     pub cluster: ClusterSettings,
+    /// The model's context window and when to compact (`docs/context.md`).
+    #[serde(default)]
+    pub context: ContextSettings,
+}
+
+/// `[context]`: the session model's context window and the compaction
+/// threshold (CX1, CX2). A project's file may set them: they change only
+/// when cadre compacts, never what an agent may do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextSettings {
+    /// The window in tokens (default: the built-in table's for a known
+    /// model name, else 128000).
+    pub window: Option<u64>,
+    /// Compact before a request estimated past this percentage of the
+    /// window (default 80, clamped to 10..=95).
+    pub compact_percent: Option<u8>,
+}
+
+impl ContextSettings {
+    /// The budget for `model` under these settings.
+    pub fn budget(&self, model: Option<&str>) -> crate::context::ContextBudget {
+        crate::context::ContextBudget::resolve(self.window, model, self.compact_percent)
+    }
 }
 
 /// `[cluster]` (see `docs/cluster.md`).
@@ -313,6 +337,9 @@ pub struct RoleConfig {
     pub description: Option<String>,
     /// The model (default: the session's).
     pub model: Option<String>,
+    /// The role's model's context window in tokens (default: the table's
+    /// for a known model name, else the session's).
+    pub context_window: Option<u64>,
     /// Another OpenAI-compatible server for this role.
     pub base_url: Option<String>,
     /// The role's system prompt, added to the agent's.
@@ -584,6 +611,8 @@ impl Config {
             s.model = file.model.or(s.model.take());
             s.base_url = file.base_url.or(s.base_url.take());
             s.max_subagents = file.max_subagents.or(s.max_subagents);
+            s.context.window = file.context.window.or(s.context.window);
+            s.context.compact_percent = file.context.compact_percent.or(s.context.compact_percent);
             s.plan.agent_entry = file.plan.agent_entry.or(s.plan.agent_entry);
             if scope != Scope::Project {
                 // Which model reviews the calls under Auto-Review is the

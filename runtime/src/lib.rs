@@ -17,6 +17,7 @@
 //! - [`permission`]: postures, rules, protected paths, the floor, the guardian's protocol, the ledger.
 //! - [`agent`]: sub-agents' authority (it only narrows, also live), typed
 //!   agent and approval ids, the child table, reports.
+//! - [`context`]: context windows, the token estimate, compaction (pure).
 //! - [`config`]: configuration files and their precedence.
 //! - [`trust`]: workspace trust: what an untrusted project's config may
 //!   still do, the user's record of trusted workspaces.
@@ -34,6 +35,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod context;
 pub mod goal;
 pub mod lifecycle;
 pub mod mcp;

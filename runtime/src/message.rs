@@ -43,6 +43,10 @@ pub enum Message {
         /// What the model reads: the tool's output or a coded error.
         content: String,
     },
+    /// A compaction (CX4): from here on a request sends this record and
+    /// the recent messages it keeps instead of what came before
+    /// (`context::view`). What it replaces stays stored.
+    Compaction(Box<crate::context::Compaction>),
 }
 
 impl Message {
@@ -65,7 +69,7 @@ pub fn unanswered_calls(messages: &[Arc<Message>]) -> Vec<ToolCall> {
         match message.as_ref() {
             Message::Assistant { tool_calls, .. } => open.extend(tool_calls.iter().cloned()),
             Message::Tool { call_id, .. } => open.retain(|call| &call.id != call_id),
-            Message::User { .. } => {}
+            Message::User { .. } | Message::Compaction(_) => {}
         }
     }
     open

@@ -13,6 +13,11 @@ use crate::permission::{Decision, Posture};
 use crate::plan::lifecycle::{ModeIntent, QuestionnaireAnswer, QuestionnaireKind};
 use crate::tool::ErrorCode;
 
+mod sources;
+
+pub use crate::context::{CompactionKind, ContextUsage};
+pub use sources::{ModeSource, ModelSource};
+
 /// The stream-json version carried by `session.started`.
 pub const STREAM_VERSION: u32 = 1;
 
@@ -102,6 +107,11 @@ pub enum Op {
         /// What to do.
         action: Box<crate::goal::GoalAction>,
     },
+    /// Compact the conversation now (CX2, `/compact`): before the running
+    /// turn's next model request, or before the next turn's first. Answered
+    /// by `context.compacted` then (nothing when there is nothing to
+    /// compact yet).
+    Compact,
     /// Cancel whatever runs, drop the queue and stop the session. Answered
     /// by `session.stopped`.
     Shutdown,
@@ -247,67 +257,6 @@ pub enum Activity {
     Running,
 }
 
-/// Where a session's model came from: a run that answers from the demo
-/// script, or from another model than the one it started with, says why.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ModelSource {
-    /// `--base-url`, `--model` or `--script`, or `OPENAI_BASE_URL`,
-    /// `OPENAI_MODEL` or `OPENAI_API_KEY` in the environment.
-    Flags,
-    /// `base_url` or `model` in a configuration file or `settings.toml`.
-    Config,
-    /// A resumed session (or workflow run) keeps the model it started with.
-    Recorded,
-    /// Nothing named a model: cadre's built-in demo script.
-    Demo,
-}
-
-impl ModelSource {
-    /// The name written to stream-json.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ModelSource::Flags => "flags",
-            ModelSource::Config => "config",
-            ModelSource::Recorded => "recorded",
-            ModelSource::Demo => "demo",
-        }
-    }
-}
-
-/// Where a session's starting mode came from, lowest layer last: a run that
-/// comes up in an unexpected mode says why.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ModeSource {
-    /// `--mode`.
-    Flag,
-    /// The `CADRE_MODE` environment variable.
-    Env,
-    /// `mode` in a configuration file (user, project, local or `--config`).
-    Config,
-    /// `default_mode` in `settings.toml`, which the shell's `/mode` saves.
-    Settings,
-    /// Nothing chose it: the built-in default, Work.
-    Default,
-    /// A resumed session keeps the mode it was in.
-    Resumed,
-}
-
-impl ModeSource {
-    /// The name written to stream-json.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ModeSource::Flag => "flag",
-            ModeSource::Env => "env",
-            ModeSource::Config => "config",
-            ModeSource::Settings => "settings",
-            ModeSource::Default => "default",
-            ModeSource::Resumed => "resumed",
-        }
-    }
-}
-
 /// The plan lines a `questionnaire.opened` carries for the person who
 /// answers it (the whole plan is in its file and `/plan view`).
 pub const QUESTION_HEAD_LINES: usize = 40;
@@ -443,6 +392,23 @@ pub enum Event {
         usage: Usage,
         /// Model requests the turn made.
         iterations: u32,
+        /// How full the agent's context window is now (CX1).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context: Option<ContextUsage>,
+    },
+    /// The agent's conversation was compacted to fit its context window
+    /// (CX2): what is sent from now on is a compaction record and the
+    /// recent messages; everything stays stored.
+    #[serde(rename = "context.compacted")]
+    ContextCompacted {
+        /// The agent (`main`, `1`, `1.2`).
+        agent: String,
+        /// The estimated tokens of the conversation before.
+        tokens_before: u64,
+        /// The estimated tokens after.
+        tokens_after: u64,
+        /// A model-written summary, or the deterministic fallback.
+        kind: CompactionKind,
     },
     /// The turn ended without a final answer.
     #[serde(rename = "turn.failed")]

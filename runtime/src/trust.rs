@@ -219,6 +219,7 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         mcp_servers,
         snapshots,
         cluster,
+        context,
     } = file;
     let PermissionRules { allow, ask, deny } = permissions;
     let PlanSettings { agent_entry } = plan;
@@ -265,6 +266,8 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         sandbox,
         snapshots,
         cluster,
+        // Only when cadre compacts, never what an agent may do.
+        context,
         model: None,
         max_subagents: None,
         roles: BTreeMap::new(),

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::context::{ContextBudget, ContextUsage, Pinned};
 use crate::goal::{BudgetGuard, GuardDecision};
 use crate::message::{Message, ToolCall};
 use crate::mode::Mode;
@@ -47,6 +48,13 @@ pub struct TurnConfig {
     /// The goal's budget guard (G7), asked before every tool call; `None`
     /// when no goal budget limits this turn.
     pub budget: Option<BudgetGuard>,
+    /// The agent's context window and compaction threshold (CX1).
+    pub context_budget: ContextBudget,
+    /// What a compaction re-states from the host's records (CX3).
+    pub pinned: Pinned,
+    /// Compact before the first request (an `Op::Compact` sent while the
+    /// agent was idle).
+    pub compact_first: bool,
 }
 
 /// How a turn ended.
@@ -84,6 +92,8 @@ pub enum TurnInput {
         /// Its outcome.
         outcome: ToolOutcome,
     },
+    /// Compact before the next model request (`Op::Compact`).
+    Compact,
     /// Stop now: the user cancelled.
     Cancel,
     /// Finish the turn once the current calls are answered, without asking
@@ -107,6 +117,9 @@ pub enum TurnEffect {
     Record(Arc<Message>),
     /// Make a model request and feed back its answer.
     CallModel(ModelRequest),
+    /// Make a compaction's summary request and feed back its answer; its
+    /// text is cadre's, not the assistant's, so nothing of it is shown.
+    Summarize(ModelRequest),
     /// Run a tool call and feed back its outcome.
     RunTool(ToolCall),
     /// The turn is over; nothing more will be asked.
@@ -117,6 +130,8 @@ pub enum TurnEffect {
 enum Phase {
     NotStarted,
     AwaitingModel,
+    /// Waiting for a compaction's summary.
+    Compacting,
     RunningTools,
     Finished,
 }
@@ -126,7 +141,15 @@ enum Phase {
 pub struct TurnMachine {
     config: TurnConfig,
     history: Arc<[Arc<Message>]>,
+    /// Every message the turn recorded.
     own: Vec<Arc<Message>>,
+    /// What requests send before `tail`: the stored history's view
+    /// (`context::view`), then the view after each compaction.
+    base: Arc<[Arc<Message>]>,
+    /// Messages recorded since `base` was made.
+    tail: Vec<Arc<Message>>,
+    /// The context's state: window, counts, compaction in flight.
+    window: compact::Window,
     phase: Phase,
     iteration: u32,
     usage: Usage,
@@ -147,11 +170,16 @@ impl TurnMachine {
     /// A turn over `history`, which already holds the user's message.
     pub fn new(mut config: TurnConfig, history: Arc<[Arc<Message>]>) -> Self {
         let guard = config.budget.take().filter(BudgetGuard::limits_anything);
+        let base = compact::base_of(&history);
+        let window = compact::Window::new(&config);
         Self {
             guard,
             elapsed: Duration::ZERO,
             config,
             history,
+            base,
+            tail: Vec::new(),
+            window,
             own: Vec::new(),
             phase: Phase::NotStarted,
             iteration: 0,
@@ -197,6 +225,19 @@ impl TurnMachine {
             (Phase::AwaitingModel, TurnInput::ModelResponded(response)) => {
                 self.on_response(response, &mut effects)
             }
+            (Phase::Compacting, TurnInput::ModelResponded(response)) => {
+                // The summary's tokens are the turn's (and the goal's) cost.
+                if let Some(usage) = response.usage {
+                    self.usage.add(usage.into());
+                }
+                self.on_summary(Some(response.text), &mut effects)
+            }
+            (Phase::Compacting, TurnInput::ModelFailed(_)) => self.on_summary(None, &mut effects),
+            (Phase::AwaitingModel, TurnInput::ModelFailed(error))
+                if error.is_context_overflow() =>
+            {
+                self.on_overflow(&error, &mut effects)
+            }
             (Phase::AwaitingModel, TurnInput::ModelFailed(error)) => {
                 let retryable = error.is_transient();
                 // A script with no answer left is the agent's script failing,
@@ -236,10 +277,16 @@ impl TurnMachine {
                 &mut effects,
             ),
             (
-                Phase::NotStarted | Phase::AwaitingModel | Phase::RunningTools,
+                Phase::NotStarted | Phase::AwaitingModel | Phase::Compacting | Phase::RunningTools,
                 TurnInput::EndAfterTools,
             ) => {
                 self.end_after_tools = true;
+            }
+            (
+                Phase::NotStarted | Phase::AwaitingModel | Phase::Compacting | Phase::RunningTools,
+                TurnInput::Compact,
+            ) => {
+                self.window.requested = true;
             }
             (_, TurnInput::Halt { category, message }) => {
                 let unanswered = format!("the turn ended before this call finished: {message}");
@@ -248,7 +295,7 @@ impl TurnMachine {
             // Inputs that do not belong to the current phase are stale (a
             // late answer after a cancel, say) and change nothing.
             (
-                Phase::NotStarted | Phase::AwaitingModel | Phase::RunningTools,
+                Phase::NotStarted | Phase::AwaitingModel | Phase::Compacting | Phase::RunningTools,
                 TurnInput::Start
                 | TurnInput::ModelResponded(_)
                 | TurnInput::ModelFailed(_)
@@ -280,7 +327,20 @@ impl TurnMachine {
         );
     }
 
+    /// Asks the model, compacting first when the request would pass the
+    /// threshold or a compaction was asked for.
     fn request_model(&mut self, effects: &mut Vec<TurnEffect>) {
+        if self.at_iteration_limit(effects) {
+            return;
+        }
+        if self.compact_if_due(effects) {
+            return;
+        }
+        self.send(effects);
+    }
+
+    /// Fails the turn when it has made all the requests it may.
+    fn at_iteration_limit(&mut self, effects: &mut Vec<TurnEffect>) -> bool {
         if self.iteration >= self.config.max_iterations {
             let limit = self.config.max_iterations;
             self.finish(
@@ -293,6 +353,14 @@ impl TurnMachine {
                 },
                 effects,
             );
+            return true;
+        }
+        false
+    }
+
+    /// Sends the request as the conversation stands.
+    fn send(&mut self, effects: &mut Vec<TurnEffect>) {
+        if self.at_iteration_limit(effects) {
             return;
         }
         self.iteration += 1;
@@ -305,10 +373,11 @@ impl TurnMachine {
         let mut context = self.config.context.clone();
         context.iteration = self.iteration;
         self.phase = Phase::AwaitingModel;
+        self.window.sent = self.base.len() + self.tail.len();
         effects.push(TurnEffect::CallModel(ModelRequest {
             system: self.config.system.clone(),
-            history: self.history.clone(),
-            turn: self.own.clone(),
+            history: self.base.clone(),
+            turn: self.tail.clone(),
             reminder,
             tools: self.config.tools.clone(),
             context,
@@ -322,6 +391,7 @@ impl TurnMachine {
         if let Some(usage) = response.usage {
             self.usage.add(usage.into());
         }
+        self.window.answered(response.usage);
         if let Some(reasoning) = response.reasoning.filter(|r| !r.is_empty()) {
             effects.push(TurnEffect::Emit(Event::AssistantReasoning {
                 turn_id,
@@ -439,6 +509,7 @@ impl TurnMachine {
     fn record(&mut self, message: Message, effects: &mut Vec<TurnEffect>) {
         let message = Arc::new(message);
         self.own.push(message.clone());
+        self.tail.push(message.clone());
         effects.push(TurnEffect::Record(message));
     }
 
@@ -450,6 +521,10 @@ impl TurnMachine {
                 turn_id,
                 usage: self.usage,
                 iterations: self.iteration,
+                context: Some(ContextUsage {
+                    used: self.context_tokens(),
+                    window: self.window.window,
+                }),
             },
             TurnOutcome::Failed {
                 category,
@@ -468,6 +543,8 @@ impl TurnMachine {
         effects.push(TurnEffect::Finish(outcome));
     }
 }
+
+mod compact;
 
 #[cfg(test)]
 mod tests;

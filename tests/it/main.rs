@@ -10,6 +10,7 @@ mod cli;
 mod cluster;
 mod cluster_agents;
 mod command_line;
+mod context;
 mod crash;
 mod durability;
 mod goals;

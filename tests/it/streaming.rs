@@ -106,7 +106,13 @@ async fn usage_chunks_are_summed_over_the_turn_and_requests_ask_for_them() {
         Reply::sse(&text_chunks("done")),
     ]);
     let events = session.turn("count").await;
-    // tool_calls_chunks reports 20/7 and text_chunks 10/5.
+    // tool_calls_chunks reports 20/7 and text_chunks 10/5; the context is
+    // the estimate of the whole request (system prompt and tools included).
+    let Event::TurnCompleted { context, .. } = turn_end(&events) else {
+        panic!("the turn did not complete: {events:?}");
+    };
+    let used = context.expect("the context").used;
+    assert!(used > 1_000, "the tools' schemas alone are more: {used}");
     assert_eq!(
         turn_end(&events),
         &Event::TurnCompleted {
@@ -115,7 +121,11 @@ async fn usage_chunks_are_summed_over_the_turn_and_requests_ask_for_them() {
                 prompt_tokens: 30,
                 completion_tokens: 12
             },
-            iterations: 2
+            iterations: 2,
+            context: Some(cadre::runtime::context::ContextUsage {
+                used,
+                window: cadre::runtime::context::DEFAULT_WINDOW
+            }),
         }
     );
     let first = &mock.requests()[0];
@@ -154,6 +164,9 @@ async fn the_non_streaming_path_runs_the_same_loop() {
         tool_results(&events),
         [("list_dir".to_string(), "ok".to_string())]
     );
+    let Event::TurnCompleted { context, .. } = turn_end(&events) else {
+        panic!("the turn did not complete: {events:?}");
+    };
     assert_eq!(
         turn_end(&events),
         &Event::TurnCompleted {
@@ -162,7 +175,8 @@ async fn the_non_streaming_path_runs_the_same_loop() {
                 prompt_tokens: 22,
                 completion_tokens: 6
             },
-            iterations: 2
+            iterations: 2,
+            context: *context,
         }
     );
     let requests = mock.requests();

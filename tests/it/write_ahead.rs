@@ -105,7 +105,7 @@ async fn a_side_effect_killed_right_after_it_started_is_stored_and_never_run_aga
                     .iter()
                     .find(|c| c.name == "bash")
                     .map(|c| c.id.clone()),
-                Message::User { .. } | Message::Tool { .. } => None,
+                Message::User { .. } | Message::Tool { .. } | Message::Compaction(_) => None,
             })
             .unwrap_or_else(|| panic!("after {delay_ms} ms: the call was not stored"));
 
@@ -131,7 +131,10 @@ async fn a_side_effect_killed_right_after_it_started_is_stored_and_never_run_aga
                     call_id: id,
                     content,
                 } if *id == call_id => Some(content.clone()),
-                Message::User { .. } | Message::Assistant { .. } | Message::Tool { .. } => None,
+                Message::User { .. }
+                | Message::Assistant { .. }
+                | Message::Tool { .. }
+                | Message::Compaction(_) => None,
             })
             .collect();
         assert_eq!(answers.len(), 1, "after {delay_ms} ms: {answers:?}");

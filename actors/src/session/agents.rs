@@ -26,6 +26,7 @@ use cadre_runtime::agent::{
     SpawnRefusal, Wait,
 };
 use cadre_runtime::config::RoleConfig;
+use cadre_runtime::context::known_window;
 use cadre_runtime::protocol::{Event, Op};
 use cadre_runtime::tool::{AgentHost, AgentRequest, ErrorCode, ToolError, ToolFuture, ToolOutcome};
 use ractor::{ActorRef, RpcReplyPort};
@@ -548,7 +549,7 @@ impl SessionState {
         role: &RoleConfig,
         authority: Authority,
     ) -> AgentSpec {
-        self.spec.child(Child {
+        let mut spec = self.spec.child(Child {
             path: path.clone(),
             role: role_name.to_string(),
             authority,
@@ -561,7 +562,13 @@ impl SessionState {
                 .flatten(),
             prompt: role.system_prompt.clone(),
             dir: self.spec.paths.dir.join("agents").join(path.to_string()),
-        })
+        });
+        // The role's window, else its model's (on another server too).
+        let known = role.model.as_deref().and_then(known_window);
+        if let Some(window) = role.context_window.filter(|w| *w > 0).or(known) {
+            spec.context = spec.context.with_window(window);
+        }
+        spec
     }
 
     async fn followup(

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use cadre_runtime::Mode;
 use cadre_runtime::agent::Authority;
+use cadre_runtime::context::ContextBudget;
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::snapshot::Snapshots;
@@ -52,6 +53,8 @@ pub struct SessionConfig {
     /// The user message the session starts with, admitted in the same
     /// store trip as its opening (see `AgentSpec::first_message`).
     pub first_message: Option<String>,
+    /// The model's context window and compaction threshold (CX1).
+    pub context: ContextBudget,
 }
 
 impl SessionConfig {
@@ -75,6 +78,7 @@ impl SessionConfig {
             sandbox: Arc::default(),
             snapshots: None,
             first_message: None,
+            context: ContextBudget::default(),
         }
     }
 
@@ -104,6 +108,7 @@ impl SessionConfig {
         spec.sandbox = self.sandbox;
         spec.protected = Arc::new(permissions.protected);
         spec.snapshots = self.snapshots;
+        spec.context = self.context;
         spec
     }
 }

@@ -218,6 +218,8 @@ pub struct SessionState {
     first: Option<turns::First>,
     /// The submission the running turn answers, for its closing event.
     turn_cause: Option<String>,
+    /// `Op::Compact` came while idle: the next turn compacts first.
+    compact_next: bool,
     span: tracing::Span,
     authority: authority::Authority,
     children: agents::Children,
@@ -321,6 +323,7 @@ impl Actor for SessionActor {
             resumed_queue: Vec::new(),
             first: None,
             turn_cause: None,
+            compact_next: false,
             span,
             spec,
             goal,
@@ -591,6 +594,7 @@ impl SessionState {
                     return self.reject("set_model", "the model name is empty");
                 }
                 self.spec.model = Some(model.to_string());
+                self.spec.context = self.spec.context.for_model(model);
                 self.emit(Event::ModelChanged {
                     model: model.to_string(),
                 });
@@ -617,6 +621,12 @@ impl SessionState {
                 }
             }
             Op::Goal { action } => Box::pin(self.goal_op(myself, *action)).await,
+            Op::Compact => match &self.turn {
+                Some(turn) => {
+                    let _ = turn.cast(TurnMsg::Compact);
+                }
+                None => self.compact_next = true,
+            },
             Op::Shutdown => {
                 let effects = self.queue.step(QueueInput::Shutdown);
                 self.perform(myself, effects, false).await;

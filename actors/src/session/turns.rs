@@ -16,6 +16,7 @@
 use std::sync::Arc;
 
 use cadre_runtime::Mode;
+use cadre_runtime::context::{Pinned, goal_state};
 use cadre_runtime::lifecycle::{QueueInput, Queued};
 use cadre_runtime::message::Message;
 use cadre_runtime::model::RequestContext;
@@ -312,6 +313,8 @@ impl SessionState {
         }
         self.turn_cause = next.cause.clone();
         let mut args = self.turn_args(myself, turn_id);
+        // An `Op::Compact` sent while idle is for this turn.
+        self.compact_next = false;
         args.events = self.events.caused_by(next.cause);
         match Actor::spawn_linked(None, TurnActor, args, myself.get_cell()).await {
             Ok((actor, _join)) => {
@@ -390,6 +393,14 @@ impl SessionState {
             plan_file: plan_file.clone(),
             model: spec.model.as_deref().map(Arc::from),
             budget: self.budget_guard(),
+            context_budget: spec.context,
+            pinned: Pinned {
+                role: spec.role.clone(),
+                mode,
+                goal: self.goal.machine.goal().map(goal_state),
+                plan: plan_file.as_ref().map(|p| p.display().to_string()),
+            },
+            compact_first: self.compact_next,
         };
         let tool_context = ToolContext {
             workspace: spec.workspace.clone(),

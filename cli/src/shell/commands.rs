@@ -36,6 +36,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         GOAL_USAGE,
         "show the goal, set one the session works on until it is verified, or change it",
     ),
+    (
+        "/compact",
+        "compact the conversation now (before the next model request): a summary and the recent messages",
+    ),
     ("/mcp", "the MCP servers: state, tools and their safety"),
     (
         TRUST_USAGE,
@@ -80,6 +84,8 @@ pub enum Command {
     },
     /// `/goal …`.
     Goal(GoalAction),
+    /// `/compact`.
+    Compact,
     /// `/mcp`.
     Mcp,
     /// `/trust`, `/trust yes|grant`, `/trust no|revoke`.
@@ -137,6 +143,7 @@ pub fn parse(line: &str) -> Line {
             [name] => Ok(Command::Model(Some((*name).to_string()))),
             _ => Err(MODEL_USAGE),
         },
+        "/compact" => no_arguments(&args, Command::Compact, "/compact"),
         "/restore" => match args.as_slice() {
             [] | ["list"] => Ok(Command::Snapshots),
             [id] | [id, "--dry-run"] | ["--dry-run", id] if !id.starts_with('-') => {

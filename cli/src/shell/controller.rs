@@ -326,6 +326,8 @@ impl Controller {
             Command::Goal(action) => op(Op::Goal {
                 action: Box::new(action),
             }),
+            // While a turn runs it compacts before its next request.
+            Command::Compact => op(Op::Compact),
             Command::Mcp => notice(Notice::McpServers),
             Command::Trust(action) => notice(Notice::Trust(action)),
             Command::Config => notice(Notice::Config(self.facts.clone())),

@@ -470,6 +470,7 @@ fn reports_come_from_what_happened() {
             turn_id: 1,
             usage: Usage::default(),
             iterations: 3,
+            context: None,
         })
         .expect("the run ended");
     assert_eq!(report.changes, ["src/a.rs"]);
@@ -493,6 +494,7 @@ fn reports_come_from_what_happened() {
             turn_id: 1,
             usage: Usage::default(),
             iterations: 2,
+            context: None,
         })
         .expect("ended");
     assert!(!report.verified, "a change without a check is a claim");
@@ -562,6 +564,7 @@ fn host_tools_marked_shell_or_path_writer_count_as_evidence_and_changes() {
             turn_id: 1,
             usage: Usage::default(),
             iterations: 2,
+            context: None,
         })
         .expect("ended");
     // `bash` is not among this agent's tools: its name alone makes it nothing.

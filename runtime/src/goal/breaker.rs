@@ -49,7 +49,7 @@ impl TurnTrace {
                     digest.update(content.as_bytes());
                     digest.update([0]);
                 }
-                Message::User { .. } => {}
+                Message::User { .. } | Message::Compaction(_) => {}
             }
         }
         Self {

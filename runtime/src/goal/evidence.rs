@@ -49,7 +49,7 @@ pub fn verifier_request(objective: &str, claim: &str, messages: &[Arc<Message>])
                     line.push_str(&format!(" → {}", clip(content)));
                 }
             }
-            Message::User { .. } => {}
+            Message::User { .. } | Message::Compaction(_) => {}
         }
     }
     let skipped = calls.len().saturating_sub(CALLS_SHOWN);

@@ -6,6 +6,7 @@
 //!   tolerating the deviations of real OpenAI-compatible servers.
 //! - `limits`: [`ResponseLimits`], how large and how long one response may be.
 //! - `openai`: [`OpenAiClient`], async-openai over any base URL.
+//! - `overflow`: recognising a context-window error from any known server.
 //! - `retry`: [`RetryPolicy`] and [`Retrying`], the only place retries happen.
 //! - `script`: [`Script`] and [`ScriptedModel`], scripted responses with no network.
 //!
@@ -14,6 +15,7 @@
 mod assemble;
 mod limits;
 mod openai;
+mod overflow;
 mod retry;
 mod script;
 
@@ -217,6 +219,48 @@ impl ModelError {
             | ModelError::Request(_)
             | ModelError::Limit(_)
             | ModelError::RetriesExhausted { .. } => false,
+        }
+    }
+
+    /// Whether the server refused the request as longer than the model's
+    /// context window (`model/overflow.rs`): the turn compacts and retries
+    /// once (CX2); a request that still does not fit is the task's failure,
+    /// never the infrastructure's.
+    pub fn is_context_overflow(&self) -> bool {
+        match self {
+            ModelError::Http {
+                status,
+                message,
+                kind,
+                ..
+            } => {
+                matches!(status, 400 | 413 | 422)
+                    && overflow::is_overflow(Some(*status), kind.as_deref(), message)
+            }
+            ModelError::Provider(message) => overflow::is_overflow(None, None, message),
+            ModelError::RetriesExhausted { last, .. } => last.is_context_overflow(),
+            ModelError::Transport(_)
+            | ModelError::Interrupted(_)
+            | ModelError::Malformed(_)
+            | ModelError::Script(_)
+            | ModelError::Request(_)
+            | ModelError::Limit(_) => false,
+        }
+    }
+
+    /// The context window an overflow error states, when it states one.
+    pub fn stated_window(&self) -> Option<u64> {
+        match self {
+            ModelError::Http { message, .. } | ModelError::Provider(message) => {
+                overflow::stated_window(message)
+            }
+            ModelError::RetriesExhausted { last, .. } => last.stated_window(),
+            ModelError::Transport(_)
+            | ModelError::Interrupted(_)
+            | ModelError::Malformed(_)
+            | ModelError::Script(_)
+            | ModelError::Request(_)
+            | ModelError::Limit(_) => None,
         }
     }
 

@@ -219,6 +219,15 @@ impl ModelClient for ScriptedModel {
     }
 
     fn stream(&self, request: ModelRequest) -> ModelStream {
+        if is_summary_request(&request) {
+            // A compaction's summary is cadre's request, not the agent's
+            // step: it uses no entry, so the script's steps stay in place.
+            let response = ModelResponse {
+                text: "(The scripted model keeps no summary; the state below is cadre's.)".into(),
+                ..ModelResponse::default()
+            };
+            return Box::pin(futures::stream::iter([Ok(ModelEvent::Completed(response))]));
+        }
         let ctx = &request.context;
         let Some(entry) = self.pick(ctx) else {
             let message = format!(
@@ -246,6 +255,14 @@ impl ModelClient for ScriptedModel {
             .flatten(),
         )
     }
+}
+
+/// A compaction's summary request (`context::SUMMARY_TAG`, no tools).
+fn is_summary_request(request: &ModelRequest) -> bool {
+    request.tools.is_empty()
+        && request.messages().any(|m| {
+            matches!(m, Message::User { content } if content.starts_with(crate::context::SUMMARY_TAG))
+        })
 }
 
 fn answer(entry: &Entry, request: &ModelRequest) -> ModelResponse {
@@ -280,6 +297,7 @@ fn answer(entry: &Entry, request: &ModelRequest) -> ModelResponse {
                     content,
                     tool_calls,
                 } => content.len() + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>(),
+                Message::Compaction(record) => record.render().len(),
             })
             .sum::<usize>();
     let completion_chars = text.len() + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>();

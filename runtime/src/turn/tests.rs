@@ -8,6 +8,8 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
+
+mod compaction;
 use crate::model::ProviderUsage;
 use crate::prompt::PLAN_REMINDER_TAG;
 
@@ -72,6 +74,7 @@ fn fx(effect: TurnEffect) -> Fx {
                 turn: request.turn.len(),
             }
         }
+        TurnEffect::Summarize(_) => panic!("no test here compacts"),
         TurnEffect::RunTool(call) => Fx::RunTool(call.id),
         TurnEffect::Finish(outcome) => Fx::Finish(outcome),
     }
@@ -97,6 +100,9 @@ fn config(mode: Mode, max_iterations: u32) -> TurnConfig {
         plan_file: Some(PLAN_FILE.into()),
         model: None,
         budget: None,
+        context_budget: crate::context::ContextBudget::default(),
+        pinned: crate::context::Pinned::default(),
+        compact_first: false,
     }
 }
 
@@ -326,6 +332,10 @@ fn a_final_text_completes_the_turn_with_summed_usage() {
                         completion_tokens: 3
                     },
                     iterations: 2,
+                    context: Some(ContextUsage {
+                        used: 35,
+                        window: crate::context::DEFAULT_WINDOW
+                    }),
                 }),
                 Fx::Finish(TurnOutcome::Completed {
                     text: "done".into()

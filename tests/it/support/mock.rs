@@ -7,7 +7,9 @@
 //! real server enforces: each `tool` message answers a call made by an
 //! earlier assistant message, and every call is answered before the
 //! conversation moves on. A request that breaks it gets a 400, like from a
-//! real server, and the violation is kept for the test to assert on.
+//! real server, and the violation is kept for the test to assert on. A test
+//! may also give it a context window ([`MockServer::enforce_window`]): a
+//! request body past it gets the 400 a real server of that kind sends.
 
 use std::collections::{HashSet, VecDeque};
 use std::convert::Infallible;
@@ -186,6 +188,44 @@ pub fn usage_chunk(prompt: u64, completion: u64) -> Value {
            "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}})
 }
 
+/// Which server's context-length error a window answers with
+/// (`notes/context-acp-mcp.md` §1.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overflow {
+    /// OpenAI (Azure and Groq alike): `code: context_length_exceeded`.
+    OpenAi,
+    /// vLLM 0.33: `type: BadRequestError`, the window only in the message.
+    Vllm,
+    /// llama.cpp's server: `type: exceed_context_size_error`.
+    LlamaCpp,
+}
+
+impl Overflow {
+    /// The 400 body for a request of `tokens` against a window of `window`.
+    pub fn body(self, window: usize, tokens: usize) -> Value {
+        match self {
+            Overflow::OpenAi => json!({"error": {
+                "message": format!("This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} tokens. Please reduce the length of the messages."),
+                "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+            Overflow::Vllm => json!({"error": {
+                "message": format!("This model's maximum context length is {window} tokens. However, your prompt contains at least {tokens} input tokens, which exceeds this limit even without any output tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value={tokens})"),
+                "type": "BadRequestError", "param": "input_tokens", "code": 400}}),
+            Overflow::LlamaCpp => json!({"error": {
+                "code": 400,
+                "message": format!("request ({tokens} tokens) exceeds the available context size ({window} tokens), try increasing it"),
+                "type": "exceed_context_size_error", "n_prompt_tokens": tokens, "n_ctx": window}}),
+        }
+    }
+}
+
+/// A context window the mock enforces: request bodies past `bytes` are
+/// refused, their tokens counted as bytes / 4.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    bytes: usize,
+    shape: Overflow,
+}
+
 type Responder = Arc<dyn Fn(&Value) -> Option<Reply> + Send + Sync>;
 
 #[derive(Default)]
@@ -194,6 +234,9 @@ struct Shared {
     responder: Mutex<Option<Responder>>,
     requests: Mutex<Vec<Value>>,
     violations: Mutex<Vec<String>>,
+    window: Mutex<Option<Window>>,
+    /// Requests refused for their length.
+    overflows: std::sync::atomic::AtomicUsize,
     /// Requests being answered now, and the most there ever were.
     in_flight: std::sync::atomic::AtomicUsize,
     most_in_flight: std::sync::atomic::AtomicUsize,
@@ -285,6 +328,20 @@ impl MockServer {
             .load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// Refuses every request whose body is longer than `bytes` with the
+    /// 400 `shape`'s server sends (its window stated as `bytes / 4` tokens),
+    /// before the queue or the responder sees it.
+    pub fn enforce_window(&self, bytes: usize, shape: Overflow) {
+        *self.shared.window.lock().expect("lock") = Some(Window { bytes, shape });
+    }
+
+    /// How many requests the window refused.
+    pub fn overflows(&self) -> usize {
+        self.shared
+            .overflows
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Protocol violations seen in requests.
     pub fn violations(&self) -> Vec<String> {
         self.shared.violations.lock().expect("lock").clone()
@@ -309,6 +366,14 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
             json!({"error": {"message": violation, "type": "invalid_request_error"}}),
         )
         .into_response();
+    }
+    let window = *shared.window.lock().expect("lock");
+    if let Some(window) = window.filter(|w| body.len() > w.bytes) {
+        shared
+            .overflows
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let body = window.shape.body(window.bytes / 4, body.len() / 4);
+        return Reply::json(400, body).into_response();
     }
     let flight = InFlight::new(shared.clone());
     let reply = shared.queue.lock().expect("lock").pop_front();

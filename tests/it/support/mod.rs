@@ -18,6 +18,7 @@ use cadre::actors::{
 use cadre::runtime::Mode;
 use cadre::runtime::agent::SameModel;
 use cadre::runtime::config::RoleConfig;
+use cadre::runtime::context::ContextBudget;
 use cadre::runtime::mcp::{McpHub, McpServerConfig};
 use cadre::runtime::model::{ModelClient, OpenAiClient, OpenAiConfig, RetryPolicy, Retrying};
 use cadre::runtime::paths::DataDir;
@@ -59,6 +60,7 @@ pub struct SessionBuilder {
     store_limit: Option<u64>,
     mcp: Vec<McpServerConfig>,
     snapshots: bool,
+    context: ContextBudget,
 }
 
 impl SessionBuilder {
@@ -92,7 +94,14 @@ impl SessionBuilder {
             store_limit: None,
             mcp: Vec::new(),
             snapshots: false,
+            context: ContextBudget::default(),
         }
+    }
+
+    /// The model's context window (tokens) and compaction threshold.
+    pub fn context_window(mut self, window: u64) -> Self {
+        self.context = self.context.with_window(window);
+        self
     }
 
     /// Starts these MCP servers with the session and registers their tools.
@@ -182,6 +191,7 @@ impl SessionBuilder {
         config.max_iterations = self.max_iterations;
         config.permissions = self.permissions;
         config.plan_agent_entry = self.plan_agent_entry;
+        config.context = self.context;
         if self.snapshots {
             let root = workspace.path().canonicalize().expect("workspace");
             config.snapshots = Some(Arc::new(Snapshots::new(

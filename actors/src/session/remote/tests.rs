@@ -35,6 +35,7 @@ fn done() -> Event {
         turn_id: 1,
         usage: Usage::default(),
         iterations: 2,
+        context: None,
     }
 }
 

@@ -160,6 +160,8 @@ fn restore_and_mcp() {
     check("/restore a --force", usage(USAGE));
     check("/mcp", command(Command::Mcp));
     check("/mcp list", usage("/mcp"));
+    check("/compact", command(Command::Compact));
+    check("/compact now", usage("/compact"));
 }
 
 #[test]

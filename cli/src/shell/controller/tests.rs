@@ -277,6 +277,7 @@ fn a_plan_answer_typed_before_the_session_is_idle_waits_for_it() {
                 turn_id: 1,
                 usage: Usage::default(),
                 iterations: 2,
+                context: None,
             }),
             line("a"),
             Step::Event(Event::SessionIdle { turns: 1 }),

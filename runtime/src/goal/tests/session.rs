@@ -119,6 +119,7 @@ impl Harness {
                         turn_id: self.turn,
                         usage,
                         iterations: 1,
+                        context: None,
                     },
                     false => Event::TurnFailed {
                         turn_id: self.turn,

@@ -150,6 +150,9 @@ impl Serialize for WireMessage<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self.0 {
             Message::User { content } => Plain("user", content).serialize(serializer),
+            // The record reads as a user message: every server accepts one
+            // anywhere, and it is cadre speaking, not the model.
+            Message::Compaction(record) => Plain("user", &record.render()).serialize(serializer),
             Message::Assistant {
                 content,
                 tool_calls,

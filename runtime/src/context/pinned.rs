@@ -1,0 +1,238 @@
+//! What a compaction never loses (CX3): re-stated in every compaction
+//! record from cadre's own records — the goal, the verifier's gaps, the
+//! todo list, the approved plan, the files changed, the commands run and
+//! their exit codes, the agent's role and mode — and never taken from the
+//! model's prose, which may have dropped or bent them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::goal::Goal;
+use crate::message::Message;
+use crate::mode::Mode;
+use crate::plan::lifecycle::IMPLEMENT_INSTRUCTION;
+use crate::tool::TodoItem;
+use sha2::{Digest, Sha256};
+
+/// Commands a record lists, most recent last.
+pub const RECENT_COMMANDS: usize = 10;
+
+/// Changed files a record lists, most recent last.
+pub const CHANGED_FILES: usize = 30;
+
+/// The most bytes of the latest user message a record repeats.
+const USER_MESSAGE_BYTES: usize = 4_000;
+
+/// The most bytes of an approved plan's implementation message a record
+/// repeats: the plan is what the turn must not lose.
+const PLAN_MESSAGE_BYTES: usize = 16_000;
+
+/// What the host knows at a turn's start that a compaction re-states.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pinned {
+    /// The agent's role (`main` for a session).
+    pub role: String,
+    /// The mode the turn runs in.
+    pub mode: Mode,
+    /// The session goal, as [`goal_state`] renders it.
+    pub goal: Option<String>,
+    /// The canonical plan file (a session's; a sub-agent has none): named
+    /// with the approved plan's SHA-256 when the turn implements one.
+    pub plan: Option<String>,
+}
+
+impl Pinned {
+    /// The record's state section, from this and the stored conversation
+    /// (`raw`: every message, compacted ones included).
+    pub fn render(&self, raw: &[Arc<Message>]) -> String {
+        let mut text = format!(
+            "- Agent: role `{}`, mode `{}`.\n",
+            self.role,
+            self.mode.as_str()
+        );
+        if let Some(goal) = &self.goal {
+            text.push_str(goal);
+        }
+
+        match todo_list(raw) {
+            Some(list) if !list.is_empty() => {
+                text.push_str("- Todo list (from your last todo_write):\n");
+                for item in list {
+                    text.push_str(&format!("  - [{}] {}\n", item.status, item.content));
+                }
+            }
+            Some(_) | None => {}
+        }
+        let files = changed_files(raw, CHANGED_FILES);
+        if !files.is_empty() {
+            text.push_str(&format!(
+                "- Files your calls wrote or edited: {}\n",
+                files.join(", ")
+            ));
+        }
+        let commands = recent_commands(raw, RECENT_COMMANDS);
+        if !commands.is_empty() {
+            text.push_str("- Recent commands (oldest first):\n");
+            for line in commands {
+                text.push_str(&format!("  - {line}\n"));
+            }
+        }
+        let latest = raw.iter().rev().find_map(|m| match m.as_ref() {
+            Message::User { content } => Some(content),
+            Message::Assistant { .. } | Message::Tool { .. } | Message::Compaction(_) => None,
+        });
+        let implementing = latest.and_then(|u| u.strip_prefix(IMPLEMENT_INSTRUCTION));
+        if let Some(snapshot) = implementing {
+            // The same hash `plan::freeze` gave the snapshot the user approved.
+            let sha256: String = Sha256::digest(snapshot.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let file = self.plan.as_deref().unwrap_or("the plan file");
+            text.push_str(&format!(
+                "- This turn implements the approved plan (SHA-256 {sha256}, frozen from \
+                 {file}); its snapshot is the start of the latest user message below.\n"
+            ));
+        }
+        if let Some(user) = latest {
+            text.push_str("- The latest user message, verbatim:\n");
+            let cap = match implementing {
+                Some(_) => PLAN_MESSAGE_BYTES,
+                None => USER_MESSAGE_BYTES,
+            };
+            text.push_str(&crate::tool::truncate_middle(user, cap));
+            text.push('\n');
+        }
+        text
+    }
+}
+
+/// The goal's lines of a record: objective, status, budgets and use, the
+/// verifier's last gaps.
+pub fn goal_state(goal: &Goal) -> String {
+    let mut text = format!(
+        "- Session goal ({}, {}): {}\n",
+        goal.status.as_str(),
+        goal.reason.as_str(),
+        goal.objective
+    );
+    let b = &goal.budgets;
+    let u = &goal.usage;
+    let limit = |v: Option<u64>| v.map_or_else(|| "none".to_string(), |v| v.to_string());
+    text.push_str(&format!(
+        "  Budgets: tokens {} of {}, turns {} of {}, seconds {} of {}.\n",
+        u.tokens,
+        limit(b.tokens),
+        u.turns,
+        limit(b.turns),
+        u.seconds,
+        limit(b.seconds)
+    ));
+    if !goal.gaps.gaps.is_empty() {
+        text.push_str("  The verifier's last gaps:\n");
+        for gap in &goal.gaps.gaps {
+            text.push_str(&format!("  - {gap}\n"));
+        }
+    }
+    text
+}
+
+/// The list the last successful `todo_write` set; `None` when it never ran.
+pub fn todo_list(raw: &[Arc<Message>]) -> Option<Vec<TodoItem>> {
+    let answers = answers(raw);
+    raw.iter()
+        .rev()
+        .filter_map(|m| match m.as_ref() {
+            Message::Assistant { tool_calls, .. } => Some(tool_calls.iter().rev()),
+            Message::User { .. } | Message::Tool { .. } | Message::Compaction(_) => None,
+        })
+        .flatten()
+        .filter(|c| c.name == "todo_write")
+        .filter(|c| answers.get(c.id.as_str()).is_some_and(|a| !is_error(a)))
+        .find_map(|c| {
+            let args: serde_json::Value = serde_json::from_str(&c.arguments).ok()?;
+            serde_json::from_value(args.get("todos")?.clone()).ok()
+        })
+}
+
+/// The last `n` `bash` commands and how they ended, oldest first.
+pub fn recent_commands(raw: &[Arc<Message>], n: usize) -> Vec<String> {
+    let answers = answers(raw);
+    let mut lines: Vec<String> = raw
+        .iter()
+        .filter_map(|m| match m.as_ref() {
+            Message::Assistant { tool_calls, .. } => Some(tool_calls.iter()),
+            Message::User { .. } | Message::Tool { .. } | Message::Compaction(_) => None,
+        })
+        .flatten()
+        .filter(|c| c.name == "bash")
+        .map(|c| {
+            let command = serde_json::from_str::<serde_json::Value>(&c.arguments)
+                .ok()
+                .and_then(|v| {
+                    v.get("command")
+                        .and_then(|s| s.as_str())
+                        .map(str::to_string)
+                })
+                .unwrap_or_else(|| c.arguments.clone());
+            let command = crate::tool::truncate_middle(&command.replace('\n', " "), 200);
+            let ended = match answers.get(c.id.as_str()) {
+                Some(a) if is_error(a) => a.lines().next().unwrap_or("error").to_string(),
+                Some(a) => a
+                    .lines()
+                    .next()
+                    .filter(|l| l.starts_with("exit code"))
+                    .unwrap_or("ran")
+                    .to_string(),
+                None => "no result".to_string(),
+            };
+            format!("`{command}` → {ended}")
+        })
+        .collect();
+    let skip = lines.len().saturating_sub(n);
+    lines.drain(..skip);
+    lines
+}
+
+/// The paths `write_file` and `edit_file` calls changed (answered without
+/// an error), each once, the last `n` in the order last changed.
+pub fn changed_files(raw: &[Arc<Message>], n: usize) -> Vec<String> {
+    let answers = answers(raw);
+    let mut paths: Vec<String> = Vec::new();
+    let calls = raw
+        .iter()
+        .filter_map(|m| match m.as_ref() {
+            Message::Assistant { tool_calls, .. } => Some(tool_calls.iter()),
+            Message::User { .. } | Message::Tool { .. } | Message::Compaction(_) => None,
+        })
+        .flatten()
+        .filter(|c| c.name == "write_file" || c.name == "edit_file")
+        .filter(|c| answers.get(c.id.as_str()).is_some_and(|a| !is_error(a)));
+    for call in calls {
+        let path = serde_json::from_str::<serde_json::Value>(&call.arguments)
+            .ok()
+            .and_then(|v| v.get("path").and_then(|p| p.as_str()).map(str::to_string));
+        if let Some(path) = path {
+            paths.retain(|p| *p != path);
+            paths.push(path);
+        }
+    }
+    let skip = paths.len().saturating_sub(n);
+    paths.drain(..skip);
+    paths
+}
+
+/// Each call's answer, by call id.
+fn answers(raw: &[Arc<Message>]) -> HashMap<&str, &str> {
+    raw.iter()
+        .filter_map(|m| match m.as_ref() {
+            Message::Tool { call_id, content } => Some((call_id.as_str(), content.as_str())),
+            Message::User { .. } | Message::Assistant { .. } | Message::Compaction(_) => None,
+        })
+        .collect()
+}
+
+/// A result the turn machine wrote for a failed call (`error (code): …`).
+fn is_error(answer: &str) -> bool {
+    answer.starts_with("error (")
+}
