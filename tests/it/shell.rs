@@ -313,3 +313,49 @@ fn workflow_runs_over_the_session_and_its_steps_prompts_are_answered_inline() {
     exits_0(&mut shell);
     drop((data, config));
 }
+
+/// A first turn that takes a minute, for Esc to cancel.
+const SLOW_SCRIPT: &str = r###"
+[[response]]
+turn = 1
+delay_ms = 60000
+text = "This answer comes too late."
+
+[[response]]
+turn = 2
+text = "The second turn."
+"###;
+
+/// Issue 26, item 1: Esc is a cancel stack, never a Meta prefix. At an
+/// idle prompt it clears the half-typed line and the next key is read as
+/// typed; while a turn runs it cancels the turn; it never leaves.
+#[test]
+fn esc_clears_the_line_at_an_idle_prompt_and_cancels_a_running_turn() {
+    let mut shell = start(SLOW_SCRIPT).pty;
+    // Each key as a person types it: written out now, not with the next line.
+    let mut press = |keys: &str| {
+        shell.send(keys).expect("send");
+        shell.flush().expect("flush");
+        std::thread::sleep(std::time::Duration::from_millis(150));
+    };
+    press("half a thought");
+    press("\x1b");
+    // Not "half a thought/queue" to the model, nor "queue": the command.
+    shell.send_line("/queue").expect("send");
+    expect(&mut shell, "queue: 0 waiting");
+    shell.send_line("Take your time").expect("send");
+    expect(&mut shell, "turn 1 (work)");
+    shell.send("\x1b").expect("send Esc");
+    shell.flush().expect("flush");
+    expect(&mut shell, "cancelling the turn");
+    expect(&mut shell, "turn 1 failed (cancelled)");
+    // Esc at an idle prompt with nothing typed does nothing, twice.
+    for _ in 0..2 {
+        shell.send("\x1b").expect("send Esc");
+        shell.flush().expect("flush");
+        std::thread::sleep(std::time::Duration::from_millis(150));
+    }
+    shell.send_line("/quit").expect("send");
+    expect(&mut shell, "session stopped after 1 turn");
+    exits_0(&mut shell);
+}

@@ -21,6 +21,10 @@ pub enum Input {
     Line(String),
     /// Ctrl-C.
     Interrupt,
+    /// Esc: the cancel stack (cancel the running turn, else drop a
+    /// half-answered revision; the reader clears the line when nothing was
+    /// cancelled). Never leaves.
+    Escape,
     /// Ctrl-D on an empty line, or the end of input.
     Eof,
 }
@@ -53,6 +57,8 @@ pub enum Notice {
     StillCancelling,
     /// Ctrl-C at an idle prompt: once more leaves.
     InterruptAgainToQuit,
+    /// Esc dropped a plan revision whose feedback was awaited.
+    RevisionDropped,
     /// The session is shutting down.
     Leaving,
     /// A slash command that cannot run.
@@ -237,6 +243,7 @@ impl Controller {
     pub fn input(&mut self, input: Input) -> Reaction {
         match input {
             Input::Interrupt => self.interrupt(),
+            Input::Escape => self.escape(),
             Input::Eof => self.quit(),
             Input::Line(line) => {
                 self.idle_interrupts = 0;
@@ -264,6 +271,25 @@ impl Controller {
             return self.quit();
         }
         notice(Notice::InterruptAgainToQuit)
+    }
+
+    /// Esc: what is in progress is cancelled, innermost first; nothing in
+    /// progress is nothing to do (the reader then clears the input).
+    fn escape(&mut self) -> Reaction {
+        if self.running {
+            if std::mem::replace(&mut self.cancelling, true) {
+                return notice(Notice::StillCancelling);
+            }
+            return Reaction {
+                ops: vec![Op::Cancel],
+                notices: vec![Notice::Cancelling],
+                quit: false,
+            };
+        }
+        if self.revising.take().is_some() {
+            return notice(Notice::RevisionDropped);
+        }
+        Reaction::default()
     }
 
     fn quit(&mut self) -> Reaction {

@@ -243,7 +243,10 @@ fn react(
         // Shutdown is on its way; nothing else is worth sending.
         return Next::Stop;
     }
+    let escape = input == Input::Escape;
     let reaction = shell.input(input);
+    // An Esc that cancelled nothing clears the line being typed.
+    let nothing = reaction.ops.is_empty() && reaction.notices.is_empty();
     for notice in &reaction.notices {
         terminal.show(view.notice(notice));
         lookups.answer(notice);
@@ -253,6 +256,8 @@ fn react(
     }
     if reaction.quit {
         Next::Stop
+    } else if escape && nothing {
+        Next::ClearLine
     } else {
         Next::Read
     }

@@ -14,7 +14,10 @@ use std::sync::mpsc as std_mpsc;
 use std::thread::JoinHandle;
 
 use rustyline::error::{ReadlineError, Signal};
-use rustyline::{Config, DefaultEditor, ExternalPrinter};
+use rustyline::{
+    Cmd, ConditionalEventHandler, Config, DefaultEditor, Event, EventContext, EventHandler,
+    ExternalPrinter, KeyCode, KeyEvent, Modifiers, Movement, RepeatCount,
+};
 use tokio::sync::{mpsc, oneshot};
 
 use super::controller::Input;
@@ -33,6 +36,8 @@ pub enum Next {
     Read,
     /// Stop reading: save the history and restore the terminal.
     Stop,
+    /// An Esc cancelled nothing: clear the line being typed.
+    ClearLine,
 }
 
 /// Where the reader waits for the shell's [`Next`].
@@ -205,9 +210,13 @@ fn read_lines(
     printer: oneshot::Sender<Option<Printer>>,
     inputs: &mpsc::UnboundedSender<(Input, Reply)>,
 ) {
-    let config = Config::builder()
-        .max_history_size(HISTORY_SIZE)
-        .map(|b| b.auto_add_history(true).build());
+    // A lone Esc is Esc after a short wait, not a Meta prefix that eats the
+    // next key.
+    let config = Config::builder().max_history_size(HISTORY_SIZE).map(|b| {
+        b.auto_add_history(true)
+            .keyseq_timeout(Some(ESC_WAIT_MS))
+            .build()
+    });
     let editor = config.and_then(DefaultEditor::with_config);
     let mut editor = match editor {
         Ok(editor) => editor,
@@ -219,6 +228,12 @@ fn read_lines(
     };
     // A missing history file is a first run.
     let _ = editor.load_history(history);
+    editor.bind_sequence(
+        KeyEvent(KeyCode::Esc, Modifiers::NONE),
+        EventHandler::Conditional(Box::new(Escape {
+            inputs: inputs.clone(),
+        })),
+    );
     let external = editor
         .create_external_printer()
         .ok()
@@ -243,12 +258,35 @@ fn read_lines(
             break;
         }
         match next.blocking_recv() {
-            Ok(Next::Read) => {}
+            Ok(Next::Read | Next::ClearLine) => {}
             Ok(Next::Stop) | Err(_) => break,
         }
     }
     if let Err(err) = editor.save_history(history) {
         tracing::warn!(%err, path = %history.display(), "the shell history could not be saved");
+    }
+}
+
+/// How long a lone Esc waits for the rest of an escape sequence (an arrow
+/// key's bytes arrive together), in milliseconds.
+const ESC_WAIT_MS: u16 = 30;
+
+/// Esc while a line is being read: asks the shell (the cancel stack) and
+/// clears the line when nothing was cancelled.
+struct Escape {
+    inputs: mpsc::UnboundedSender<(Input, Reply)>,
+}
+
+impl ConditionalEventHandler for Escape {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, _: &EventContext) -> Option<Cmd> {
+        let (reply, next) = oneshot::channel();
+        if self.inputs.send((Input::Escape, reply)).is_err() {
+            return Some(Cmd::Noop);
+        }
+        Some(match next.blocking_recv() {
+            Ok(Next::ClearLine) => Cmd::Kill(Movement::WholeBuffer),
+            Ok(Next::Read | Next::Stop) | Err(_) => Cmd::Noop,
+        })
     }
 }
 

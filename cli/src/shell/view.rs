@@ -39,7 +39,9 @@ impl View {
         let text = match event {
             Event::SessionStarted { .. } => {
                 let mut text = self.text.event(event)?.text;
-                text.push_str("  /help lists the commands; Ctrl-C cancels a turn; /quit leaves\n");
+                text.push_str(
+                    "  /help lists the commands; Esc or Ctrl-C cancels a turn; /quit leaves\n",
+                );
                 text
             }
             Event::ApprovalRequested {
@@ -148,6 +150,7 @@ impl View {
                 "still cancelling; once it has ended, Ctrl-C twice leaves\n".into()
             }
             Notice::InterruptAgainToQuit => "(Ctrl-C again, Ctrl-D or /quit leaves)\n".into(),
+            Notice::RevisionDropped => "the revision's feedback is dropped\n".into(),
             Notice::Leaving => "stopping the session…\n".into(),
             Notice::Invalid(Invalid::Unknown(name)) => {
                 format!("unknown command {name}; /help lists the commands\n")

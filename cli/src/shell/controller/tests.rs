@@ -340,6 +340,35 @@ fn ctrl_c_cancels_a_running_turn_and_twice_at_an_idle_prompt_leaves() {
 }
 
 #[test]
+fn esc_cancels_a_running_turn_then_does_nothing_and_never_leaves() {
+    check(
+        vec![
+            Step::Input(Input::Escape),
+            turn_started(),
+            Step::Input(Input::Escape),
+            Step::Input(Input::Escape),
+            turn_cancelled(),
+            Step::Input(Input::Escape),
+            Step::Input(Input::Escape),
+            Step::Input(Input::Escape),
+        ],
+        vec![
+            // Nothing in progress: the reader clears the line.
+            Reaction::default(),
+            Reaction {
+                ops: vec![Op::Cancel],
+                notices: vec![Notice::Cancelling],
+                quit: false,
+            },
+            notices(vec![Notice::StillCancelling]),
+            Reaction::default(),
+            Reaction::default(),
+            Reaction::default(),
+        ],
+    );
+}
+
+#[test]
 fn config_shows_what_the_events_said() {
     let expected = Facts {
         session_id: "s-1".into(),
