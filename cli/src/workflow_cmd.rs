@@ -499,14 +499,25 @@ fn list(data_dir: &Path, limit: usize) -> Result<u8, CliError> {
     }
     for run in runs {
         crate::outln!(
-            "{}  {:<9}  {}  {}",
+            "{}  {:<11}  {}  {}",
             run.id,
-            run.status,
+            shown_status(&store, &run),
             run.name,
             run.file.as_deref().unwrap_or("(Operate)")
         );
     }
     Ok(exit::SUCCESS)
+}
+
+/// A run's status as people need it: a run stored as running whose
+/// process is gone (killed, crashed) is `interrupted`, and resumable.
+fn shown_status(store: &Store, run: &cadre_runtime::store::RunRecord) -> String {
+    let interrupted =
+        run.status == RunStatus::Running && !store.lease_is_held(&run.id).unwrap_or(true);
+    match interrupted {
+        true => "interrupted".to_string(),
+        false => run.status.to_string(),
+    }
 }
 
 fn show(data_dir: &Path, spec: &str) -> Result<u8, CliError> {
@@ -515,7 +526,14 @@ fn show(data_dir: &Path, spec: &str) -> Result<u8, CliError> {
     let instances = store
         .instances(&run.id)
         .map_err(|e| CliError::internal(e.to_string()))?;
-    crate::outln!("run {} · workflow {} · {}", run.id, run.name, run.status);
+    let status = shown_status(&store, &run);
+    crate::outln!("run {} · workflow {} · {status}", run.id, run.name);
+    if status == "interrupted" {
+        crate::outln!(
+            "its process is gone; `cadre workflow resume {}` runs what it left unfinished",
+            run.id
+        );
+    }
     crate::outln!("workspace {}", run.workspace);
     if let Some(file) = &run.file {
         crate::outln!("file {file}");
@@ -526,11 +544,18 @@ fn show(data_dir: &Path, spec: &str) -> Result<u8, CliError> {
         } else {
             i.step.clone()
         };
-        let note = i
+        // What a finished instance answered, even when a resume restored
+        // it; why an unfinished one ended.
+        let restored = i
             .reason
-            .clone()
-            .or_else(|| i.output.clone())
-            .unwrap_or_default();
+            .as_deref()
+            .is_some_and(|r| r.starts_with("restored from"));
+        let note = match (&i.output, &i.reason) {
+            (Some(output), _) if restored => format!("(restored) {output}"),
+            (_, Some(reason)) => reason.clone(),
+            (Some(output), None) => output.clone(),
+            (None, None) => String::new(),
+        };
         let note: String = note
             .lines()
             .next()

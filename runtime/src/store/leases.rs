@@ -62,6 +62,34 @@ fn process_start(pid: u32) -> Option<i64> {
 }
 
 impl Store {
+    /// Whether a live process holds `id`'s lease: one on this machine that
+    /// is still running, or one elsewhere that renewed it lately. A run or
+    /// session marked running with no live holder was interrupted (killed,
+    /// crashed) and can be resumed.
+    pub fn lease_is_held(&self, id: &str) -> Result<bool, StoreError> {
+        let held: Option<(String, String, u32, i64, f64)> = self
+            .conn
+            .prepare_cached(
+                "SELECT owner, host, pid, started, renewed_at FROM leases WHERE session_id = ?1",
+            )?
+            .query_row([id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .optional()?;
+        Ok(held.is_some_and(|(token, host, pid, started, renewed_at)| {
+            let holder = LeaseOwner {
+                token,
+                host,
+                pid,
+                started,
+            };
+            match holder.host == host_name() {
+                true => holder.alive_here(),
+                false => now() - renewed_at < LEASE_EXPIRY_SECS,
+            }
+        }))
+    }
+
     /// Takes `session_id`'s lease for `owner`, or says who holds it.
     pub fn acquire_lease(
         &mut self,

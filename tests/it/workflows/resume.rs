@@ -100,6 +100,21 @@ async fn a_run_killed_mid_way_resumes_only_its_unfinished_steps() {
     }
     child.start_kill().expect("SIGKILL");
     let _ = child.wait().await;
+    // Its process is gone: the run is shown interrupted, not running.
+    let listed = cadre(&["workflow", "list", "--data-dir", s(data.path())]).await;
+    assert!(
+        listed.stdout.contains(&format!("{run_id}  interrupted")),
+        "{}",
+        listed.stdout
+    );
+    let shown = cadre(&["workflow", "show", &run_id, "--data-dir", s(data.path())]).await;
+    assert!(
+        shown
+            .stdout
+            .contains(&format!("cadre workflow resume {run_id}")),
+        "{}",
+        shown.stdout
+    );
 
     hang.store(false, Ordering::SeqCst);
     let mut args = vec!["workflow", "resume", &run_id];
@@ -130,6 +145,13 @@ async fn a_run_killed_mid_way_resumes_only_its_unfinished_steps() {
         .filter(|e| e["reason"] == "restored from an earlier run")
         .count();
     assert_eq!(restored, 4);
+    // `workflow show` shows what the restored steps answered.
+    let shown = cadre(&["workflow", "show", &run_id, "--data-dir", s(data.path())]).await;
+    assert!(
+        shown.stdout.contains("(restored) done: "),
+        "{}",
+        shown.stdout
+    );
 }
 
 /// Runs `cadre workflow` with `args` plus the mock and directories.
