@@ -66,7 +66,34 @@ pub struct RemoteStart {
 /// What [`ChildPlacement::start`] resolves to: the child on a node,
 /// `None` to run it here, or why it was refused.
 pub type PlacementFuture =
-    Pin<Box<dyn Future<Output = Result<Option<RemoteStart>, String>> + Send>>;
+    Pin<Box<dyn Future<Output = Result<Option<RemoteStart>, PlacementError>> + Send>>;
+
+/// Why a placement refused a child (a node that could not be reached is no
+/// refusal: the child runs here instead).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlacementError {
+    /// The node chosen for it would not start it (its ceiling, a workspace
+    /// it does not serve, its store). Not retryable as is: the `agent` call
+    /// fails, and the model may ask again.
+    Refused {
+        /// The node.
+        node: String,
+        /// What it said.
+        why: String,
+    },
+}
+
+impl std::fmt::Display for PlacementError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlacementError::Refused { node, why } => {
+                write!(f, "node {node} did not start it: {why}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PlacementError {}
 
 /// Places a session's children on nodes.
 pub trait ChildPlacement: Send + Sync + 'static {
@@ -248,7 +275,7 @@ pub struct Placing {
     child: super::agents::NewChild,
     reply: RpcReplyPort<ToolOutcome>,
     /// The placement's answer: on a node, here (`None`), or refused.
-    placed: Result<Option<RemoteStart>, String>,
+    placed: Result<Option<RemoteStart>, PlacementError>,
 }
 
 impl std::fmt::Debug for Placing {
@@ -329,7 +356,7 @@ impl super::SessionState {
         let failed =
             |why: String| ToolError::failed(format!("the sub-agent could not start: {why}"));
         let answered = match placed {
-            Err(why) => Err(failed(why)),
+            Err(why) => Err(failed(why.to_string())),
             Ok(None) => match self.start_local(myself, &child).await {
                 Ok(handle) => Ok(self.spawned(child, handle, false)),
                 Err(error) => Err(error),

@@ -12,7 +12,7 @@
 //! before it started runs here too.
 
 use cadre_actors::session::remote::{
-    ChildNews, ChildPlacement, PlacementFuture, RemoteChild, RemoteStart,
+    ChildNews, ChildPlacement, PlacementError, PlacementFuture, RemoteChild, RemoteStart,
 };
 use cadre_runtime::protocol::Op;
 
@@ -62,7 +62,10 @@ impl ChildPlacement for ClusterPlacement {
                 }
                 Err(StartFailure::Refused(why)) => {
                     cluster.release(&place);
-                    return Err(format!("node {node} did not start it: {why}"));
+                    return Err(PlacementError::Refused {
+                        node: node.clone(),
+                        why,
+                    });
                 }
             };
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
