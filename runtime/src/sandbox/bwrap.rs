@@ -72,9 +72,21 @@ impl Line<'_> {
         self.policy.writable.iter().filter(|path| {
             let replaced = NEVER_WRITABLE.iter().any(|root| path.starts_with(root))
                 || path.as_path() == Path::new(INNER_TMP)
-                || path.starts_with(self.host_tmp);
+                || path.starts_with(self.host_tmp)
+                // `/` itself is the root bind (see `args`): bound again, it
+                // would cover the private `/tmp`, `/proc` and `/dev`.
+                || path.as_path() == Path::new("/");
             !replaced && path.exists()
         })
+    }
+
+    /// Whether `/` is writable (Full Access with nothing of cadre's to
+    /// split it around): then the root bind itself is writable.
+    fn root_writable(&self) -> bool {
+        self.policy
+            .writable
+            .iter()
+            .any(|p| p.as_path() == Path::new("/"))
     }
 
     /// bubblewrap's arguments up to and including `--`.
@@ -84,7 +96,12 @@ impl Line<'_> {
         if self.policy.network {
             push(&["--share-net".as_ref()]);
         }
-        push(&["--ro-bind".as_ref(), "/".as_ref(), "/".as_ref()]);
+        let root = if self.root_writable() {
+            "--bind"
+        } else {
+            "--ro-bind"
+        };
+        push(&[root.as_ref(), "/".as_ref(), "/".as_ref()]);
         push(&["--dev".as_ref(), "/dev".as_ref()]);
         push(&["--proc".as_ref(), "/proc".as_ref()]);
         // The fresh proc still shows the host's sysctls; writable to a
@@ -124,8 +141,16 @@ impl Line<'_> {
         // over a shallower one's (a workspace's `.git` over the workspace, a
         // check cache over the hidden data directory). At one depth a
         // writable bind wins: the policy keeps only the workspace there.
-        let mut mounts: Vec<(&Path, Mount)> = vec![(self.cwd, Mount::ReadOnly)];
-        mounts.extend(self.bound().map(|path| (path.as_path(), Mount::Writable)));
+        let bound: Vec<&PathBuf> = self.bound().collect();
+        // The working directory is bound read-only only to be visible: never
+        // over a writable path that holds it.
+        let cwd_writable =
+            self.root_writable() || bound.iter().any(|path| self.cwd.starts_with(path));
+        let mut mounts: Vec<(&Path, Mount)> = Vec::new();
+        if !cwd_writable {
+            mounts.push((self.cwd, Mount::ReadOnly));
+        }
+        mounts.extend(bound.iter().map(|path| (path.as_path(), Mount::Writable)));
         mounts.extend(
             self.policy
                 .read_only

@@ -100,7 +100,9 @@ impl Policy {
             Reach::Workspace => std::iter::once(workspace.to_path_buf())
                 .chain(config.writable_roots.iter().map(|root| real(root)))
                 .collect(),
-            Reach::Everywhere => vec![PathBuf::from("/")],
+            // The workspace too: under a read-only path (a worktree under
+            // the main `.cadre`) it is writable only as itself.
+            Reach::Everywhere => vec![PathBuf::from("/"), workspace.to_path_buf()],
         };
         let read_only = git_and_cadre(workspace, &protected);
         let mut writable = vec![PathBuf::from("/dev/null"), tmp.to_path_buf()];
@@ -144,9 +146,14 @@ impl Policy {
 fn git_and_cadre(workspace: &Path, protected: &[PathBuf]) -> Vec<PathBuf> {
     let own = [workspace.join(".git"), workspace.join(".cadre")];
     let mut around = Vec::new();
-    let top = workspace
-        .ancestors()
-        .find(|dir| dir.join(".git").symlink_metadata().is_ok());
+    // As git finds it: a `.git` directory holding `HEAD`, or a `.git` file
+    // naming one. An empty `.git` (the one made for a workspace that had
+    // none, to bind it read-only) is no repository.
+    let is_repo = |git: &Path| {
+        git.join("HEAD").is_file()
+            || std::fs::read_to_string(git).is_ok_and(|t| t.starts_with("gitdir:"))
+    };
+    let top = workspace.ancestors().find(|dir| is_repo(&dir.join(".git")));
     if let Some(top) = top.filter(|top| *top != workspace) {
         for dir in workspace.ancestors().skip(1) {
             around.push(dir.join(".cadre"));
