@@ -46,6 +46,17 @@ pub fn waiting(event: &Event) -> Option<bool> {
     }
 }
 
+/// What the turn is doing after `event`, as its progress line says it:
+/// waiting for the model, or running a tool (`running bash`); `Some(None)`
+/// when it does neither (an answer, an end, a prompt), `None` when `event`
+/// changes nothing.
+pub fn doing(event: &Event) -> Option<Option<String>> {
+    match event {
+        Event::ToolCall { name, .. } => Some(Some(format!("running {name}"))),
+        other => waiting(other).map(|wait| wait.then(|| WAITING.to_string())),
+    }
+}
+
 /// The spinner on stderr, or nothing when it is off.
 #[derive(Debug)]
 pub struct Spinner {
@@ -78,14 +89,20 @@ impl Spinner {
         self.at_line_start = text.ends_with('\n');
     }
 
-    /// Starts or stops it after `event` (and its text) as [`waiting`] says.
+    /// Starts, relabels or stops it after `event` (and its text) as
+    /// [`doing`] says; its elapsed time counts from the latest label.
     pub fn after(&mut self, event: &Event) {
-        match waiting(event) {
-            Some(true) if self.enabled && self.at_line_start && self.bar.is_none() => {
-                self.bar = Some(start());
-            }
-            Some(false) => self.stop(),
-            Some(true) | None => {}
+        match doing(event) {
+            Some(Some(label)) => match &self.bar {
+                Some(bar) => {
+                    bar.set_message(label);
+                    bar.reset_elapsed();
+                }
+                None if self.enabled && self.at_line_start => self.bar = Some(start(label)),
+                None => {}
+            },
+            Some(None) => self.stop(),
+            None => {}
         }
     }
 
@@ -103,11 +120,14 @@ impl Drop for Spinner {
     }
 }
 
-/// A spinner drawn now and turning on its own thread.
-fn start() -> ProgressBar {
+/// A spinner drawn now and turning on its own thread, saying `label` and
+/// how long it has been (`⠋ running bash (12s)`).
+fn start(label: String) -> ProgressBar {
+    let style = ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner());
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
-        .with_style(ProgressStyle::default_spinner())
-        .with_message(WAITING)
+        .with_style(style)
+        .with_message(label)
         .with_finish(ProgressFinish::AndClear);
     // Drawn at once, so even a quick answer was announced.
     bar.tick();

@@ -416,27 +416,33 @@ fn interrupts() -> tokio::sync::mpsc::UnboundedReceiver<()> {
     rx
 }
 
-/// The shell's notice while a turn waits for the model: after
-/// [`Waiting::FIRST`] of silence, then every [`Waiting::AGAIN`]; the wait
-/// starts and ends as [`crate::spinner::waiting`] says.
+/// The shell's notice while a turn waits for the model or a tool runs
+/// (`… running bash (7 s)`): after [`Waiting::FIRST`] of silence, then every
+/// [`Waiting::AGAIN`]; the wait starts, changes and ends as
+/// [`crate::spinner::doing`] says.
 #[derive(Debug, Default)]
 struct Waiting {
     /// Since when, and when to say so next.
     since: Option<(tokio::time::Instant, tokio::time::Instant)>,
+    /// What it waits for: the model, or a running tool.
+    label: String,
 }
 
 impl Waiting {
     const FIRST: std::time::Duration = std::time::Duration::from_secs(2);
-    const AGAIN: std::time::Duration = std::time::Duration::from_secs(10);
+    const AGAIN: std::time::Duration = std::time::Duration::from_secs(5);
 
     fn after(&mut self, event: &Event) {
-        match crate::spinner::waiting(event) {
-            Some(true) if self.since.is_none() => {
+        match crate::spinner::doing(event) {
+            // A new wait, or another kind of one (a tool started, the model
+            // asked again): counted from now.
+            Some(Some(label)) if self.since.is_none() || label != self.label => {
                 let now = tokio::time::Instant::now();
                 self.since = Some((now, now + Self::FIRST));
+                self.label = label;
             }
-            Some(false) => self.since = None,
-            Some(true) | None => {}
+            Some(None) => self.since = None,
+            Some(Some(_)) | None => {}
         }
     }
 
@@ -457,7 +463,7 @@ impl Waiting {
         self.since = Some((since, now + Self::AGAIN));
         format!(
             "  … {} ({} s)\n",
-            crate::spinner::WAITING,
+            self.label,
             now.duration_since(since).as_secs()
         )
     }

@@ -54,3 +54,40 @@ fn it_starts_only_at_the_start_of_a_line_and_stops_before_text() {
     off.after(&started);
     assert!(off.bar.is_none(), "off when not enabled");
 }
+
+#[test]
+fn a_running_tool_is_said_with_its_name_and_the_model_wait_after_it() {
+    let doing_after = |value: Value| doing(&event(value));
+    assert_eq!(
+        doing_after(
+            json!({"type": "tool.call", "turn_id": 1, "call_id": "c", "name": "bash", "arguments": {}})
+        ),
+        Some(Some("running bash".to_string()))
+    );
+    assert_eq!(
+        doing_after(
+            json!({"type": "tool.result", "turn_id": 1, "call_id": "c", "name": "bash", "status": "ok", "output": ""})
+        ),
+        Some(Some(WAITING.to_string()))
+    );
+    assert_eq!(
+        doing_after(
+            json!({"type": "turn.completed", "turn_id": 1, "usage": {"prompt_tokens": 1, "completion_tokens": 1}, "iterations": 1})
+        ),
+        Some(None)
+    );
+    assert_eq!(
+        doing_after(json!({"type": "mode.changed", "mode": "plan"})),
+        None
+    );
+    // The spinner keeps turning through a tool call, relabelled.
+    let mut spinner = Spinner::new(true);
+    spinner.after(&event(
+        json!({"type": "turn.started", "turn_id": 1, "mode": "work"}),
+    ));
+    spinner.after(&event(
+        json!({"type": "tool.call", "turn_id": 1, "call_id": "c", "name": "bash", "arguments": {}}),
+    ));
+    let bar = spinner.bar.as_ref().expect("still turning");
+    assert_eq!(bar.message(), "running bash");
+}
