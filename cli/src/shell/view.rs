@@ -25,13 +25,19 @@ const ENTRY_CHOICES: &str = "[a] enter Plan mode  [w] stay";
 #[derive(Debug, Default)]
 pub struct View {
     text: TextView,
+    /// The approval prompts shown and not yet resolved, oldest first: the
+    /// next answer goes to the first, which a second prompt says.
+    pending: Vec<String>,
 }
 
 impl View {
     /// A view that renders events through `text` (its printed commands'
     /// flags, how much tool output it shows).
     pub fn new(text: TextView) -> Self {
-        Self { text }
+        Self {
+            text,
+            pending: Vec::new(),
+        }
     }
 
     /// The text for an event, if it shows.
@@ -68,10 +74,22 @@ impl View {
                     }
                     None => format!(" {}", crate::render::brief_arguments(arguments)),
                 };
-                format!("? {tool}{who}{what}\n  {reason}\n  {APPROVAL_CHOICES}   ({id})\n")
+                // Two prompts at once (two steps, two sub-agents): say which
+                // one the next answer goes to.
+                let order = match self.pending.first() {
+                    Some(first) => format!("  (the next answer goes to {first}; this one waits)\n"),
+                    None => String::new(),
+                };
+                self.pending.push(id.clone());
+                format!("? {tool}{who}{what}\n  {reason}\n  {APPROVAL_CHOICES}   ({id})\n{order}")
             }
             Event::ApprovalResolved { id, outcome } => {
-                format!("  {id}: {}\n", crate::render::outcome_text(*outcome))
+                self.pending.retain(|p| p != id);
+                let next = match self.pending.first() {
+                    Some(next) => format!("  now answering {next}\n"),
+                    None => String::new(),
+                };
+                format!("  {id}: {}\n{next}", crate::render::outcome_text(*outcome))
             }
             Event::QuestionnaireOpened { kind, .. } => {
                 let mut text = self.text.event(event)?.text;
@@ -246,6 +264,39 @@ mod tests {
         assert!(
             shown.starts_with("? bash {\"command\":\"touch x\"}\n"),
             "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_second_prompt_says_which_one_the_next_answer_goes_to() {
+        use cadre_runtime::protocol::ApprovalOutcome;
+        let asked = |id: &str, agent: &str| Event::ApprovalRequested {
+            id: id.into(),
+            agent_id: agent.into(),
+            call_id: "c".into(),
+            tool: "bash".into(),
+            arguments: json!({"command": "touch x"}),
+            reason: "r".into(),
+            preview: None,
+        };
+        let mut view = View::default();
+        let mut shown = |e: &Event| view.event(e).map(|p| p.text).unwrap_or_default();
+        let first = shown(&asked("step:a[0]:approval:1", "step:a[0]"));
+        assert!(!first.contains("next answer"), "{first}");
+        let second = shown(&asked("step:b[0]:approval:1", "step:b[0]"));
+        assert!(
+            second.contains("(agent step:b[0])")
+                && second
+                    .ends_with("(the next answer goes to step:a[0]:approval:1; this one waits)\n"),
+            "{second}"
+        );
+        let resolved = shown(&Event::ApprovalResolved {
+            id: "step:a[0]:approval:1".into(),
+            outcome: ApprovalOutcome::AllowOnce,
+        });
+        assert!(
+            resolved.ends_with("now answering step:b[0]:approval:1\n"),
+            "{resolved}"
         );
     }
 }
