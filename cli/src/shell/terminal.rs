@@ -285,7 +285,10 @@ impl ConditionalEventHandler for Escape {
         }
         Some(match next.blocking_recv() {
             Ok(Next::ClearLine) => Cmd::Kill(Movement::WholeBuffer),
-            Ok(Next::Read | Next::Stop) | Err(_) => Cmd::Noop,
+            Ok(Next::Read) => Cmd::Noop,
+            // The shell is leaving: end this read, so the reader stops
+            // instead of waiting for a line nobody will take.
+            Ok(Next::Stop) | Err(_) => Cmd::Interrupt,
         })
     }
 }

@@ -150,8 +150,7 @@ fn git_and_cadre(workspace: &Path, protected: &[PathBuf]) -> Vec<PathBuf> {
     // naming one. An empty `.git` (the one made for a workspace that had
     // none, to bind it read-only) is no repository.
     let is_repo = |git: &Path| {
-        git.join("HEAD").is_file()
-            || std::fs::read_to_string(git).is_ok_and(|t| t.starts_with("gitdir:"))
+        git.join("HEAD").is_file() || git_file(git).is_some_and(|t| t.starts_with("gitdir:"))
     };
     let top = workspace.ancestors().find(|dir| is_repo(&dir.join(".git")));
     if let Some(top) = top.filter(|top| *top != workspace) {
@@ -196,20 +195,25 @@ fn git_and_cadre(workspace: &Path, protected: &[PathBuf]) -> Vec<PathBuf> {
 /// The git directory a worktree's `.git` file names and the common one
 /// that names in turn, symlinks resolved; nothing for a `.git` directory.
 fn worktree_dirs(git: &Path) -> Vec<PathBuf> {
-    let is_file = git.symlink_metadata().is_ok_and(|m| m.is_file());
-    let pointed = is_file
-        .then(|| std::fs::read_to_string(git).ok())
-        .flatten()
-        .and_then(|text| text.strip_prefix("gitdir:").map(|d| d.trim().to_string()));
+    let pointed =
+        git_file(git).and_then(|text| text.strip_prefix("gitdir:").map(|d| d.trim().to_string()));
     let Some(dir) = pointed else {
         return Vec::new();
     };
     let base = git.parent().unwrap_or(git);
     let dir = real(&base.join(dir));
-    let common = std::fs::read_to_string(dir.join("commondir"))
-        .ok()
-        .map(|c| real(&dir.join(c.trim())));
+    let common = git_file(&dir.join("commondir")).map(|c| real(&dir.join(c.trim())));
     std::iter::once(dir).chain(common).collect()
+}
+
+/// The text of a `.git` file or a `commondir`: a regular file (never a
+/// FIFO, which would block, nor a symlink) of at most a few KiB, as git
+/// writes them.
+fn git_file(git: &Path) -> Option<String> {
+    let meta = git.symlink_metadata().ok()?;
+    (meta.is_file() && meta.len() <= 4096)
+        .then(|| std::fs::read_to_string(git).ok())
+        .flatten()
 }
 
 /// Paths beneath `root` that, granted write access, make everything under

@@ -251,3 +251,37 @@ fn default_writable_roots_are_caches_not_binaries() {
     let custom = default_writable_roots(Path::new("/h"), Some(Path::new("/c")));
     assert!(custom.contains(&PathBuf::from("/c/git/db")));
 }
+
+/// A workspace's `.git` (or an ancestor's) that is a FIFO, as an unpacked
+/// archive can carry: resolving the policy reads no such file, so it never
+/// blocks.
+#[test]
+fn a_fifo_in_place_of_a_git_file_never_blocks_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("repo/ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    for fifo in [ws.join(".git"), dir.path().join("repo/.git")] {
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+    }
+    let (done, finished) = std::sync::mpsc::channel();
+    let workspace = ws.clone();
+    std::thread::spawn(move || {
+        let config = SandboxConfig::default();
+        let policy = Policy::resolve(
+            Mode::Work,
+            Posture::Bypass,
+            &workspace,
+            &workspace.join("tmp"),
+            &config,
+        );
+        let _ = done.send(policy.read_only);
+    });
+    let read_only = finished
+        .recv_timeout(std::time::Duration::from_secs(5))
+        .expect("the policy was resolved without reading the FIFOs");
+    assert_eq!(read_only, [ws.join(".git"), ws.join(".cadre")]);
+}

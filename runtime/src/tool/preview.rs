@@ -58,6 +58,8 @@ fn read(path: &Path) -> Read {
     match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Read::Missing,
         Err(e) => return Read::Unreadable(e.to_string()),
+        // A FIFO or a device would block the read, or never end.
+        Ok(meta) if !meta.is_file() => return Read::Unreadable("not a regular file".into()),
         Ok(meta) if meta.len() > MAX_READ => {
             return Read::Unreadable(format!("{} bytes, too large to compare", meta.len()));
         }
@@ -131,6 +133,19 @@ mod tests {
         assert!(cut.starts_with("a.txt: +500 -3 lines\n"), "{cut}");
         assert_eq!(cut.lines().count(), MAX_LINES + 2, "{cut}");
         assert!(cut.ends_with("more diff lines not shown\n"), "{cut}");
+        // A FIFO a repository planted must not block the prompt.
+        let fifo = dir.path().join("fifo");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        assert_eq!(
+            write(&fifo, "fifo", "x").unwrap(),
+            "(fifo: not a regular file; no diff shown)"
+        );
         std::fs::write(&file, [0xff, 0xfe]).unwrap();
         assert_eq!(
             write(&file, "a.txt", "x").unwrap(),
