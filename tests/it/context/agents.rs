@@ -186,10 +186,7 @@ async fn a_workflow_step_compacts_under_the_configured_window_and_its_run_comple
     assert_eq!(mock.overflows(), 0);
     assert_eq!(mock.violations(), Vec::<String>::new());
     let requests = mock.requests();
-    assert!(
-        requests.iter().any(|r| is_summary(r)),
-        "the step never compacted"
-    );
+    assert!(requests.iter().any(is_summary), "the step never compacted");
     assert!(
         requests
             .iter()
