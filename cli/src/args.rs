@@ -62,6 +62,23 @@ pub enum Command {
     Goal(crate::goal_cmd::GoalArgs),
     /// Show, grant or revoke the trust of this workspace's project config.
     Trust(crate::trust_cmd::TrustArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout, for an editor
+    /// (docs/editors.md).
+    Acp(Box<AcpArgs>),
+}
+
+/// `cadre acp`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "An editor starts `cadre acp` and speaks JSON-RPC to it over stdin and stdout \
+(docs/editors.md). Each editor session is a cadre session in the editor's working directory, with \
+this command's model, posture, mode and rules; its approvals are asked in the editor. Logs go to \
+stderr."
+)]
+pub struct AcpArgs {
+    /// The model, posture, mode and rules every session starts with.
+    #[command(flatten)]
+    pub session: SessionArgs,
 }
 
 /// `cadre node`.
@@ -499,7 +516,7 @@ pub struct ExecArgs {
 }
 
 /// The flags that set up a session, shared by `cadre exec` and the shell.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct SessionArgs {
     /// Resume a stored session: its id, a unique id prefix, or `latest`.
     #[arg(long, value_name = "ID", conflicts_with = "continue_latest")]

@@ -11,6 +11,7 @@
 //! - [`launch`]: starting a session from a `RunConfig` (store, model,
 //!   tools, sub-agents).
 //! - [`exec`]: `cadre exec`.
+//! - [`acp`]: `cadre acp`, the Agent Client Protocol over stdio, for editors.
 //! - [`shell`]: `cadre` with no subcommand, the interactive shell.
 //! - [`config_cmd`]: `cadre config get|set|list` over `settings.toml`.
 //! - [`trust_cmd`]: `cadre trust show|yes|no` and `/trust`: a workspace's
@@ -42,6 +43,7 @@
 // `print!` and friends panic on a closed pipe: writes go through `out`.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod acp;
 pub mod args;
 pub mod attach;
 pub mod cluster_cmd;
@@ -135,6 +137,7 @@ pub fn main() -> ExitCode {
         Some(Command::Node(args)) => block_on(cluster_cmd::node(*args, env, config_dir)),
         Some(Command::Goal(args)) => offline_store(args.data_dir.clone(), &env)
             .and_then(|(dir, followup)| goal_cmd::run(args, dir, &followup)),
+        Some(Command::Acp(args)) => run_acp(*args, env, globals),
         Some(Command::Trust(args)) => {
             trust_cmd::run(args, env.current_dir.clone(), config_dir.as_deref())
         }
@@ -214,6 +217,27 @@ fn run_exec(
             cluster_cmd::coordinator(&cluster_args, &cluster_settings, &for_cluster).await?;
         exec::run(config).await
     })
+}
+
+/// `cadre acp`: every editor session's configuration is read for its own
+/// working directory, as `cadre` started there would read it.
+fn run_acp(args: args::AcpArgs, env: Environment, globals: Globals) -> Result<u8, exit::CliError> {
+    let key_set = env.api_key.is_some();
+    let configs = move |cwd: &Path, resume: Option<&str>| {
+        let mut session = args.session.clone();
+        session.workspace = Some(cwd.to_path_buf());
+        session.resume = resume.map(str::to_string);
+        session.continue_latest = false;
+        let config_dir = globals.config_dir.as_deref();
+        let files = load_config(&session, &env, config_dir)?;
+        let defaults = load_defaults(config_dir)?;
+        let mut config = RunConfig::from_session(session, env.clone(), files, defaults)?;
+        globals.apply(&mut config);
+        // stdout is the protocol's; nothing else is drawn.
+        config.spinner = false;
+        Ok(config)
+    };
+    block_on(acp::run(Box::new(configs), key_set))
 }
 
 /// The shell; `prompt`, when given, is its first message.
