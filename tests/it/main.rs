@@ -4,6 +4,7 @@
 // This whole crate is test code: a failed expectation is a failed test.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod acp;
 mod agents;
 mod cancel;
 mod cli;

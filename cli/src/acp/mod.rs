@@ -440,14 +440,14 @@ impl Server {
             return;
         };
         let Envelope { op_id, event } = envelope;
-        if let Some(op) = &op_id
-            && let Some(answer) = answer(live.pending.get(op), &event, &live.mapper)
-        {
-            live.pending.remove(op);
-            send(&answer);
-        }
+        // The updates first: a client that asked for a change sees it
+        // before the answer, and a prompt's last update before its end.
         let actions = live.mapper.event(&event);
-        // The options a posture or mode answer carries are the new ones.
+        let answer = op_id.as_ref().and_then(|op| {
+            let answer = answer(live.pending.get(op), &event, &live.mapper)?;
+            live.pending.remove(op);
+            Some(answer)
+        });
         for action in actions {
             match action {
                 Action::Update(value) => update(session, value),
@@ -485,6 +485,9 @@ impl Server {
                     self.asked.insert(id, asked);
                 }
             }
+        }
+        if let Some(answer) = answer {
+            send(&answer);
         }
         if matches!(event, Event::SessionStopped { .. })
             && let Some(live) = self.sessions.remove(session)
