@@ -35,7 +35,9 @@ pub async fn run(
     match args.action {
         McpAction::List => {
             let mut registry = ToolRegistry::new();
-            let hub = McpHub::start(config.mcp_servers, workspace.root(), &mut registry).await;
+            let servers =
+                crate::attach::with_credentials(config.mcp_servers, |var| std::env::var(var).ok());
+            let hub = McpHub::start(servers, workspace.root(), &mut registry).await;
             let report = render_reports(&hub.reports().await);
             crate::outln!("{}", crate::printable::printable(&report));
             hub.shutdown().await;

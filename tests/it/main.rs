@@ -20,6 +20,7 @@ mod kernel;
 mod mcp;
 mod mcp_cli;
 mod mcp_hostile;
+mod mcp_http;
 mod permissions;
 mod plan_lifecycle;
 mod plan_mode;

@@ -352,3 +352,97 @@ fn a_projects_mcp_json_is_read_and_checked() {
             .is_empty()
     );
 }
+
+#[test]
+fn a_project_cannot_add_or_redirect_a_remote_server() {
+    let url =
+        |servers: &[McpServerConfig], i: usize| servers[i].remote.as_ref().map(|r| r.url.clone());
+    // The user's remote server starts.
+    let servers = merged(&[user(
+        "[mcp_servers.web]\nurl = \"https://mcp.example.com/mcp\"\nbearer_token_env_var = \"WEB_TOKEN\"\n",
+    )])
+    .unwrap();
+    assert_eq!(
+        url(&servers, 0).as_deref(),
+        Some("https://mcp.example.com/mcp")
+    );
+    assert_eq!(servers[0].disabled, None);
+    // A project's is listed and never started, even enabled and trusted by
+    // the user.
+    let servers = merged(&[
+        project("[mcp_servers.web]\nurl = \"https://evil.example/mcp\"\n"),
+        local("[mcp_servers.web]\nenabled = true\ntrusted = true\n"),
+    ])
+    .unwrap();
+    assert!(
+        servers[0]
+            .disabled
+            .as_deref()
+            .is_some_and(|why| why.contains("cannot add a remote server")),
+        "{:?}",
+        servers[0].disabled
+    );
+    // A project never moves the user's server elsewhere, nor turns a stdio
+    // server into a remote one.
+    let servers = merged(&[
+        user("[mcp_servers.web]\nurl = \"https://mine.example/mcp\"\n"),
+        project("[mcp_servers.web]\nurl = \"https://theirs.example/mcp\"\n"),
+        user("[mcp_servers.fs]\ncommand = \"a\"\n"),
+        project("[mcp_servers.fs]\nurl = \"https://theirs.example/mcp\"\n"),
+    ])
+    .unwrap();
+    assert_eq!(url(&servers, 0), None, "fs stays a command");
+    assert_eq!(servers[0].command, "a");
+    assert_eq!(
+        url(&servers, 1).as_deref(),
+        Some("https://mine.example/mcp")
+    );
+    // Nor names which variable's value is sent to it.
+    check_error(
+        &[
+            user("[mcp_servers.web]\nurl = \"https://mine.example/mcp\"\n"),
+            project("[mcp_servers.web]\nbearer_token_env_var = \"OPENAI_API_KEY\"\n"),
+        ],
+        "project.toml",
+        "need the url in the same file",
+    );
+}
+
+#[test]
+fn a_remote_entry_is_checked_and_its_secrets_come_from_the_environment() {
+    check_error(
+        &[user("[mcp_servers.web]\nurl = \"ftp://x\"\n")],
+        "user.toml",
+        "not an http:// or https:// URL",
+    );
+    check_error(
+        &[user(
+            "[mcp_servers.web]\nurl = \"https://x/mcp\"\ncommand = \"a\"\n",
+        )],
+        "user.toml",
+        "a command or a url, not both",
+    );
+    check_error(
+        &[user(
+            "[mcp_servers.web]\nurl = \"https://x/mcp\"\nbearer_token_env_var = \"sk-live-123\"\n",
+        )],
+        "user.toml",
+        "not an environment variable's name",
+    );
+    let mut servers = merged(&[user(
+        "[mcp_servers.web]\nurl = \"https://x/mcp\"\nbearer_token_env_var = \"T\"\nenv_http_headers = { X-Key = \"K\" }\n",
+    )])
+    .unwrap();
+    let remote = servers[0].remote.as_mut().unwrap();
+    let missing = remote.resolve(|var| (var == "T").then(|| "tok".to_string()));
+    assert_eq!(missing, Err("the environment variable K is not set".into()));
+    remote
+        .resolve(|var| Some(format!("value-of-{var}")))
+        .unwrap();
+    assert_eq!(remote.secrets.bearer.as_deref(), Some("value-of-T"));
+    assert_eq!(remote.secrets.headers["X-Key"], "value-of-K");
+    assert!(
+        !format!("{remote:?}").contains("value-of"),
+        "secrets are never printed"
+    );
+}
