@@ -2,6 +2,8 @@
 //! the store, offline. `plan …` writes under the session's lease, so it is
 //! refused while another process runs the session.
 
+mod conversation;
+
 use std::path::PathBuf;
 
 use cadre_runtime::store::{QuestionnaireAnswer, QuestionnaireKind, Store, store_path};
@@ -67,7 +69,7 @@ pub fn sessions(
                 );
             }
         }
-        SessionsAction::Show { session } => {
+        SessionsAction::Show { session, full } => {
             let s = store.resolve(&session, None).map_err(not_found)?;
             crate::outln!("session    {}", s.id);
             if let Some(parent) = &s.parent_id {
@@ -97,6 +99,11 @@ pub fn sessions(
                 .conversation(&s.id)
                 .map_err(|e| CliError::internal(e.to_string()))?;
             crate::outln!("messages   {} in the conversation", conversation.len());
+            crate::outln!("\nconversation:");
+            let conversation: Vec<_> = conversation.into_iter().map(std::sync::Arc::new).collect();
+            for line in conversation::lines(&conversation, full) {
+                crate::outln!("{line}");
+            }
             crate::outln!("\nadmitted:");
             for (source, state, content) in store
                 .admitted(&s.id)
