@@ -107,7 +107,7 @@ impl Mapper {
                 arguments,
                 ..
             } => {
-                let mut update = self.tool_call(call_id, name, arguments);
+                let mut update = self.tool_call("main", call_id, name, arguments);
                 update["sessionUpdate"] = json!("tool_call");
                 update["status"] = json!("pending");
                 let mut actions = vec![Action::Update(update)];
@@ -116,20 +116,31 @@ impl Mapper {
                 }
                 actions
             }
+            // Another agent's calls are shown too (its plan is its own).
+            Event::AgentToolCall {
+                agent_id,
+                call_id,
+                name,
+                arguments,
+            } => {
+                let mut update = self.tool_call(agent_id, call_id, name, arguments);
+                update["sessionUpdate"] = json!("tool_call");
+                update["status"] = json!("pending");
+                vec![Action::Update(update)]
+            }
             Event::ToolResult {
                 call_id,
                 status,
                 output,
                 ..
-            } => vec![Action::Update(json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": call_id,
-                "status": match status {
-                    ToolStatus::Ok => "completed",
-                    ToolStatus::Error => "failed",
-                },
-                "content": [text_content(output)],
-            }))],
+            } => vec![result("main", call_id, *status, output)],
+            Event::AgentToolResult {
+                agent_id,
+                call_id,
+                status,
+                output,
+                ..
+            } => vec![result(agent_id, call_id, *status, output)],
             Event::ApprovalRequested {
                 id,
                 agent_id,
@@ -139,18 +150,8 @@ impl Mapper {
                 reason,
                 preview,
             } => {
-                // The session's own calls were shown as tool calls already;
-                // another agent's is named by its agent and call.
-                let shown_id = if agent_id == "main" {
-                    call_id.clone()
-                } else {
-                    format!("{agent_id}/{call_id}")
-                };
-                let mut tool_call = self.tool_call(&shown_id, tool, arguments);
-                if agent_id != "main" {
-                    let title = tool_call["title"].as_str().unwrap_or_default().to_string();
-                    tool_call["title"] = json!(format!("agent {agent_id}: {title}"));
-                }
+                // The call was shown already, under the same id.
+                let mut tool_call = self.tool_call(agent_id, call_id, tool, arguments);
                 let mut content = vec![text_content(reason)];
                 content.extend(preview.iter().map(|p| text_content(p)));
                 tool_call["content"] = json!(content);
@@ -252,10 +253,14 @@ impl Mapper {
 
     /// A tool call as ACP shows it: a title, a kind, the raw input, and
     /// the file it touches.
-    fn tool_call(&self, id: &str, name: &str, arguments: &Value) -> Value {
+    fn tool_call(&self, agent: &str, call_id: &str, name: &str, arguments: &Value) -> Value {
+        let title = match agent {
+            "main" => title(name, arguments),
+            agent => format!("agent {agent}: {}", title(name, arguments)),
+        };
         let mut call = json!({
-            "toolCallId": id,
-            "title": title(name, arguments),
+            "toolCallId": shown_id(agent, call_id),
+            "title": title,
             "kind": kind(name),
             "rawInput": arguments,
         });
@@ -326,6 +331,28 @@ pub fn options(options: &[(&str, &str, &str)]) -> Value {
         .iter()
         .map(|(id, name, kind)| json!({"optionId": id, "name": name, "kind": kind}))
         .collect()
+}
+
+/// A call's id as the editor knows it: the session's own as it is,
+/// another agent's under its agent (ids are only unique per agent).
+fn shown_id(agent: &str, call_id: &str) -> String {
+    match agent {
+        "main" => call_id.to_string(),
+        agent => format!("{agent}/{call_id}"),
+    }
+}
+
+/// A call's end.
+fn result(agent: &str, call_id: &str, status: ToolStatus, output: &str) -> Action {
+    Action::Update(json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": shown_id(agent, call_id),
+        "status": match status {
+            ToolStatus::Ok => "completed",
+            ToolStatus::Error => "failed",
+        },
+        "content": [text_content(output)],
+    }))
 }
 
 fn chunk(kind: &str, text: &str) -> Action {
