@@ -21,6 +21,8 @@
 //! - [`attach`]: what a session gets besides the built-ins: MCP servers'
 //!   tools and workspace snapshots.
 //! - [`mcp_cmd`]: `cadre mcp list`.
+//! - [`mcp_serve`]: `cadre mcp serve`, cadre as an MCP server for other
+//!   agents.
 //! - [`lease`]: an offline command's write under the session's lease.
 //! - [`restore_cmd`]: `cadre restore list|apply`, offline against the
 //!   snapshots and the store.
@@ -56,6 +58,7 @@ pub mod goal_cmd;
 pub mod launch;
 pub mod lease;
 pub mod mcp_cmd;
+pub mod mcp_serve;
 pub mod out;
 pub mod printable;
 pub mod render;
@@ -128,11 +131,23 @@ pub fn main() -> ExitCode {
         Some(Command::Plan(args)) => offline_store(args.data_dir.clone(), &env)
             .and_then(|(dir, followup)| sessions_cmd::plan(args, dir, &followup)),
         Some(Command::Restore(args)) => restore_cmd::run(args, &env, config_dir.as_deref()),
-        Some(Command::Mcp(args)) => block_on(mcp_cmd::run(
-            args,
-            env.current_dir.clone(),
-            config_dir.clone(),
-        )),
+        Some(Command::Mcp(args)) => match args.action {
+            args::McpAction::List(list) => block_on(mcp_cmd::run(
+                list,
+                env.current_dir.clone(),
+                config_dir.clone(),
+            )),
+            args::McpAction::Serve(serve) => {
+                let workspace = serve.session.workspace.clone().or(env.current_dir.clone());
+                let configs = session_configs(serve.session, env, globals);
+                match workspace {
+                    Some(workspace) => block_on(mcp_serve::run(configs, workspace)),
+                    None => Err(exit::CliError::usage(
+                        "cannot tell the current directory; pass --workspace",
+                    )),
+                }
+            }
+        },
         Some(Command::Workflow(args)) => workflow_cmd::run(args, env, config_dir),
         Some(Command::Node(args)) => block_on(cluster_cmd::node(*args, env, config_dir)),
         Some(Command::Goal(args)) => offline_store(args.data_dir.clone(), &env)
@@ -223,8 +238,18 @@ fn run_exec(
 /// working directory, as `cadre` started there would read it.
 fn run_acp(args: args::AcpArgs, env: Environment, globals: Globals) -> Result<u8, exit::CliError> {
     let key_set = env.api_key.is_some();
-    let configs = move |cwd: &Path, resume: Option<&str>| {
-        let mut session = args.session.clone();
+    block_on(acp::run(
+        session_configs(args.session, env, globals),
+        key_set,
+    ))
+}
+
+/// The run configuration of a session in any workspace (and, for a resume,
+/// which stored one), from one command's session flags: what `cadre`
+/// started in that workspace would read.
+fn session_configs(args: args::SessionArgs, env: Environment, globals: Globals) -> acp::Configs {
+    Box::new(move |cwd: &Path, resume: Option<&str>| {
+        let mut session = args.clone();
         session.workspace = Some(cwd.to_path_buf());
         session.resume = resume.map(str::to_string);
         session.continue_latest = false;
@@ -236,8 +261,7 @@ fn run_acp(args: args::AcpArgs, env: Environment, globals: Globals) -> Result<u8
         // stdout is the protocol's; nothing else is drawn.
         config.spinner = false;
         Ok(config)
-    };
-    block_on(acp::run(Box::new(configs), key_set))
+    })
 }
 
 /// The shell; `prompt`, when given, is its first message.

@@ -21,6 +21,7 @@ mod mcp;
 mod mcp_cli;
 mod mcp_hostile;
 mod mcp_http;
+mod mcp_serve;
 mod permissions;
 mod plan_lifecycle;
 mod plan_mode;
