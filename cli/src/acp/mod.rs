@@ -567,10 +567,14 @@ fn answer(pending: Option<&Pending>, event: &Event, mapper: &Mapper) -> Option<S
             FailureCategory::Cancelled => {
                 Some(rpc::result(request, json!({"stopReason": "cancelled"})))
             }
-            FailureCategory::Agent if message.contains("iteration") => Some(rpc::result(
-                request,
-                json!({"stopReason": "max_turn_requests"}),
-            )),
+            // The iteration limit (`--max-iterations`), which has no
+            // category of its own.
+            FailureCategory::Agent if message.contains("model requests without a final answer") => {
+                Some(rpc::result(
+                    request,
+                    json!({"stopReason": "max_turn_requests"}),
+                ))
+            }
             FailureCategory::Agent
             | FailureCategory::Infrastructure
             | FailureCategory::PausedByDenials => {

@@ -17,7 +17,10 @@ fn a_callers_posture_only_narrows_the_configured_one() {
         assert_eq!(ceiling(configured, None), configured);
         for asked in ALL {
             let got = ceiling(configured, Some(asked));
-            assert!(got <= configured && got <= asked, "{configured} {asked} -> {got}");
+            assert!(
+                got <= configured && got <= asked,
+                "{configured} {asked} -> {got}"
+            );
             assert!(got == configured || got == asked);
         }
     }
