@@ -10,8 +10,7 @@ use pretty_assertions::assert_eq;
 use tokio::io::AsyncBufReadExt;
 
 use crate::mcp::fixture;
-use crate::support::cli::{Output, dirs, events, of_type, s};
-use crate::support::hermetic::Hermetic;
+use crate::support::cli::{Output, cadre_with, dirs, events, of_type, s};
 
 /// The fixture over HTTP, killed when dropped.
 struct HttpFixture {
@@ -52,24 +51,6 @@ impl HttpFixture {
 
     async fn stop(mut self) {
         self.child.kill().await.expect("kill the fixture");
-    }
-}
-
-/// `cadre` with `args` and `vars`, in a clean environment.
-async fn cadre_with(args: &[&str], vars: &[(&str, &str)]) -> Output {
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_cadre"))
-        .hermetic()
-        .args(args)
-        .envs(vars.iter().copied())
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .expect("run cadre");
-    Output {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
 }
 

@@ -377,7 +377,11 @@ impl Server {
         {
             return Err(RpcError::params(format!("session {id} is open already")));
         }
-        let config = (self.configs)(cwd, resume).map_err(|e| RpcError::internal(e.message))?;
+        let mut config = (self.configs)(cwd, resume).map_err(|e| RpcError::internal(e.message))?;
+        // Every session runs under the posture `cadre acp` was started
+        // with, a loaded one too (never the wider one it may have stored);
+        // the editor may only narrow it.
+        config.posture_given = true;
         let history = match resume {
             Some(id) => history(&config.data_dir, id)?,
             None => Vec::new(),

@@ -356,15 +356,7 @@ impl McpServer {
             return Err(failed("its stdio could not be opened".into(), &mut child).await);
         };
         let limit = config.startup_timeout;
-        let handshake = async {
-            let service = ().serve((stdout, stdin)).await.map_err(|e| e.to_string())?;
-            let tools = service
-                .peer()
-                .list_all_tools()
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok::<_, String>((service, tools))
-        };
+        let handshake = listed(().serve((stdout, stdin)));
         let (service, tools) = match tokio::time::timeout(limit, handshake).await {
             Ok(Ok(done)) => done,
             Ok(Err(err)) => {
@@ -427,16 +419,8 @@ impl McpServer {
             .connect_timeout(limit)
             .build()
             .map_err(|e| failure(format!("the HTTP client could not be built: {e}")))?;
-        let handshake = async {
-            let transport = StreamableHttpClientTransport::with_client(http, transport);
-            let service = ().serve(transport).await.map_err(|e| e.to_string())?;
-            let tools = service
-                .peer()
-                .list_all_tools()
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok::<_, String>((service, tools))
-        };
+        let transport = StreamableHttpClientTransport::with_client(http, transport);
+        let handshake = listed(().serve(transport));
         let (service, tools) = match tokio::time::timeout(limit, handshake).await {
             Ok(Ok(done)) => done,
             Ok(Err(err)) => return Err(failure(unreachable(url, &err))),
@@ -462,6 +446,19 @@ impl McpServer {
             tools,
         ))
     }
+}
+
+/// The MCP handshake (`serving`), then the server's whole tool list.
+async fn listed<E: std::fmt::Display>(
+    serving: impl Future<Output = Result<RunningService<RoleClient, ()>, E>>,
+) -> Result<(RunningService<RoleClient, ()>, Vec<rmcp::model::Tool>), String> {
+    let service = serving.await.map_err(|e| e.to_string())?;
+    let tools = service
+        .peer()
+        .list_all_tools()
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((service, tools))
 }
 
 /// Why a remote server did not start, said plainly: rmcp's message names
