@@ -58,10 +58,16 @@ pub fn sessions(
             if sessions.is_empty() {
                 crate::errln!("no sessions in {}", data_dir.display());
             }
-            for s in sessions {
+            // Each id as the shortest prefix that names it alone: the ids
+            // are time-ordered, so their first characters are shared.
+            let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+            let short = store
+                .short_ids(&ids)
+                .map_err(|e| CliError::internal(e.to_string()))?;
+            let width = short.iter().map(String::len).max().unwrap_or(0);
+            for (s, short) in sessions.iter().zip(&short) {
                 crate::outln!(
-                    "{}  {}  {:<7}  {}  {}",
-                    s.id,
+                    "{short:<width$}  {}  {:<7}  {}  {}",
                     when(s.updated_at),
                     s.mode.as_str(),
                     printable(&s.workspace),
