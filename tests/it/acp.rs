@@ -616,3 +616,61 @@ text = "written"
     );
     editor.finish().await;
 }
+
+#[tokio::test]
+async fn a_workflow_steps_approval_is_asked_in_the_editor_and_routed_to_the_step() {
+    let (ws, data) = dirs();
+    let script = script(
+        data.path(),
+        r#"
+[[response]]
+role = "main"
+iteration = 1
+[[response.tool_calls]]
+name = "workflow"
+arguments = { workflow = { name = "w" }, steps = [{ name = "write", prompt = "write the file" }] }
+
+[[response]]
+role = "main"
+iteration = 2
+text = "delegated"
+
+[[response]]
+iteration = 1
+[[response.tool_calls]]
+name = "write_file"
+arguments = { path = "from-step.txt", content = "step\n" }
+
+[[response]]
+iteration = 2
+text = "written"
+"#,
+    );
+    let mut editor =
+        Editor::start(&["--script", &script, "--data-dir", s(data.path())], false).await;
+    let session = editor.new_session(ws.path()).await;
+    let operate = editor
+        .call(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "operate"}),
+        )
+        .await;
+    assert_eq!(operate["result"], json!({}), "{operate}");
+    let id = editor
+        .request("session/prompt", prompt(&session, "delegate"))
+        .await;
+    let asked = editor.asked("session/request_permission").await;
+    assert_eq!(
+        asked["params"]["toolCall"]["rawInput"]["path"], "from-step.txt",
+        "{asked}"
+    );
+    assert!(!ws.path().join("from-step.txt").exists());
+    editor.choose(&asked, "allow_once").await;
+    let end = editor.until(|m| m["id"] == id).await;
+    assert_eq!(end["result"]["stopReason"], "end_turn", "{end}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("from-step.txt")).expect("the step wrote"),
+        "step\n"
+    );
+    editor.finish().await;
+}
