@@ -446,3 +446,95 @@ fn a_remote_entry_is_checked_and_its_secrets_come_from_the_environment() {
         "secrets are never printed"
     );
 }
+
+/// One file's entry for server `s` in the generated layers.
+#[derive(Debug, Clone)]
+struct Declared {
+    scope: Scope,
+    /// 0: nothing, 1: a url, 2: a command.
+    kind: u8,
+    enabled: Option<bool>,
+    trusted: Option<bool>,
+    bearer: bool,
+}
+
+fn declared() -> impl proptest::strategy::Strategy<Value = Declared> {
+    use proptest::prelude::*;
+    (
+        prop_oneof![Just(Scope::User), Just(Scope::Project), Just(Scope::Local)],
+        0u8..3,
+        proptest::option::of(any::<bool>()),
+        proptest::option::of(any::<bool>()),
+        any::<bool>(),
+    )
+        .prop_map(|(scope, kind, enabled, trusted, bearer)| Declared {
+            scope,
+            kind,
+            enabled,
+            trusted,
+            bearer,
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+    /// Whatever the files say, in any order: a server that starts with a
+    /// url has the url a user's own file gave, its token variable comes
+    /// from that same file, and it is trusted only by the user's word.
+    #[test]
+    fn a_started_remote_server_is_always_the_users_own(
+        files in proptest::collection::vec(declared(), 1..6),
+        trusted_workspace in proptest::prelude::any::<bool>(),
+    ) {
+        let layers: Vec<Layer> = files
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let mut text = String::from("[mcp_servers.s]\n");
+                let owner = if d.scope == Scope::Project { "project" } else { "user" };
+                match d.kind {
+                    1 => {
+                        text.push_str(&format!("url = \"https://{owner}-{i}.example/mcp\"\n"));
+                        if d.bearer {
+                            text.push_str(&format!("bearer_token_env_var = \"{}_{i}\"\n", owner.to_uppercase()));
+                        }
+                    }
+                    2 => text.push_str(&format!("command = \"{owner}-{i}\"\n")),
+                    _ => {}
+                }
+                if let Some(on) = d.enabled {
+                    text.push_str(&format!("enabled = {on}\n"));
+                }
+                if let Some(on) = d.trusted {
+                    text.push_str(&format!("trusted = {on}\n"));
+                }
+                (entry(&text), d.scope, format!("file-{i}.toml").into())
+            })
+            .collect();
+        let trust = if trusted_workspace {
+            crate::trust::Trust::Trusted
+        } else {
+            crate::trust::Trust::Untrusted(crate::trust::Untrusted::Never)
+        };
+        let Ok(servers) = merged_with(&layers, trust) else {
+            // A file without a command or url (or with nothing to merge)
+            // is an error: nothing starts.
+            return Ok(());
+        };
+        for server in servers.iter().filter(|s| s.disabled.is_none()) {
+            if let Some(remote) = &server.remote {
+                proptest::prop_assert!(remote.url.contains("//user-"), "{server:?}");
+                if let Some(var) = &remote.bearer_token_env_var {
+                    proptest::prop_assert!(var.starts_with("USER_"), "{server:?}");
+                }
+            }
+            if server.trusted {
+                proptest::prop_assert!(
+                    files.iter().any(|d| d.scope != Scope::Project && d.trusted == Some(true)),
+                    "{server:?}"
+                );
+            }
+        }
+    }
+}
