@@ -354,6 +354,11 @@ text = "second answer"
     );
     let flags = ["--script", &script, "--data-dir", s(data.path())];
     let mut editor = Editor::start(&flags, false).await;
+    // No key in the environment: the env-key method says where to set it.
+    let auth = editor
+        .call("authenticate", json!({"methodId": "openai-api-key"}))
+        .await;
+    assert_eq!(auth["error"]["code"], -32000, "{auth}");
     let session = editor.new_session(ws.path()).await;
     let end = editor
         .call("session/prompt", prompt(&session, "first question"))
