@@ -355,7 +355,12 @@ impl RunConfig {
             response_limits,
             protected,
             limits: limits.apply(FileLimits::default()),
-            mcp_servers: files.mcp_servers,
+            mcp_servers: crate::attach::with_credentials(files.mcp_servers, |var| {
+                env.vars
+                    .iter()
+                    .find(|(k, _)| k == var)
+                    .map(|(_, v)| v.clone())
+            }),
             snapshot_max_file_bytes: settings
                 .snapshots
                 .enabled

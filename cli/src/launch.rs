@@ -55,6 +55,17 @@ pub fn stamp(event: &mut Event, mode: ModeSource, model: ModelSource) {
 /// shell can (Ask becomes `approval.requested`), `exec` cannot (Ask becomes
 /// a denial that says why, P7).
 pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, CliError> {
+    launch_with(config, interactive, Vec::new()).await
+}
+
+/// [`launch`], with `instead` taking the place of the built-in tools of
+/// the same names (an editor's file access: same definitions, so the same
+/// gates).
+pub async fn launch_with(
+    config: &RunConfig,
+    interactive: bool,
+    instead: Vec<Arc<dyn cadre_runtime::tool::Tool>>,
+) -> Result<Launched, CliError> {
     // A resumed session talks to the model it was started with, under the
     // rules it was started with, unless a flag says otherwise.
     let mut config = config.clone();
@@ -74,7 +85,7 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
         keep_recorded(&mut config, record.as_ref())?;
     }
     let config = &config;
-    let host = host(config).await?;
+    let host = host_with(config, instead).await?;
     let resume = match &config.resume {
         Resume::New => HostResume::New,
         Resume::Spec(spec) => HostResume::Session(spec.clone()),
@@ -303,7 +314,27 @@ fn union(first: &[String], second: &[String]) -> Vec<String> {
 /// the tools, the roles, the sandbox, and the workflow engine sessions in
 /// Operate delegate to.
 pub async fn host(config: &RunConfig) -> Result<Host, CliError> {
-    let builder = Host::builder(&config.data_dir);
+    host_with(config, Vec::new()).await
+}
+
+/// [`host`], with `instead` in the place of the built-ins of their names.
+async fn host_with(
+    config: &RunConfig,
+    instead: Vec<Arc<dyn cadre_runtime::tool::Tool>>,
+) -> Result<Host, CliError> {
+    let mut builder = Host::builder(&config.data_dir);
+    if !instead.is_empty() {
+        let replaced = |name: &str| instead.iter().any(|t| t.definition().name == name);
+        let kept: Vec<String> = cadre_runtime::tool::builtin_tools_with(config.limits)
+            .iter()
+            .map(|t| t.definition().name.clone())
+            .filter(|name| !replaced(name))
+            .collect();
+        builder = builder.builtins(&kept);
+        for tool in instead {
+            builder = builder.tool(tool);
+        }
+    }
     let builder = match config.model_requests {
         Some(max) => builder.model_requests(max),
         None => builder,

@@ -291,8 +291,12 @@ fn untrusted_server(entry: McpServerEntry) -> (McpServerEntry, bool) {
         disabled_tools,
         trusted,
         enabled,
+        url,
+        bearer_token_env_var,
+        env_http_headers,
     } = entry;
     let lost = command.is_some()
+        || url.is_some()
         || startup_timeout.is_some()
         || tool_timeout.is_some()
         || enabled == Some(true);
@@ -308,6 +312,10 @@ fn untrusted_server(entry: McpServerEntry) -> (McpServerEntry, bool) {
         // Never believed from a project (`mcp::config::merge`).
         trusted,
         enabled: enabled.filter(|on| !on),
+        // A project's remote server is never started, trusted or not.
+        url,
+        bearer_token_env_var,
+        env_http_headers,
     };
     (kept, lost)
 }

@@ -43,6 +43,7 @@ use serde_json::Value;
 
 pub use agent::AGENT_TOOL;
 pub use check::{RUN_CHECK, RunCheck};
+pub use files::{check_edit, replace_exact};
 pub use limits::FileLimits;
 pub use plan::ENTER_PLAN_TOOL;
 pub use todo::TodoItem;
