@@ -374,6 +374,7 @@ fn tool_context(
         goals: None,
         rules: None,
         snapshots: None,
+        processes: None,
     }
 }
 

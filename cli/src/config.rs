@@ -530,6 +530,7 @@ fn sandbox_config(
         check_cache: Some(data_dir.join("checks")),
         limits: sandbox_limits,
         namespaces: true,
+        processes: limits.processes(cadre_runtime::process::ProcessLimits::default()),
     }
 }
 

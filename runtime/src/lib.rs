@@ -27,6 +27,8 @@
 //! - [`snapshot`]: workspace snapshots in a side git repository, and restore.
 //! - [`sandbox`]: commands under Landlock, with a clean environment, bounded
 //!   output and process groups that die with the call.
+//! - [`process`]: managed background processes: their output ring, bounds,
+//!   ownership, and what a killed cadre left running.
 //!
 //! **Invariant:** this crate knows nothing about ractor, and writes nothing to
 //! stdout or stderr.
@@ -45,6 +47,7 @@ pub mod model;
 pub mod paths;
 pub mod permission;
 pub mod plan;
+pub mod process;
 pub mod prompt;
 pub mod protocol;
 pub mod sandbox;

@@ -22,6 +22,7 @@ mod mcp_hostile;
 mod permissions;
 mod plan_lifecycle;
 mod plan_mode;
+mod processes;
 mod protected_paths;
 mod restore;
 mod retries;

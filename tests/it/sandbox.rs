@@ -78,6 +78,7 @@ impl Host {
             agents: None,
             plans: None,
             snapshots: None,
+            processes: None,
             workflows: None,
             goals: None,
         };

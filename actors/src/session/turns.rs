@@ -447,6 +447,7 @@ impl SessionState {
                 Arc::new(TurnSnapshotter::new(snapshots, mark))
                     as Arc<dyn cadre_runtime::tool::Snapshotter>
             }),
+            processes: Some(spec.process_scope()),
         };
         TurnArgs {
             machine: TurnMachine::new(turn, self.conversation.as_slice().into()),
