@@ -15,6 +15,9 @@ use crate::support::cli::{cadre, dirs, events, exec_json, of_type, s};
 use crate::support::mock::{MockServer, Overflow, Reply, text_chunks, tool_call_chunks};
 use crate::support::{SessionBuilder, TestSession, turn_end};
 
+mod agents;
+mod goal;
+
 /// The size of the file the agent keeps reading.
 const FILE_BYTES: usize = 5_000;
 
