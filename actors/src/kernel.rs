@@ -14,6 +14,7 @@ use std::sync::Arc;
 use cadre_runtime::Mode;
 use cadre_runtime::agent::{AgentPath, Authority, LiveAuthority};
 use cadre_runtime::context::{ContextBudget, known_window};
+use cadre_runtime::hooks::HookSet;
 use cadre_runtime::model::ModelClient;
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::guardian::GuardianConfig;
@@ -83,6 +84,11 @@ pub struct AgentSpec {
     /// The managed processes of its tree (the `process` tool): a root's
     /// own, shared with every agent below it.
     pub processes: Processes,
+    /// The hooks every agent of its tree runs (`docs/hooks.md`): the
+    /// host's, inherited by every child, shipped to a step on a node.
+    pub hooks: Arc<HookSet>,
+    /// The workflow step it runs, if it is one (for its hooks' events).
+    pub step: Option<String>,
 }
 
 /// Where a sub-agent sits and what it is, beside what it inherits from
@@ -139,6 +145,8 @@ impl AgentSpec {
             snapshots: None,
             context: ContextBudget::default(),
             processes: Processes::default(),
+            hooks: Arc::default(),
+            step: None,
         }
     }
 
@@ -175,6 +183,8 @@ impl AgentSpec {
             snapshots: self.snapshots.clone(),
             context,
             processes: self.processes.clone(),
+            hooks: self.hooks.clone(),
+            step: None,
         }
     }
 

@@ -327,6 +327,7 @@ pub async fn host(config: &RunConfig) -> Result<Host, CliError> {
         .max_subagents(config.max_subagents)
         .context(config.context)
         .sandbox(config.sandbox.clone())
+        .hooks(config.hooks.clone())
         .workflows(Arc::new(engine))
         .build()
         .await

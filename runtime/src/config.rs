@@ -85,6 +85,10 @@ pub struct ConfigFile {
     /// The model's context window and when to compact (`docs/context.md`).
     #[serde(default)]
     pub context: ContextSettings,
+    /// `[[hooks.EVENT]]`: commands run at points of every agent's life
+    /// (`docs/hooks.md`). A project's run only once the user trusts it.
+    #[serde(default)]
+    pub hooks: crate::hooks::HookSet,
 }
 
 /// `[context]`: the session model's context window and the compaction
@@ -566,6 +570,8 @@ pub struct Config {
     pub roles: BTreeMap<String, RoleConfig>,
     /// The MCP servers, merged (`mcp::config::merge`).
     pub mcp_servers: Vec<McpServerConfig>,
+    /// Every layer's hooks, lowest first (a project's only when trusted).
+    pub hooks: crate::hooks::HookSet,
     /// The posture the project's file asks for. A repository may narrow the
     /// posture the user chose, never widen it, so it is kept apart from
     /// `settings.posture` and applied with [`Config::posture`].
@@ -691,6 +697,7 @@ impl Config {
                     message: e.to_string(),
                 })?;
             merged.roles.extend(file.roles);
+            merged.hooks.extend(std::mem::take(&mut file.hooks));
         }
         let layers: Vec<_> = mcp.iter().map(|(e, s, p)| (e, *s, p.as_path())).collect();
         merged.mcp_servers = crate::mcp::config::merge(&layers, trust)?;

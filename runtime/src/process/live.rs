@@ -196,6 +196,7 @@ impl Processes {
                 tail: 0,
                 kill_after: u64::MAX,
             },
+            stdin: None,
         };
         let mut started = match start(&spec).await {
             Ok(started) => started,

@@ -38,6 +38,9 @@ pub struct CommandSpec<'a> {
     pub tmp: &'a Path,
     /// Bounds on what is kept of the output.
     pub limits: OutputLimits,
+    /// What the command reads on stdin (a hook's event); `/dev/null` when
+    /// `None`.
+    pub stdin: Option<&'a [u8]>,
 }
 
 /// Bounds on a command's output.
@@ -118,6 +121,15 @@ pub async fn run(spec: CommandSpec<'_>) -> Result<Finished, RunError> {
     else {
         return Err(RunError::Spawn("bash's output pipes are missing".into()));
     };
+    if let (Some(input), Some(mut pipe)) = (spec.stdin, started.child.stdin.take()) {
+        let input = input.to_vec();
+        // Written beside the reading; a command that does not read it
+        // closes the pipe, which ends the write.
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = pipe.write_all(&input).await;
+        });
+    }
     let mut reading = Reading {
         stdout: Stream::new(stdout, spec.limits),
         stderr: Stream::new(stderr, spec.limits),
@@ -212,7 +224,10 @@ pub async fn start(spec: &CommandSpec<'_>) -> Result<Started, RunError> {
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .env("TMPDIR", &tmpdir)
-        .stdin(Stdio::null())
+        .stdin(match spec.stdin {
+            Some(_) => Stdio::piped(),
+            None => Stdio::null(),
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
