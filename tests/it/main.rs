@@ -15,6 +15,7 @@ mod crash;
 mod durability;
 mod goals;
 mod hermetic;
+mod hooks;
 mod kernel;
 mod mcp;
 mod mcp_cli;
