@@ -375,6 +375,7 @@ fn tool_context(
         rules: None,
         snapshots: None,
         processes: None,
+        hooks: None,
     }
 }
 

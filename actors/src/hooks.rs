@@ -6,9 +6,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use cadre_runtime::Mode;
-use cadre_runtime::hooks::{HookEnv, HookEvent, HookOutcome, HookSet, HookVerdict, Who};
+use cadre_runtime::agent::LiveAuthority;
+use cadre_runtime::hooks::{
+    HookEnv, HookEvent, HookFuture, HookOutcome, HookSet, HookVerdict, TurnHooks, Who,
+    additional_context, continuation, matching, report_failures, tool_event,
+};
 use cadre_runtime::permission::{Call, Posture};
 use cadre_runtime::sandbox::SandboxConfig;
+use cadre_runtime::tool::{Safety, Tool};
 use serde_json::Value;
 
 use crate::kernel::AgentSpec;
@@ -108,5 +113,96 @@ impl AgentHooks {
             tracing::warn!("{line}");
         }
         outcomes
+    }
+}
+
+/// The hooks a turn runs itself: the agent's stop hooks after a final
+/// answer, its `post_tool_use` hooks after each call, each under its mode
+/// and posture in force.
+#[derive(Debug)]
+pub struct AgentTurnHooks {
+    hooks: AgentHooks,
+    live: Arc<LiveAuthority>,
+    /// `stop` for a session, `step_stop` for a workflow step,
+    /// `subagent_stop` for any other agent.
+    stop_event: HookEvent,
+}
+
+impl AgentTurnHooks {
+    /// `spec`'s turn hooks, when it has stop or `post_tool_use` hooks.
+    pub fn of(spec: &AgentSpec, live: &Arc<LiveAuthority>) -> Option<Self> {
+        let hooks = AgentHooks::of(spec);
+        let stop_event = match (spec.is_session(), spec.step.is_some()) {
+            (true, _) => HookEvent::Stop,
+            (false, true) => HookEvent::StepStop,
+            (false, false) => HookEvent::SubagentStop,
+        };
+        (hooks.has(stop_event) || hooks.has(HookEvent::PostToolUse)).then(|| Self {
+            hooks,
+            live: live.clone(),
+            stop_event,
+        })
+    }
+
+    /// How many continuations its stop hooks may ask for in one turn.
+    pub fn stop_checks(&self) -> u32 {
+        match self.hooks.has(self.stop_event) {
+            true => cadre_runtime::hooks::MAX_STOP_CONTINUATIONS,
+            false => 0,
+        }
+    }
+}
+
+impl TurnHooks for AgentTurnHooks {
+    fn stop(&self, answer: String) -> HookFuture {
+        let hooks = self.hooks.clone();
+        let (mode, posture) = (self.live.mode(), self.live.posture());
+        let event = self.stop_event;
+        Box::pin(async move {
+            let outcomes = hooks
+                .run(
+                    event,
+                    mode,
+                    posture,
+                    serde_json::json!({ "answer": answer }),
+                )
+                .await;
+            continuation(&outcomes)
+        })
+    }
+
+    fn after_tool(
+        &self,
+        tool: Arc<dyn Tool>,
+        args: Value,
+        safety: Safety,
+        result: Result<String, String>,
+    ) -> HookFuture {
+        let hooks = self.hooks.clone();
+        let (mode, posture) = (self.live.mode(), self.live.posture());
+        Box::pin(async move {
+            if !hooks.has(HookEvent::PostToolUse) {
+                return None;
+            }
+            let call = Call::new(tool.definition(), &args, safety, &hooks.root);
+            let matched = matching(&hooks.hooks.post_tool_use, &call);
+            if matched.is_empty() {
+                return None;
+            }
+            let (ok, output) = match result {
+                Ok(text) => (true, text),
+                Err(text) => (false, text),
+            };
+            let event = cadre_runtime::hooks::with(
+                tool_event(HookEvent::PostToolUse, &hooks.who(mode, posture), &call),
+                serde_json::json!({ "tool_result": { "ok": ok, "output": output } }),
+            );
+            let outcomes =
+                cadre_runtime::hooks::run_hooks(&matched, &event, hooks.env(mode, posture)).await;
+            for line in report_failures(HookEvent::PostToolUse, &outcomes) {
+                tracing::warn!("{line}");
+            }
+            additional_context(&outcomes)
+        })
     }
 }

@@ -14,16 +14,16 @@ use crate::support::cli::{Output, cadre, events, of_type, s, workflow_events};
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
 use crate::workflows::{answered, prompt_of};
 
-fn call(id: &str, name: &str, args: Value) -> Reply {
+pub(super) fn call(id: &str, name: &str, args: Value) -> Reply {
     Reply::sse(&tool_call_chunks(id, name, &args))
 }
 
-fn text(text: &str) -> Reply {
+pub(super) fn text(text: &str) -> Reply {
     Reply::sse(&text_chunks(text))
 }
 
 /// A config file with `toml` in a directory of its own.
-fn config(dir: &TempDir, toml: &str) -> PathBuf {
+pub(super) fn config(dir: &TempDir, toml: &str) -> PathBuf {
     let path = dir.path().join("hooks.toml");
     std::fs::write(&path, toml).expect("config");
     path
@@ -41,8 +41,9 @@ matcher = "read_file(secret.txt)"
 command = "echo '{\"decision\": \"deny\", \"reason\": \"the secret stays unread\"}'"
 "#;
 
-/// The tool messages of every request the mock received, once per call.
-fn tool_messages(mock: &MockServer) -> Vec<String> {
+/// The tool messages of every request the mock received, once per call,
+/// with the call's id.
+fn tool_messages(mock: &MockServer) -> Vec<(String, String)> {
     let mut seen: Vec<(String, String)> = Vec::new();
     for request in mock.requests() {
         for m in request["messages"].as_array().into_iter().flatten() {
@@ -53,10 +54,10 @@ fn tool_messages(mock: &MockServer) -> Vec<String> {
             }
         }
     }
-    seen.into_iter().map(|(_, text)| text).collect()
+    seen
 }
 
-fn exec_args<'a>(
+pub(super) fn exec_args<'a>(
     mock: &'a MockServer,
     ws: &'a Path,
     data: &'a Path,
@@ -150,7 +151,11 @@ async fn a_deny_holds_for_the_session_a_sub_agent_and_the_verifier() {
             "write_file",
             json!({"path": "migrations/1.sql", "content": "x"}),
         ),
-        call("s2", "agent", json!({"prompt": "write migrations/2.sql"})),
+        call(
+            "s2",
+            "agent",
+            json!({"action": "spawn", "prompt": "write migrations/2.sql"}),
+        ),
         // The sub-agent.
         call(
             "a1",
@@ -174,25 +179,24 @@ async fn a_deny_holds_for_the_session_a_sub_agent_and_the_verifier() {
     args.extend(["--posture", "bypass", "--goal", "write the migrations"]);
     let out = cadre(&args).await;
     assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
-    let denials: Vec<String> = tool_messages(&mock)
+    let denials: Vec<(String, String)> = tool_messages(&mock)
         .into_iter()
-        .filter(|t| t.contains("pre_tool_use hook"))
+        .filter(|(_, t)| t.contains("pre_tool_use hook"))
         .collect();
-    assert_eq!(denials.len(), 3, "{denials:#?}");
+    // The session's call, the sub-agent's and the verifier's.
+    let ids: Vec<&str> = denials.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["s1", "a1", "v1"], "{denials:#?}");
     assert!(
-        denials[0].contains("edits under migrations/ are refused"),
-        "{}",
-        denials[0]
+        denials[0].1.contains("edits under migrations/ are refused"),
+        "{denials:?}"
     );
     assert!(
-        denials[1].contains("edits under migrations/ are refused"),
-        "{}",
-        denials[1]
+        denials[1].1.contains("edits under migrations/ are refused"),
+        "{denials:?}"
     );
     assert!(
-        denials[2].contains("the secret stays unread"),
-        "{}",
-        denials[2]
+        denials[2].1.contains("the secret stays unread"),
+        "{denials:?}"
     );
     assert!(
         !ws.path().join("migrations").exists(),
@@ -457,3 +461,5 @@ async fn a_projects_hooks_run_only_once_the_workspace_is_trusted() {
         "the trusted project's hook did not hold"
     );
 }
+
+mod turns;

@@ -79,6 +79,7 @@ impl Host {
             plans: None,
             snapshots: None,
             processes: None,
+            hooks: None,
             workflows: None,
             goals: None,
         };

@@ -34,3 +34,37 @@ pub use event::{Who, base, tool_event, with};
 pub use matcher::{MatcherError, matches};
 pub use pre::{matching, pre_tool_use};
 pub use run::{HookEnv, run_hook, run_hooks};
+
+/// What the turn's hooks answer: a message or a context for the model, or
+/// nothing.
+pub type HookFuture = std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send>>;
+
+/// The hooks a turn runs itself, given to it by its agent's host (a session
+/// actor): the stop hooks after a final answer, the `post_tool_use` hooks
+/// after each call.
+pub trait TurnHooks: Send + Sync + 'static {
+    /// The agent answered without calling a tool: the message its stop
+    /// hooks (`stop`, `subagent_stop` or `step_stop`, by what the agent is)
+    /// send back to keep it working, or `None` to let it stop.
+    fn stop(&self, answer: String) -> HookFuture;
+
+    /// A call ran (or failed): the `additional_context` its matching
+    /// `post_tool_use` hooks give the model, if any.
+    fn after_tool(
+        &self,
+        tool: std::sync::Arc<dyn crate::tool::Tool>,
+        args: serde_json::Value,
+        safety: crate::tool::Safety,
+        result: Result<String, String>,
+    ) -> HookFuture;
+}
+
+impl std::fmt::Debug for dyn TurnHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TurnHooks")
+    }
+}
+
+/// How many times stop hooks may keep one turn going after a final answer
+/// (the breaker): past it the answer stands.
+pub const MAX_STOP_CONTINUATIONS: u32 = 8;

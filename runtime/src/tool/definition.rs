@@ -345,6 +345,8 @@ pub struct ToolContext {
     /// The managed processes of the agent's tree (the `process` tool);
     /// `None` where there are none.
     pub processes: Option<crate::process::ProcessScope>,
+    /// The agent's stop and `post_tool_use` hooks; `None` where none run.
+    pub hooks: Option<Arc<dyn crate::hooks::TurnHooks>>,
 }
 
 /// The future a [`Snapshotter`] returns.

@@ -161,6 +161,7 @@ impl Env {
             rules: None,
             snapshots: None,
             processes: None,
+            hooks: None,
         };
         let mut registry = ToolRegistry::with_builtins();
         for fake in [
