@@ -167,6 +167,19 @@ impl HookSet {
         }
     }
 
+    /// The events with hooks configured that this version does not run yet.
+    pub fn not_run(&self) -> Vec<&'static str> {
+        [
+            HookEvent::UserPromptSubmit,
+            HookEvent::SessionStart,
+            HookEvent::PreCompact,
+        ]
+        .into_iter()
+        .filter(|e| !self.of(*e).is_empty())
+        .map(HookEvent::as_str)
+        .collect()
+    }
+
     /// The config keys set (`hooks.pre_tool_use`, …), for what an
     /// untrusted project loses.
     pub fn keys(&self) -> Vec<String> {
