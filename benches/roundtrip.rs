@@ -374,6 +374,8 @@ fn tool_context(
         goals: None,
         rules: None,
         snapshots: None,
+        processes: None,
+        hooks: None,
     }
 }
 

@@ -16,6 +16,7 @@ use std::time::Duration;
 use cadre_runtime::Mode;
 use cadre_runtime::agent::{ModelSource, ModelSourceError};
 use cadre_runtime::config::{Config, ConfigPaths, ContextSettings, RoleConfig};
+use cadre_runtime::hooks::HookSet;
 use cadre_runtime::model::{
     ModelClient, OpenAiClient, OpenAiConfig, ResponseLimits, RetryPolicy, Retrying, Script,
     ScriptedModel,
@@ -101,6 +102,7 @@ pub struct HostBuilder {
     file_limits: FileLimits,
     max_subagents: u32,
     sandbox: SandboxConfig,
+    hooks: HookSet,
     workflows: Option<Arc<dyn Delegation>>,
     placement: Option<Arc<dyn crate::session::remote::ChildPlacement>>,
     model_requests: Option<u32>,
@@ -126,6 +128,7 @@ impl HostBuilder {
             file_limits: FileLimits::default(),
             max_subagents: 8,
             sandbox: SandboxConfig::default(),
+            hooks: HookSet::default(),
             workflows: None,
             placement: None,
             model_requests: None,
@@ -256,6 +259,12 @@ impl HostBuilder {
         self
     }
 
+    /// The hooks every agent runs (`[[hooks.EVENT]]`, `docs/hooks.md`).
+    pub fn hooks(mut self, hooks: HookSet) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
     /// How `bash` commands are sandboxed.
     pub fn sandbox(mut self, sandbox: SandboxConfig) -> Self {
         self.sandbox = sandbox;
@@ -310,6 +319,7 @@ impl HostBuilder {
             roles: self.roles,
             max_subagents: self.max_subagents,
             sandbox: Arc::new(self.sandbox),
+            hooks: Arc::new(self.hooks),
             workflows: self.workflows,
             placement: self.placement,
             context: self.context,
@@ -452,6 +462,8 @@ pub struct Host {
     placement: Option<Arc<dyn crate::session::remote::ChildPlacement>>,
     /// `[context]`, resolved per session against the model's name.
     context: ContextSettings,
+    /// The hooks every agent of every session runs.
+    hooks: Arc<HookSet>,
 }
 
 impl Host {
@@ -496,6 +508,7 @@ impl Host {
         config.subagents = Some(self.subagents());
         config.plan_agent_entry = options.plan_agent_entry;
         config.sandbox = self.sandbox.clone();
+        config.hooks = self.hooks.clone();
         config.snapshots = options.snapshots;
         config.first_message = options.first_message;
         config.context = self.context.budget(Some(self.model.model()));
@@ -561,6 +574,7 @@ impl Host {
         spec.guardian = options.guardian.clone();
         spec.subagents = Some(self.subagents());
         spec.sandbox = self.sandbox.clone();
+        spec.hooks = self.hooks.clone();
         spec.protected = options.protected.clone();
         spec.snapshots = options.snapshots.clone();
         spec.context = self.context.budget(Some(self.model.model()));

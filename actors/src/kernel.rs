@@ -14,9 +14,11 @@ use std::sync::Arc;
 use cadre_runtime::Mode;
 use cadre_runtime::agent::{AgentPath, Authority, LiveAuthority};
 use cadre_runtime::context::{ContextBudget, known_window};
+use cadre_runtime::hooks::HookSet;
 use cadre_runtime::model::ModelClient;
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::guardian::GuardianConfig;
+use cadre_runtime::process::{ProcessScope, Processes};
 use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::store::StoreError;
@@ -79,6 +81,14 @@ pub struct AgentSpec {
     /// sub-agent's is its parent's unless its role's model is one the
     /// built-in table knows.
     pub context: ContextBudget,
+    /// The managed processes of its tree (the `process` tool): a root's
+    /// own, shared with every agent below it.
+    pub processes: Processes,
+    /// The hooks every agent of its tree runs (`docs/hooks.md`): the
+    /// host's, inherited by every child, shipped to a step on a node.
+    pub hooks: Arc<HookSet>,
+    /// The workflow step it runs, if it is one (for its hooks' events).
+    pub step: Option<String>,
 }
 
 /// Where a sub-agent sits and what it is, beside what it inherits from
@@ -134,6 +144,9 @@ impl AgentSpec {
             protected: Arc::default(),
             snapshots: None,
             context: ContextBudget::default(),
+            processes: Processes::default(),
+            hooks: Arc::default(),
+            step: None,
         }
     }
 
@@ -169,6 +182,9 @@ impl AgentSpec {
             protected: self.protected.clone(),
             snapshots: self.snapshots.clone(),
             context,
+            processes: self.processes.clone(),
+            hooks: self.hooks.clone(),
+            step: None,
         }
     }
 
@@ -180,6 +196,23 @@ impl AgentSpec {
         } else {
             format!("{}/{}", self.session_id, self.path)
         }
+    }
+
+    /// What its tool calls see of the tree's processes.
+    pub fn process_scope(&self) -> ProcessScope {
+        ProcessScope {
+            processes: self.processes.clone(),
+            owner: self.row_id(),
+            session_id: self.session_id.clone(),
+        }
+    }
+
+    /// Ends the processes this agent started, and for a session every
+    /// process of its tree: the agent is gone.
+    pub fn end_processes(&self) {
+        let owner = self.row_id();
+        self.processes
+            .end((!self.is_session()).then_some(owner.as_str()));
     }
 
     /// Whether this is a user's session (the root of its tree).
@@ -248,6 +281,10 @@ pub async fn spawn_agent(
     services: AgentServices,
     supervisor: Option<ActorCell>,
 ) -> Result<SpawnedAgent, StartError> {
+    if let Some(store) = &services.store {
+        // The first store of the tree records its processes.
+        spec.processes.attach_ledger(Arc::new(store.clone()));
+    }
     let (events, receiver) = crate::events::channel();
     let args = SessionArgs {
         spec,

@@ -95,6 +95,8 @@ pub struct RunConfig {
     pub plan_agent_entry: bool,
     /// How `bash` commands are sandboxed (`[sandbox]`, `[limits]`).
     pub sandbox: SandboxConfig,
+    /// `[[hooks.EVENT]]`: the user's, and a trusted project's.
+    pub hooks: cadre_runtime::hooks::HookSet,
     /// How large and how long one model response may be (`[limits]`).
     pub response_limits: ResponseLimits,
     /// cadre's data and configuration, which no tool call writes.
@@ -341,6 +343,7 @@ impl RunConfig {
             rules,
             guardian,
             roles: files.roles,
+            hooks: files.hooks,
             plan_agent_entry: settings
                 .plan
                 .agent_entry
@@ -535,6 +538,7 @@ fn sandbox_config(
         check_cache: Some(data_dir.join("checks")),
         limits: sandbox_limits,
         namespaces: true,
+        processes: limits.processes(cadre_runtime::process::ProcessLimits::default()),
     }
 }
 

@@ -358,6 +358,7 @@ async fn host_with(
         .max_subagents(config.max_subagents)
         .context(config.context)
         .sandbox(config.sandbox.clone())
+        .hooks(config.hooks.clone())
         .workflows(Arc::new(engine))
         .build()
         .await

@@ -85,6 +85,10 @@ pub struct ConfigFile {
     /// The model's context window and when to compact (`docs/context.md`).
     #[serde(default)]
     pub context: ContextSettings,
+    /// `[[hooks.EVENT]]`: commands run at points of every agent's life
+    /// (`docs/hooks.md`). A project's run only once the user trusts it.
+    #[serde(default)]
+    pub hooks: crate::hooks::HookSet,
 }
 
 /// `[context]`: the session model's context window and the compaction
@@ -187,6 +191,12 @@ pub struct LimitSettings {
     /// shared by every session, sub-agent and workflow step of the process;
     /// the rest wait their turn (default: no limit).
     pub model_requests: Option<u32>,
+    /// Managed processes (`process` tool) one agent may run at once (default 4).
+    pub processes_per_agent: Option<usize>,
+    /// Managed processes a session's tree may run at once (default 16).
+    pub processes_per_session: Option<usize>,
+    /// KiB of output kept per managed process (default 1024).
+    pub process_output_kib: Option<usize>,
 }
 
 impl LimitSettings {
@@ -194,6 +204,7 @@ impl LimitSettings {
     pub fn defaults() -> Self {
         let file = FileLimits::default();
         let response = crate::model::ResponseLimits::default();
+        let processes = crate::process::ProcessLimits::default();
         Self {
             bash_output_mib: Some(crate::sandbox::DEFAULT_MAX_OUTPUT / (1024 * 1024)),
             response_mib: Some((response.max_bytes / (1024 * 1024)) as u64),
@@ -207,6 +218,9 @@ impl LimitSettings {
             list_entries: Some(file.list_entries),
             edit_file_bytes: Some(file.edit_file_bytes),
             model_requests: None,
+            processes_per_agent: Some(processes.per_agent),
+            processes_per_session: Some(processes.per_session),
+            process_output_kib: Some(processes.output_bytes / 1024),
         }
     }
 
@@ -274,6 +288,21 @@ impl LimitSettings {
                 project.model_requests,
                 defaults.model_requests,
             ),
+            processes_per_agent: lower(
+                self.processes_per_agent,
+                project.processes_per_agent,
+                defaults.processes_per_agent,
+            ),
+            processes_per_session: lower(
+                self.processes_per_session,
+                project.processes_per_session,
+                defaults.processes_per_session,
+            ),
+            process_output_kib: lower(
+                self.process_output_kib,
+                project.process_output_kib,
+                defaults.process_output_kib,
+            ),
         }
     }
 
@@ -292,6 +321,24 @@ impl LimitSettings {
             list_entries: self.list_entries.or(lower.list_entries),
             edit_file_bytes: self.edit_file_bytes.or(lower.edit_file_bytes),
             model_requests: self.model_requests.or(lower.model_requests),
+            processes_per_agent: self.processes_per_agent.or(lower.processes_per_agent),
+            processes_per_session: self.processes_per_session.or(lower.processes_per_session),
+            process_output_kib: self.process_output_kib.or(lower.process_output_kib),
+        }
+    }
+
+    /// The bounds on managed processes: `base` with the keys that are set,
+    /// each at least 1.
+    pub fn processes(&self, base: crate::process::ProcessLimits) -> crate::process::ProcessLimits {
+        crate::process::ProcessLimits {
+            per_agent: self.processes_per_agent.unwrap_or(base.per_agent).max(1),
+            per_session: self
+                .processes_per_session
+                .unwrap_or(base.per_session)
+                .max(1),
+            output_bytes: self
+                .process_output_kib
+                .map_or(base.output_bytes, |kib| kib.max(1).saturating_mul(1024)),
         }
     }
 
@@ -523,6 +570,8 @@ pub struct Config {
     pub roles: BTreeMap<String, RoleConfig>,
     /// The MCP servers, merged (`mcp::config::merge`).
     pub mcp_servers: Vec<McpServerConfig>,
+    /// Every layer's hooks, lowest first (a project's only when trusted).
+    pub hooks: crate::hooks::HookSet,
     /// The posture the project's file asks for. A repository may narrow the
     /// posture the user chose, never widen it, so it is kept apart from
     /// `settings.posture` and applied with [`Config::posture`].
@@ -648,6 +697,7 @@ impl Config {
                     message: e.to_string(),
                 })?;
             merged.roles.extend(file.roles);
+            merged.hooks.extend(std::mem::take(&mut file.hooks));
         }
         let layers: Vec<_> = mcp.iter().map(|(e, s, p)| (e, *s, p.as_path())).collect();
         merged.mcp_servers = crate::mcp::config::merge(&layers, trust)?;

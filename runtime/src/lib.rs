@@ -27,6 +27,10 @@
 //! - [`snapshot`]: workspace snapshots in a side git repository, and restore.
 //! - [`sandbox`]: commands under Landlock, with a clean environment, bounded
 //!   output and process groups that die with the call.
+//! - [`hooks`]: commands run at points of every agent's life; the
+//!   `pre_tool_use` layer of the permission order.
+//! - [`process`]: managed background processes: their output ring, bounds,
+//!   ownership, and what a killed cadre left running.
 //!
 //! **Invariant:** this crate knows nothing about ractor, and writes nothing to
 //! stdout or stderr.
@@ -37,6 +41,7 @@ pub mod agent;
 pub mod config;
 pub mod context;
 pub mod goal;
+pub mod hooks;
 pub mod lifecycle;
 pub mod mcp;
 pub mod message;
@@ -45,6 +50,7 @@ pub mod model;
 pub mod paths;
 pub mod permission;
 pub mod plan;
+pub mod process;
 pub mod prompt;
 pub mod protocol;
 pub mod sandbox;

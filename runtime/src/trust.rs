@@ -220,6 +220,7 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         snapshots,
         cluster,
         context,
+        hooks,
     } = file;
     let PermissionRules { allow, ask, deny } = permissions;
     let PlanSettings { agent_entry } = plan;
@@ -239,6 +240,10 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         lose(format!("roles.{name}"), true);
     }
     lose("plan.agent_entry".into(), agent_entry == Some(true));
+    // Commands a cloned repository would run on this machine.
+    for key in hooks.keys() {
+        lose(key, true);
+    }
     let mut servers = BTreeMap::new();
     for (name, entry) in mcp_servers {
         let (kept, lost) = untrusted_server(entry);
@@ -271,6 +276,7 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         model: None,
         max_subagents: None,
         roles: BTreeMap::new(),
+        hooks: crate::hooks::HookSet::default(),
     };
     (narrowed, ignored)
 }

@@ -109,7 +109,15 @@ async fn a_work_session_starts_a_read_only_plan_child_that_cannot_write() {
     child_tools.sort();
     assert_eq!(
         child_tools,
-        ["agent", "bash", "glob", "grep", "list_dir", "read_file"],
+        [
+            "agent",
+            "bash",
+            "glob",
+            "grep",
+            "list_dir",
+            "process",
+            "read_file"
+        ],
         "a Plan child is offered read-only tools only (bash for proven read-only commands, \
          agent for read-only grandchildren), and no plan file writer"
     );

@@ -78,6 +78,8 @@ impl Host {
             agents: None,
             plans: None,
             snapshots: None,
+            processes: None,
+            hooks: None,
             workflows: None,
             goals: None,
         };

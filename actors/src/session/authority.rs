@@ -20,7 +20,8 @@ use cadre_runtime::permission::guardian::{self, GuardianConfig, HeldCall as Revi
 use cadre_runtime::permission::ledger::DenialLedger;
 use cadre_runtime::permission::rules::RuleSet;
 use cadre_runtime::permission::{
-    Call, Decision, Evaluation, Layer, Policy, Posture, ProtectedPaths, Verdict, evaluate,
+    Call, Decision, Evaluation, Layer, Policy, Posture, ProtectedPaths, Verdict, denied_by_rule,
+    evaluate, evaluate_with_hook,
 };
 use cadre_runtime::protocol::{ApprovalDecision, Event, FailureCategory, Op};
 use cadre_runtime::tool::{Authorization, Authorizer, DecisionFuture, Safety};
@@ -102,6 +103,7 @@ impl Authority {
             protected: spec.protected.clone(),
             root: spec.workspace.root().to_path_buf(),
             live: live.clone(),
+            hooks: crate::hooks::AgentHooks::of(spec),
         })
     }
 }
@@ -116,10 +118,12 @@ pub(crate) struct TaskPolicy {
     protected: Arc<ProtectedPaths>,
     root: PathBuf,
     live: Arc<LiveAuthority>,
+    /// The agent's `pre_tool_use` hooks, the layer after the rules.
+    hooks: crate::hooks::AgentHooks,
 }
 
 impl TaskPolicy {
-    fn evaluate(&self, request: &Authorization) -> Evaluation {
+    async fn evaluate(&self, request: &Authorization) -> Evaluation {
         let policy = Policy {
             posture: self.live.posture(),
             rules: &self.rules,
@@ -134,7 +138,15 @@ impl TaskPolicy {
             &self.root,
         )
         .with_real_paths(&request.paths);
-        evaluate(&policy, &call)
+        // A deny rule decides before any hook runs.
+        if !self.hooks.has_pre_tool_use() || denied_by_rule(&policy, &call) {
+            return evaluate(&policy, &call);
+        }
+        let hook = self
+            .hooks
+            .pre_tool_use(self.live.mode(), policy.posture, &call)
+            .await;
+        evaluate_with_hook(&policy, &call, &hook)
     }
 }
 
@@ -157,10 +169,10 @@ impl Authorizer for SessionAuthorizer {
         Box::pin(async move {
             // The parsing and the floor run here, in the tool's task.
             let mut request = request;
-            let evaluation = request
-                .refused
-                .is_none()
-                .then(|| Box::new(policy.evaluate(&request)));
+            let evaluation = match request.refused {
+                None => Some(Box::new(policy.evaluate(&request).await)),
+                Some(_) => None,
+            };
             // A person will be asked: what they should see of the call's
             // effect is read here too, off the session's mailbox.
             if let Some(Evaluation::AskPerson { .. }) = evaluation.as_deref() {

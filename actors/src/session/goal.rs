@@ -124,6 +124,11 @@ impl SessionState {
         for effect in effects {
             match effect {
                 GoalEffect::Store(goal) => {
+                    if goal.status == cadre_runtime::goal::GoalStatus::Complete {
+                        // A met goal's processes are done: the verifier
+                        // has read them (`docs/processes.md`).
+                        self.spec.processes.end(None);
+                    }
                     let session_id = self.row.to_string();
                     let stored = self
                         .store

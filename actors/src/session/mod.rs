@@ -472,6 +472,9 @@ impl Actor for SessionActor {
         _myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        // What the agent started ends with it (its whole tree's, for a
+        // session).
+        state.spec.end_processes();
         if state.spec.is_session() {
             // Written with the session's last appends, without a commit of
             // its own.

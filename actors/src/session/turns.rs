@@ -374,6 +374,7 @@ impl SessionState {
             .as_ref()
             .map(|p| p.display().to_string())
             .unwrap_or_default();
+        let turn_hooks = crate::hooks::AgentTurnHooks::of(spec, &self.live);
         let turn = TurnConfig {
             turn_id,
             mode,
@@ -401,6 +402,7 @@ impl SessionState {
                 plan: plan_file.as_ref().map(|p| p.display().to_string()),
             },
             compact_first: self.compact_next,
+            stop_checks: turn_hooks.as_ref().map_or(0, |h| h.stop_checks()),
         };
         let tool_context = ToolContext {
             workspace: spec.workspace.clone(),
@@ -447,6 +449,9 @@ impl SessionState {
                 Arc::new(TurnSnapshotter::new(snapshots, mark))
                     as Arc<dyn cadre_runtime::tool::Snapshotter>
             }),
+            processes: Some(spec.process_scope()),
+            hooks: turn_hooks
+                .map(|hooks| Arc::new(hooks) as Arc<dyn cadre_runtime::hooks::TurnHooks>),
         };
         TurnArgs {
             machine: TurnMachine::new(turn, self.conversation.as_slice().into()),

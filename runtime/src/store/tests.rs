@@ -531,6 +531,7 @@ fn a_version_4_store_moves_its_agents_out_of_the_workspace_index_and_keeps_its_s
     raw.execute_batch(
         "DROP INDEX sessions_by_workspace;
          DROP TABLE launches;
+         DROP TABLE processes;
          CREATE INDEX sessions_by_workspace ON sessions(workspace, updated_at);
          INSERT INTO sessions (id, workspace, mode, posture, kind, created_at, updated_at)
              VALUES ('a1', '/ws', 'work', 'never', 'agent', 9e9, 9e9);
