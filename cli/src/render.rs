@@ -387,6 +387,9 @@ impl TextView {
             } => err(format!(
                 "  model request {attempt} failed ({reason}); retrying in {delay_ms} ms"
             )),
+            Event::ModelParamDropped { param, reason, .. } => err(format!(
+                "  the server rejected `{param}`; sent again without it ({reason})"
+            )),
             Event::TurnCompleted {
                 turn_id,
                 usage,

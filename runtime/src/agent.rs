@@ -367,6 +367,7 @@ impl ReportBuilder {
             | Event::AssistantDelta { .. }
             | Event::AssistantReasoning { .. }
             | Event::ModelRetry { .. }
+            | Event::ModelParamDropped { .. }
             | Event::PermissionDecision { .. }
             | Event::ApprovalRequested { .. }
             | Event::ApprovalResolved { .. }

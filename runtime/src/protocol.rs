@@ -195,13 +195,26 @@ pub enum ApprovalOutcome {
     Withdrawn,
 }
 
-/// Token counts as the provider reported them.
+/// Token counts as the provider reported them (LLM8). `prompt_tokens`
+/// includes the cached ones and `completion_tokens` the reasoning ones, as
+/// every OpenAI-compatible server counts them; the two details are shown
+/// apart (and sent only when non-zero) so a reader can price them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens in the requests.
     pub prompt_tokens: u64,
     /// Tokens the model produced.
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, those the server read from its prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+    /// Of `completion_tokens`, those spent reasoning before the answer.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -209,6 +222,13 @@ impl Usage {
     pub fn add(&mut self, other: Usage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+    }
+
+    /// Every token, cached and reasoning ones included: what budgets count.
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
     }
 }
 
@@ -381,6 +401,18 @@ pub enum Event {
         /// The wait before the next attempt.
         delay_ms: u64,
         /// What failed.
+        reason: String,
+    },
+    /// The server rejected a model parameter (a 400 naming it): the
+    /// request was sent again without it, and later requests leave it out
+    /// (LLM7).
+    #[serde(rename = "model.param_dropped")]
+    ModelParamDropped {
+        /// The turn.
+        turn_id: u64,
+        /// The body field left out (`reasoning_effort`, `temperature`, …).
+        param: String,
+        /// The server's error, shortened.
         reason: String,
     },
     /// The turn ended with a final answer.
