@@ -410,6 +410,7 @@ async fn cadre_side(shape: Shape, url: &str, workspace: &std::path::Path) -> Mea
             model: "m".into(),
             api_key: None,
             stream: false,
+            options: Default::default(),
         })
         .max_subagents(1);
     if std::env::var("TOOLS").as_deref() != Ok("all") {
@@ -650,6 +651,7 @@ pub async fn phases(n: usize, url: &str, workspace: &std::path::Path) {
             model: "m".into(),
             api_key: None,
             stream: false,
+            options: Default::default(),
         })
         .build()
         .await

@@ -268,6 +268,7 @@ async fn cadre_run_on(
             model: "m".into(),
             api_key: None,
             stream: true,
+            options: Default::default(),
         })
         .build()
         .await

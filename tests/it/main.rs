@@ -19,6 +19,7 @@ mod kernel;
 mod mcp;
 mod mcp_cli;
 mod mcp_hostile;
+mod models;
 mod permissions;
 mod plan_lifecycle;
 mod plan_mode;

@@ -8,6 +8,7 @@
 //! - `openai`: [`OpenAiClient`], async-openai over any base URL.
 //! - `overflow`: recognising a context-window error from any known server.
 //! - `params`: [`ModelParams`], what a model choice sends besides its name.
+//! - `providers`: named model servers and their keys ([`providers::Providers`]).
 //! - `retry`: [`RetryPolicy`] and [`Retrying`], the only place retries happen.
 //! - `script`: [`Script`] and [`ScriptedModel`], scripted responses with no network.
 //!
@@ -18,6 +19,7 @@ mod limits;
 mod openai;
 mod overflow;
 pub mod params;
+pub mod providers;
 mod retry;
 mod script;
 
