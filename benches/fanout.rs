@@ -322,7 +322,10 @@ async fn bare(shape: Shape, url: &str, workspace: &std::path::Path) -> Measured 
             })
         })
         .collect();
-    let system = cadre::runtime::prompt::system_prompt(Mode::Work, workspace);
+    let system = cadre::runtime::prompt::system_prompt(&cadre::runtime::prompt::PromptInput::bare(
+        Mode::Work,
+        workspace,
+    ));
     let limit = Arc::new(Semaphore::new(shape.parallel));
     let base = resident_bytes();
     let (cpu, start) = (cpu_time(), Instant::now());

@@ -234,6 +234,37 @@ impl Usage {
     }
 }
 
+/// Which project instructions an agent was given, for `session.started`:
+/// the files (not their text) and the text's hash, so a reader can tell
+/// which version a session ran under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstructionsSummary {
+    /// The files, in the order they were read.
+    pub files: Vec<String>,
+    /// SHA-256 of the text given, hex.
+    pub sha256: String,
+    /// The text's length in bytes.
+    pub bytes: u64,
+    /// Whether the cap cut it.
+    pub truncated: bool,
+}
+
+impl InstructionsSummary {
+    /// The summary of `instructions`; `None` when there are none.
+    pub fn of(instructions: &crate::instructions::Instructions) -> Option<Self> {
+        (!instructions.is_empty()).then(|| Self {
+            files: instructions
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect(),
+            sha256: instructions.sha256.clone(),
+            bytes: instructions.text.len() as u64,
+            truncated: instructions.truncated,
+        })
+    }
+}
+
 /// Why a turn failed; decides the exit code of a headless host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -323,6 +354,10 @@ pub enum Event {
         /// `mode_source`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model_source: Option<ModelSource>,
+        /// The project instructions (`AGENTS.md`) the session read at this
+        /// start (CX5); absent when there were none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        instructions: Option<InstructionsSummary>,
     },
     /// A user message was admitted (stored, in a session with a store).
     #[serde(rename = "input.admitted")]
