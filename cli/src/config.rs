@@ -337,6 +337,16 @@ impl RunConfig {
             // a key alone names none there.
             api_key.clone().filter(|_| model_given || !resuming_session),
         )?;
+        // A provider's window is its models' default (`[context] window`
+        // still wins).
+        let mut context = settings.context;
+        if context.window.is_none()
+            && let ModelChoice::Server { options, .. } = &model
+            && let Some(provider) = options.provider.as_deref()
+            && let Ok(provider) = providers.get(provider)
+        {
+            context.window = provider.config.context_window;
+        }
         let followup = Followup::new(&data_dir, default_data_dir.as_deref())
             .model(&model)
             .workspace(&workspace, current_dir.as_deref());
@@ -392,7 +402,7 @@ impl RunConfig {
                 .unwrap_or(true)
                 .then(|| snapshot_cap(&settings.snapshots)),
             model_requests: limits.model_requests,
-            context: settings.context,
+            context,
             followup,
             tool_output_lines: crate::render::TOOL_OUTPUT_LINES,
             spinner: false,

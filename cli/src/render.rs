@@ -437,6 +437,12 @@ impl TextView {
                     usage.prompt_tokens,
                     usage.completion_tokens
                 ));
+                if usage.cached_tokens > 0 || usage.reasoning_tokens > 0 {
+                    text.push_str(&format!(
+                        " ({} cached, {} reasoning)",
+                        usage.cached_tokens, usage.reasoning_tokens
+                    ));
+                }
                 if let Some(c) = context {
                     text.push_str(&format!(" · context {}% of {}", c.percent(), c.window));
                 }

@@ -338,3 +338,56 @@ async fn every_agent_gets_the_project_instructions_and_they_change_no_authority(
     }
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
 }
+
+#[tokio::test]
+async fn the_roster_and_a_dry_run_show_each_choices_provider_model_and_effort() {
+    let mock = MockServer::start().await;
+    mock.push([
+        Reply::sse(&tool_call_chunks(
+            "r1",
+            "agent",
+            &json!({"action": "roster"}),
+        )),
+        Reply::sse(&text_chunks("seen")),
+    ]);
+    let dirs = Dirs::new();
+    configure(&dirs, PROVIDERS, &mock.url);
+    let env = [("LOCAL_LLM_KEY", "l"), ("OTHER_LLM_KEY", "o")];
+    let out = exec(&dirs, "who is there", &env).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let events = events(&out);
+    let roster = of_type(&events, "tool.result")[0]["output"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        roster.contains("- cheap: model cheap-model (provider other), effort low, posture"),
+        "{roster}"
+    );
+
+    let file = dirs.ws.path().join("wf.toml");
+    std::fs::write(
+        &file,
+        "[workflow]\nname = \"w\"\n[[steps]]\nname = \"a\"\nprompt = \"x\"\n\
+         [[steps]]\nname = \"b\"\nrole = \"cheap\"\nprompt = \"y\"\n",
+    )
+    .unwrap();
+    let mut args: Vec<String> = vec!["workflow".into(), "run".into()];
+    args.push(file.to_str().unwrap().into());
+    args.push("--dry-run".into());
+    args.extend(dirs.flags());
+    let out = run(&strs(&args), &env, None).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("- a: 1 instance · mode work · role - · model main-model · provider local · effort high\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("- b: 1 instance · mode work · role cheap · model cheap-model · provider other · effort low\n"),
+        "{}",
+        out.stdout
+    );
+}
