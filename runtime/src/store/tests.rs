@@ -277,6 +277,27 @@ fn short_ids_distinguish_time_ordered_ids_and_resolve_back() {
 }
 
 #[test]
+fn only_a_session_nothing_was_asked_of_is_forgotten() {
+    let (_dir, mut store) = store();
+    session(&mut store, "empty", "/ws");
+    session(&mut store, "asked", "/ws");
+    session(&mut store, "forked", "/ws");
+    admit(&mut store, "asked", "do something", "k");
+    store.fork("forked", "fork-of-it").expect("fork");
+    store
+        .acquire_lease("empty", &owner("t", std::process::id(), 1))
+        .expect("lease");
+    assert!(store.forget_if_unused("empty").expect("forget"));
+    assert!(store.session("empty").expect("read").is_none());
+    // Asked something; the parent of a fork.
+    for kept in ["asked", "forked"] {
+        assert!(!store.forget_if_unused(kept).expect("forget"), "{kept}");
+        assert!(store.session(kept).expect("read").is_some(), "{kept}");
+    }
+    assert!(!store.forget_if_unused("no-such-session").expect("forget"));
+}
+
+#[test]
 fn a_store_from_a_newer_cadre_is_refused_with_a_clear_message() {
     let dir = tempfile::TempDir::new().expect("dir");
     let path = store_path(dir.path());
