@@ -19,6 +19,7 @@ use cadre_runtime::model::ModelClient;
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::process::{ProcessScope, Processes};
+use cadre_runtime::prompt::Grounding;
 use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::store::StoreError;
@@ -89,6 +90,10 @@ pub struct AgentSpec {
     pub hooks: Arc<HookSet>,
     /// The workflow step it runs, if it is one (for its hooks' events).
     pub step: Option<String>,
+    /// Its environment block and project instructions (CX5): read by
+    /// [`spawn_agent`] at every start, a sub-agent's kept from its parent
+    /// where its workspace and directory are the same.
+    pub grounding: Grounding,
 }
 
 /// Where a sub-agent sits and what it is, beside what it inherits from
@@ -147,6 +152,7 @@ impl AgentSpec {
             processes: Processes::default(),
             hooks: Arc::default(),
             step: None,
+            grounding: Grounding::default(),
         }
     }
 
@@ -185,6 +191,7 @@ impl AgentSpec {
             processes: self.processes.clone(),
             hooks: self.hooks.clone(),
             step: None,
+            grounding: self.grounding.clone(),
         }
     }
 
@@ -285,6 +292,7 @@ pub async fn spawn_agent(
         // The first store of the tree records its processes.
         spec.processes.attach_ledger(Arc::new(store.clone()));
     }
+    let spec = grounded(spec).await;
     let (events, receiver) = crate::events::channel();
     let args = SessionArgs {
         spec,
@@ -300,4 +308,54 @@ pub async fn spawn_agent(
         join,
         events: receiver,
     })
+}
+
+/// `spec` with its grounding read for where it works (CX5): the
+/// environment of its workspace, and the `AGENTS.md` files down to its
+/// file scope's directory (else its workspace), after the user's own in
+/// cadre's configuration directory. What its parent read for the same
+/// place is kept; the rest is read on the blocking pool.
+async fn grounded(mut spec: AgentSpec) -> AgentSpec {
+    let workspace = spec.workspace.root().to_path_buf();
+    let dir = spec
+        .authority
+        .file_scopes
+        .last()
+        .and_then(|globs| cadre_runtime::instructions::scope_dir(&workspace, globs))
+        .unwrap_or_else(|| workspace.clone());
+    let global = spec
+        .protected
+        .config_dir_path()
+        .map(|d| d.join(cadre_runtime::instructions::FILE_NAME));
+    if spec.grounding.fits(&workspace, &dir, global.as_deref()) {
+        return spec;
+    }
+    let grounding = std::mem::take(&mut spec.grounding);
+    let sandbox = sandbox_line();
+    let read = tokio::task::spawn_blocking(move || {
+        grounding.refreshed(&workspace, &dir, global.as_deref(), || sandbox)
+    })
+    .await;
+    // A read that panicked leaves the agent without them, never unstarted.
+    spec.grounding = read.unwrap_or_default();
+    spec
+}
+
+/// The sandbox as the environment block names it: the Landlock status and
+/// each wall, as `session.started` reports them.
+fn sandbox_line() -> String {
+    use cadre_runtime::sandbox::WallState;
+    let walls: Vec<String> = cadre_runtime::sandbox::walls()
+        .into_iter()
+        .map(|w| match w.state {
+            WallState::Enforced => w.wall,
+            WallState::Partial => format!("{} (partial)", w.wall),
+            WallState::Unavailable => format!("no {}", w.wall),
+        })
+        .collect();
+    format!(
+        "{}; {}",
+        cadre_runtime::sandbox::sandbox_status(),
+        walls.join(", ")
+    )
 }

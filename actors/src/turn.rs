@@ -313,6 +313,13 @@ async fn drive(
                     reason,
                 });
             }
+            ModelEvent::ParamDropped { param, reason } => {
+                let _ = events.send(Event::ModelParamDropped {
+                    turn_id,
+                    param,
+                    reason,
+                });
+            }
             ModelEvent::Completed(response) => return Ok(response),
         }
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use cadre_actors::SessionHandle;
 use cadre_actors::host::{Host, HostError, Resume as HostResume, SessionOptions, Started};
+use cadre_runtime::model::providers::ServerOptions;
 use cadre_runtime::protocol::{Event, ModeSource, ModelSource};
 use cadre_runtime::store::{LaunchRecord, ModelRecord, Store, store_path};
 use cadre_workflows::cluster::child::ClusterPlacement;
@@ -207,11 +208,14 @@ fn model_record(config: &RunConfig) -> Option<ModelRecord> {
             model,
             api_key,
             stream,
+            options,
         } => Some(ModelRecord::Server {
             base_url: base_url.clone(),
             model: model.clone(),
             stream: *stream,
-            key_env: api_key.as_ref().map(|_| API_KEY_VAR.to_string()),
+            key_env: api_key.as_ref().and(options.key_env.clone()),
+            provider: options.provider.clone(),
+            params: options.params.clone(),
         }),
         ModelChoice::Script(path) => Some(ModelRecord::Script {
             path: std::path::absolute(path).unwrap_or_else(|_| path.clone()),
@@ -264,12 +268,28 @@ pub fn keep_recorded(
             model,
             stream,
             key_env,
+            provider,
+            params,
         } => {
+            // A provider's URL, headers and key come from the configuration
+            // again; one that is gone fails the resume.
+            let provider = match provider {
+                Some(name) => Some(config.providers.get(name).map_err(|e| {
+                    CliError::usage(format!(
+                        "this session was started with {}: {e}",
+                        record.model.describe()
+                    ))
+                })?),
+                None => None,
+            };
             // A server that was started without a key never gets one now.
-            let api_key = key_env
-                .as_ref()
-                .and(config.api_key.as_ref())
-                .map(|k| k.0.clone());
+            let api_key = match provider {
+                Some(provider) => key_env.as_ref().and(provider.key.clone()),
+                None => key_env
+                    .as_ref()
+                    .and(config.api_key.as_ref())
+                    .map(|k| k.0.clone()),
+            };
             if let Some(var) = key_env
                 && api_key.is_none()
             {
@@ -279,11 +299,20 @@ pub fn keep_recorded(
                     record.model.describe()
                 )));
             }
+            let options = match provider {
+                Some(provider) => ServerOptions::of(provider, params.clone()),
+                None => ServerOptions {
+                    key_env: Some(API_KEY_VAR.to_string()),
+                    params: params.clone(),
+                    ..ServerOptions::default()
+                },
+            };
             ModelChoice::Server {
-                base_url: base_url.clone(),
+                base_url: provider.map_or_else(|| base_url.clone(), |p| p.config.base_url.clone()),
                 model: model.clone(),
                 api_key,
                 stream: *stream,
+                options: Box::new(options),
             }
         }
         ModelRecord::Script { path } => {
@@ -355,6 +384,7 @@ async fn host_with(
         .tool_timeout(config.tool_timeout)
         .file_limits(config.limits)
         .roles(config.roles.clone())
+        .providers(config.providers.clone())
         .max_subagents(config.max_subagents)
         .context(config.context)
         .sandbox(config.sandbox.clone())

@@ -10,7 +10,9 @@
 //!   execution entry point, the built-in tools.
 //! - [`model`]: the streaming client trait, the OpenAI-compatible client, the
 //!   retry policy, the scripted model.
-//! - [`prompt`]: the system prompt and the Plan reminders.
+//! - [`instructions`]: the project's `AGENTS.md` files, read for an agent.
+//! - [`prompt`]: the system prompt (with its environment block) and the
+//!   Plan reminders.
 //! - [`turn`]: the turn loop, `step(input) -> effects`.
 //! - [`lifecycle`]: a session's queue, one turn at a time, `step(input) -> effects`.
 //! - [`paths`]: the data directory and the files of a session.
@@ -42,6 +44,7 @@ pub mod config;
 pub mod context;
 pub mod goal;
 pub mod hooks;
+pub mod instructions;
 pub mod lifecycle;
 pub mod mcp;
 pub mod message;

@@ -209,6 +209,13 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         posture,
         model,
         base_url,
+        provider,
+        reasoning_effort,
+        max_output_tokens,
+        temperature,
+        top_p,
+        extra,
+        providers,
         max_subagents,
         permissions,
         guardian,
@@ -234,6 +241,13 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
     // prompt, model, tools; the verifier's and the guardian's included),
     // allow rules, the model offered a way into Plan.
     lose("model".into(), model.is_some());
+    // Which provider, and what its requests cost or carry.
+    lose("provider".into(), provider.is_some());
+    lose("reasoning_effort".into(), reasoning_effort.is_some());
+    lose("max_output_tokens".into(), max_output_tokens.is_some());
+    lose("temperature".into(), temperature.is_some());
+    lose("top_p".into(), top_p.is_some());
+    lose("extra".into(), extra.is_some());
     lose("max_subagents".into(), max_subagents.is_some());
     lose("permissions.allow".into(), !allow.is_empty());
     for name in roles.keys() {
@@ -267,6 +281,7 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         // Never from a project, trusted or not: refused (`base_url`) or
         // ignored by `Config::merge`, which sees them as before.
         base_url,
+        providers,
         guardian,
         sandbox,
         snapshots,
@@ -274,6 +289,12 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         // Only when cadre compacts, never what an agent may do.
         context,
         model: None,
+        provider: None,
+        reasoning_effort: None,
+        max_output_tokens: None,
+        temperature: None,
+        top_p: None,
+        extra: None,
         max_subagents: None,
         roles: BTreeMap::new(),
         hooks: crate::hooks::HookSet::default(),

@@ -368,6 +368,7 @@ async fn a_host_offers_only_the_built_in_tools_it_was_given() {
         model: "mock-model".into(),
         api_key: None,
         stream: true,
+        options: Default::default(),
     };
     let refused = Host::builder(data.path())
         .model(server())

@@ -23,6 +23,7 @@ mod mcp_cli;
 mod mcp_hostile;
 mod mcp_http;
 mod mcp_serve;
+mod models;
 mod permissions;
 mod plan_lifecycle;
 mod plan_mode;

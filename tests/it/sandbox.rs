@@ -243,6 +243,7 @@ fn the_text_header_says_when_there_is_no_sandbox() {
             sandbox_walls: Vec::new(),
             mode_source: None,
             model_source: None,
+            instructions: None,
         };
         let piece = cadre::cli::render::TextView::default()
             .event(&event)

@@ -333,9 +333,21 @@ impl SessionState {
             Err(too_large) => return self.settle(call, too_large.decision()),
         };
         let timeout = config.timeout;
+        // A guardian with a provider or parameters of its own has a client
+        // of its own, built like a role's.
+        let model = match (&config.choice, &self.spec.subagents) {
+            (Some(choice), Some(subagents)) => match subagents.models.client(choice) {
+                Ok(client) => client,
+                Err(error) => {
+                    let why = format!("the guardian's model: {error}");
+                    return self.settle(call, guardian::failed(&why));
+                }
+            },
+            _ => self.services.model.clone(),
+        };
         let review_id = self.authority.book.open_review(call);
         let args = GuardianArgs {
-            model: self.services.model.clone(),
+            model,
             request,
             timeout,
             asker: myself.get_derived(),

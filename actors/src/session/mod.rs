@@ -340,6 +340,12 @@ impl Actor for SessionActor {
             sandbox_walls: cadre_runtime::sandbox::walls(),
             mode_source: None,
             model_source: None,
+            instructions: state
+                .spec
+                .grounding
+                .instructions
+                .as_deref()
+                .and_then(cadre_runtime::protocol::InstructionsSummary::of),
         });
         Ok(state)
     }

@@ -417,6 +417,7 @@ pub fn own(event: &Event, agent: &str) -> bool {
         | Event::ToolCall { .. }
         | Event::ToolResult { .. }
         | Event::ModelRetry { .. }
+        | Event::ModelParamDropped { .. }
         | Event::TurnCompleted { .. }
         | Event::TurnFailed { .. }
         | Event::PostureChanged { .. }

@@ -21,7 +21,7 @@ use cadre_runtime::lifecycle::{QueueInput, Queued};
 use cadre_runtime::message::Message;
 use cadre_runtime::model::RequestContext;
 use cadre_runtime::plan::lifecycle::entry_refusal;
-use cadre_runtime::prompt::system_prompt;
+use cadre_runtime::prompt::{PromptInput, system_prompt};
 use cadre_runtime::protocol::{Event, FailureCategory, Usage};
 use cadre_runtime::snapshot::{Mark, TurnSnapshotter};
 use cadre_runtime::store::{ModeIntent, QueuedMessage, StoreError};
@@ -366,10 +366,16 @@ impl SessionState {
             self.services.tools.offered(&offer)
         };
         let root = spec.workspace.root();
-        let system = match &spec.prompt {
-            Some(role) => format!("{}\n\n{role}", system_prompt(mode, root)),
-            None => system_prompt(mode, root),
-        };
+        let system = system_prompt(&PromptInput {
+            mode,
+            posture: self.live.posture(),
+            session: spec.is_session(),
+            delegates: spec.subagents.is_some(),
+            environment: spec.grounding.environment.as_deref(),
+            workspace: root,
+            instructions: spec.grounding.instructions.as_deref(),
+            role: spec.prompt.as_deref(),
+        });
         let shown_plan_file = plan_file
             .as_ref()
             .map(|p| p.display().to_string())
@@ -400,6 +406,16 @@ impl SessionState {
                 mode,
                 goal: self.goal.machine.goal().map(goal_state),
                 plan: plan_file.as_ref().map(|p| p.display().to_string()),
+                instructions: spec
+                    .grounding
+                    .instructions
+                    .as_deref()
+                    .filter(|i| !i.is_empty())
+                    .map(|i| {
+                        let files: Vec<String> =
+                            i.files.iter().map(|f| f.display().to_string()).collect();
+                        format!("{} (SHA-256 {})", files.join(", "), i.sha256)
+                    }),
             },
             compact_first: self.compact_next,
             stop_checks: turn_hooks.as_ref().map_or(0, |h| h.stop_checks()),

@@ -316,6 +316,7 @@ fn answer(entry: &Entry, request: &ModelRequest) -> ModelResponse {
         prompt_tokens: (prompt_chars / 4) as u64,
         completion_tokens: (completion_chars / 4).max(1) as u64,
         total_tokens: ((prompt_chars + completion_chars) / 4) as u64,
+        ..ProviderUsage::default()
     };
     ModelResponse {
         finish_reason: Some(

@@ -670,7 +670,12 @@ fn a_launch_record_round_trips_is_replaced_and_holds_no_key() {
             base_url: "http://127.0.0.1:9/v1".into(),
             model: "m".into(),
             stream: true,
-            key_env: Some("OPENAI_API_KEY".into()),
+            key_env: Some("LOCAL_LLM_KEY".into()),
+            provider: Some("local".into()),
+            params: crate::model::ModelParams {
+                reasoning_effort: Some(crate::model::Effort::High),
+                ..Default::default()
+            },
         },
         rules: PermissionRules {
             allow: vec!["bash(cargo test:*)".into()],

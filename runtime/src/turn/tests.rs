@@ -134,6 +134,7 @@ fn usage(prompt_tokens: u64, completion_tokens: u64) -> Option<ProviderUsage> {
         prompt_tokens,
         completion_tokens,
         total_tokens: prompt_tokens + completion_tokens,
+        ..ProviderUsage::default()
     })
 }
 
@@ -333,7 +334,8 @@ fn a_final_text_completes_the_turn_with_summed_usage() {
                     turn_id: TURN,
                     usage: Usage {
                         prompt_tokens: 15,
-                        completion_tokens: 3
+                        completion_tokens: 3,
+                        ..Usage::default()
                     },
                     iterations: 2,
                     context: Some(ContextUsage {
