@@ -129,7 +129,8 @@ pub struct AgentTurnHooks {
 }
 
 impl AgentTurnHooks {
-    /// `spec`'s turn hooks, when it has stop or `post_tool_use` hooks.
+    /// `spec`'s turn hooks, when it has stop, `post_tool_use` or
+    /// `pre_compact` hooks.
     pub fn of(spec: &AgentSpec, live: &Arc<LiveAuthority>) -> Option<Self> {
         let hooks = AgentHooks::of(spec);
         let stop_event = match (spec.is_session(), spec.step.is_some()) {
@@ -137,7 +138,10 @@ impl AgentTurnHooks {
             (false, true) => HookEvent::StepStop,
             (false, false) => HookEvent::SubagentStop,
         };
-        (hooks.has(stop_event) || hooks.has(HookEvent::PostToolUse)).then(|| Self {
+        let any = [stop_event, HookEvent::PostToolUse, HookEvent::PreCompact]
+            .into_iter()
+            .any(|event| hooks.has(event));
+        any.then(|| Self {
             hooks,
             live: live.clone(),
             stop_event,
@@ -203,6 +207,26 @@ impl TurnHooks for AgentTurnHooks {
                 tracing::warn!("{line}");
             }
             additional_context(&outcomes)
+        })
+    }
+
+    fn pre_compact(&self, tokens: u64, window: u64) -> HookFuture {
+        let hooks = self.hooks.clone();
+        let (mode, posture) = (self.live.mode(), self.live.posture());
+        Box::pin(async move {
+            let fields = serde_json::json!({ "tokens": tokens, "window": window });
+            let outcomes = hooks
+                .run(HookEvent::PreCompact, mode, posture, fields)
+                .await;
+            if !outcomes.is_empty() {
+                tracing::info!(
+                    hooks = outcomes.len(),
+                    tokens,
+                    window,
+                    "pre_compact hooks ran"
+                );
+            }
+            None
         })
     }
 }

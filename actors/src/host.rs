@@ -557,7 +557,13 @@ impl Host {
         config.sandbox = self.sandbox.clone();
         config.hooks = self.hooks.clone();
         config.snapshots = options.snapshots;
-        config.first_message = options.first_message;
+        // A message admitted with the opening would pass no
+        // `user_prompt_submit` hook: with one, it is submitted instead.
+        let (first, submitted) = match self.hooks.user_prompt_submit.is_empty() {
+            true => (options.first_message, None),
+            false => (None, options.first_message),
+        };
+        config.first_message = first;
         config.context = self.context.budget(Some(self.model.model()));
         let tools = if options.tools.is_empty() {
             self.tools.clone()
@@ -575,6 +581,10 @@ impl Host {
             store: Some(self.store.clone()),
         };
         let (handle, events) = spawn_session(config, services).await?;
+        if let Some(text) = submitted {
+            // A session that stopped at once has nothing to admit it.
+            let _ = handle.submit(cadre_runtime::protocol::Op::UserInput { text, intent: None });
+        }
         Ok(Started {
             session_id,
             handle,

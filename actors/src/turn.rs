@@ -217,8 +217,18 @@ impl TurnState {
                     self.supervisor
                         .send_message(TurnReport::Record { turn_id, message })?;
                 }
-                TurnEffect::CallModel(request) => self.call_model(myself, request, true),
-                TurnEffect::Summarize(request) => self.call_model(myself, request, false),
+                TurnEffect::CallModel(request) => self.call_model(myself, request, true, None),
+                TurnEffect::Summarize(request) => {
+                    // The agent's `pre_compact` hooks run first; they are
+                    // reported and cannot stop the compaction.
+                    let before = match (&self.tool_context.hooks, self.machine.compacting()) {
+                        (Some(hooks), Some((tokens, window))) => {
+                            Some(hooks.pre_compact(tokens, window))
+                        }
+                        (Some(_) | None, _) => None,
+                    };
+                    self.call_model(myself, request, false, before)
+                }
                 TurnEffect::RunTool(call) => {
                     let tools = self.tools.clone();
                     let context = self.tool_context.clone();
@@ -257,12 +267,14 @@ impl TurnState {
     }
 
     /// Streams a model request in a task that reports its answer; `shown`
-    /// forwards its text as it arrives (a compaction's summary is not).
+    /// forwards its text as it arrives (a compaction's summary is not);
+    /// `before` runs first in the same task (a compaction's hooks).
     fn call_model(
         &mut self,
         myself: &ActorRef<TurnMsg>,
         request: cadre_runtime::model::ModelRequest,
         shown: bool,
+        before: Option<cadre_runtime::hooks::HookFuture>,
     ) {
         let turn_id = self.machine.turn_id();
         // `stream` only builds the request; a client that panics here fails
@@ -271,6 +283,9 @@ impl TurnState {
         let events = self.events.clone();
         let reply = myself.clone();
         let work = async move {
+            if let Some(before) = before {
+                before.await;
+            }
             let result = AssertUnwindSafe(drive(stream, turn_id, &events, shown))
                 .catch_unwind()
                 .await

@@ -462,4 +462,5 @@ async fn a_projects_hooks_run_only_once_the_workspace_is_trusted() {
     );
 }
 
+mod prompts;
 mod turns;

@@ -21,12 +21,15 @@
 //! - `remote`: children placed on cluster nodes; a placement answers as a
 //!   message ([`SessionMsg::Placed`]), so no handler waits on a node.
 //! - `goal`: performs the goal machine's effects; the verifier.
+//! - `prompt_hooks`: `session_start` and `user_prompt_submit` hooks, run
+//!   off the mailbox; their answers come back as [`SessionMsg::PromptHooks`].
 
 mod agents;
 mod authority;
 mod config;
 mod goal;
 mod plan;
+mod prompt_hooks;
 pub mod remote;
 mod turns;
 
@@ -34,6 +37,7 @@ pub use agents::Subagents;
 pub use authority::PermissionConfig;
 pub use cadre_runtime::goal::VerifierOutcome;
 pub use config::SessionConfig;
+pub use prompt_hooks::PromptHooks;
 
 use std::sync::Arc;
 
@@ -132,6 +136,9 @@ pub enum SessionMsg {
         /// Where the answer goes.
         reply: RpcReplyPort<ToolOutcome>,
     },
+    /// The session's `session_start` or a message's `user_prompt_submit`
+    /// hooks answered (from the task that ran them).
+    PromptHooks(Box<PromptHooks>),
 }
 
 impl ractor::Message for SessionMsg {}
@@ -225,6 +232,8 @@ pub struct SessionState {
     children: agents::Children,
     /// The session's goal (a sub-agent has none).
     goal: goal::GoalState,
+    /// Prompt hooks in flight, and what the start's hooks added.
+    prompt_gate: prompt_hooks::PromptGate,
 }
 
 /// A started session: its actor, and a way to wait for its end.
@@ -327,6 +336,7 @@ impl Actor for SessionActor {
             span,
             spec,
             goal,
+            prompt_gate: prompt_hooks::PromptGate::default(),
         };
         Box::pin(state.open()).await?;
         state.emit(Event::SessionStarted {
@@ -355,6 +365,7 @@ impl Actor for SessionActor {
         myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        state.session_start_hooks(&myself);
         // A resumed session carries on with what it had admitted.
         let pending = std::mem::take(&mut state.resumed_queue);
         let effects = state.queue.step(QueueInput::Resumed(pending));
@@ -436,6 +447,9 @@ impl Actor for SessionActor {
             }
             SessionMsg::Placed(placing) => Box::pin(state.placed(&myself, *placing)).await,
             SessionMsg::Workflow { plan, reply } => state.delegate(plan, reply),
+            SessionMsg::PromptHooks(answer) => {
+                Box::pin(state.prompt_hooks_answered(&myself, *answer)).await
+            }
         }
         Ok(())
     }
@@ -562,15 +576,7 @@ impl SessionState {
 
     async fn on_op(&mut self, myself: &ActorRef<SessionMsg>, op: Op) {
         match op {
-            Op::UserInput { text, intent } => {
-                if self.queue.stopping() {
-                    return self.reject("user_input", "the session is shutting down");
-                }
-                self.authority.ledger.user_message();
-                self.goal_user_message();
-                self.publish_posture();
-                self.admit_user(myself, text, intent).await;
-            }
+            Op::UserInput { text, intent } => Box::pin(self.user_input(myself, text, intent)).await,
             Op::SetMode { mode } => {
                 if !self.busy("set_mode", "mode") {
                     self.set_mode(mode).await;

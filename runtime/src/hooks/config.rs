@@ -59,9 +59,8 @@ impl HookEvent {
     /// than being reported.
     pub fn fails_closed(self) -> bool {
         match self {
-            HookEvent::PreToolUse => true,
+            HookEvent::PreToolUse | HookEvent::UserPromptSubmit => true,
             HookEvent::PostToolUse
-            | HookEvent::UserPromptSubmit
             | HookEvent::SessionStart
             | HookEvent::Stop
             | HookEvent::SubagentStop
@@ -165,19 +164,6 @@ impl HookSet {
             let added = std::mem::take(higher.of_mut(event));
             self.of_mut(event).extend(added);
         }
-    }
-
-    /// The events with hooks configured that this version does not run yet.
-    pub fn not_run(&self) -> Vec<&'static str> {
-        [
-            HookEvent::UserPromptSubmit,
-            HookEvent::SessionStart,
-            HookEvent::PreCompact,
-        ]
-        .into_iter()
-        .filter(|e| !self.of(*e).is_empty())
-        .map(HookEvent::as_str)
-        .collect()
     }
 
     /// The config keys set (`hooks.pre_tool_use`, …), for what an

@@ -16,6 +16,8 @@
 //! - `answer`: what a hook's exit code and stdout say ([`HookOutcome`]),
 //!   and several hooks' answers merged ([`HookVerdict`], [`continuation`]).
 //! - `pre`: the `pre_tool_use` layer of one call.
+//! - `prompt`: what `user_prompt_submit` hooks conclude about a person's
+//!   message ([`PromptVerdict`]), and context added to a message.
 //! - `run`: a hook's command under the sandbox, with its timeout.
 
 mod answer;
@@ -23,6 +25,7 @@ mod config;
 mod event;
 mod matcher;
 mod pre;
+mod prompt;
 mod run;
 
 pub use answer::{
@@ -33,6 +36,7 @@ pub use config::{DEFAULT_HOOK_TIMEOUT_SECS, HookEvent, HookSet, HookSpec};
 pub use event::{Who, base, tool_event, with};
 pub use matcher::{MatcherError, matches};
 pub use pre::{matching, pre_tool_use};
+pub use prompt::{PromptVerdict, prompt_verdict, with_context};
 pub use run::{HookEnv, run_hook, run_hooks};
 
 /// What the turn's hooks answer: a message or a context for the model, or
@@ -57,6 +61,15 @@ pub trait TurnHooks: Send + Sync + 'static {
         safety: crate::tool::Safety,
         result: Result<String, String>,
     ) -> HookFuture;
+
+    /// The conversation is about to be compacted with a summary: its
+    /// `pre_compact` hooks run (and are reported) before the summary is
+    /// asked for; they cannot stop it. `tokens` is the conversation's
+    /// estimate, `window` the model's context window.
+    fn pre_compact(&self, tokens: u64, window: u64) -> HookFuture {
+        let _ = (tokens, window);
+        Box::pin(async { None })
+    }
 }
 
 impl std::fmt::Debug for dyn TurnHooks {

@@ -132,6 +132,14 @@ impl TurnMachine {
         }
     }
 
+    /// The summary the turn waits for, as its `pre_compact` hooks read
+    /// it: the conversation's estimated tokens and the context window.
+    pub fn compacting(&self) -> Option<(u64, u64)> {
+        self.window
+            .pending
+            .map(|(_, tokens)| (tokens, self.window.window))
+    }
+
     /// Starts a compaction when one is due; `true` when the turn now waits
     /// for a summary or has ended, `false` when the request may go.
     pub(super) fn compact_if_due(&mut self, effects: &mut Vec<TurnEffect>) -> bool {

@@ -1,0 +1,187 @@
+//! The hooks around a person's message (`docs/hooks.md`): a session's
+//! `session_start` hooks when it opens, and its `user_prompt_submit` hooks
+//! before each message is admitted.
+//!
+//! They run in a task, off the mailbox (a hook may take its whole
+//! timeout, and a cancel or an approval must not wait for it). Each task
+//! waits for the one before it, so their answers come back as
+//! [`PromptHooks`] in the order the messages came; only then is a message
+//! admitted or refused. A message never overtakes one still being checked,
+//! and the first message after the start reads what the `session_start`
+//! hooks added.
+
+use cadre_runtime::hooks::{HookEvent, PromptVerdict, prompt_verdict, with_context};
+use cadre_runtime::store::ModeIntent;
+use ractor::ActorRef;
+use serde_json::json;
+use tokio::task::JoinHandle;
+
+use super::{SessionMsg, SessionState};
+use crate::hooks::AgentHooks;
+
+/// The hooks' answers in flight, and what the start's hooks added.
+#[derive(Debug, Default)]
+pub(super) struct PromptGate {
+    /// The last task running hooks: the next one waits for it.
+    last: Option<JoinHandle<()>>,
+    /// Answers sent (or to be sent) and not yet handled: while any is, a
+    /// new message queues behind them.
+    pending: usize,
+    /// What the `session_start` hooks added, for the next message admitted.
+    start_context: Option<String>,
+}
+
+/// What a session's prompt hooks answered (a message to the session).
+#[derive(Debug)]
+pub enum PromptHooks {
+    /// The session's `session_start` hooks ran.
+    Started {
+        /// Their `additional_context`, joined.
+        context: Option<String>,
+    },
+    /// A message's `user_prompt_submit` hooks ran.
+    Checked {
+        /// The message as the person sent it.
+        text: String,
+        /// Its mode intent.
+        intent: Option<ModeIntent>,
+        /// The submission it came in, for the events it causes.
+        cause: Option<String>,
+        /// What the hooks concluded.
+        verdict: PromptVerdict,
+    },
+}
+
+impl SessionState {
+    /// A session's `session_start` hooks, run as it opens (new or resumed).
+    pub(super) fn session_start_hooks(&mut self, myself: &ActorRef<SessionMsg>) {
+        let hooks = AgentHooks::of(&self.spec);
+        if !self.spec.is_session() || !hooks.has(HookEvent::SessionStart) {
+            return;
+        }
+        let (mode, posture) = (self.live.mode(), self.live.posture());
+        let fields = json!({ "resumed": !self.conversation.is_empty() });
+        self.gated(myself, async move {
+            let outcomes = hooks
+                .run(HookEvent::SessionStart, mode, posture, fields)
+                .await;
+            PromptHooks::Started {
+                context: cadre_runtime::hooks::additional_context(&outcomes),
+            }
+        });
+    }
+
+    /// `Op::UserInput`: admitted at once, or once the message's
+    /// `user_prompt_submit` hooks (and any check before it) answered.
+    pub(super) async fn user_input(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        text: String,
+        intent: Option<ModeIntent>,
+    ) {
+        if self.queue.stopping() {
+            return self.reject("user_input", "the session is shutting down");
+        }
+        let hooks = AgentHooks::of(&self.spec);
+        let checked = self.spec.is_session() && hooks.has(HookEvent::UserPromptSubmit);
+        if !checked && self.prompt_gate.pending == 0 {
+            return self.take_user_message(myself, text, intent, None).await;
+        }
+        let (mode, posture) = (self.live.mode(), self.live.posture());
+        let cause = self.events.cause().map(str::to_string);
+        self.gated(myself, async move {
+            let outcomes = match checked {
+                true => {
+                    let fields = json!({ "prompt": text });
+                    hooks
+                        .run(HookEvent::UserPromptSubmit, mode, posture, fields)
+                        .await
+                }
+                false => Vec::new(),
+            };
+            PromptHooks::Checked {
+                text,
+                intent,
+                cause,
+                verdict: prompt_verdict(&outcomes),
+            }
+        });
+    }
+
+    /// Runs `work` after the hooks already in flight; its answer comes
+    /// back to the session as a message.
+    fn gated(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        work: impl Future<Output = PromptHooks> + Send + 'static,
+    ) {
+        let before = self.prompt_gate.last.take();
+        let session = myself.clone();
+        self.prompt_gate.pending += 1;
+        self.prompt_gate.last = Some(tokio::spawn(async move {
+            if let Some(before) = before {
+                let _ = before.await;
+            }
+            let answer = work.await;
+            let _ = session.cast(SessionMsg::PromptHooks(Box::new(answer)));
+        }));
+    }
+
+    /// What the hooks answered: the start's context kept, or the message
+    /// admitted (with what they added) or refused.
+    pub(super) async fn prompt_hooks_answered(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        answer: PromptHooks,
+    ) {
+        self.prompt_gate.pending = self.prompt_gate.pending.saturating_sub(1);
+        match answer {
+            PromptHooks::Started { context } => self.prompt_gate.start_context = context,
+            PromptHooks::Checked {
+                text,
+                intent,
+                cause,
+                verdict,
+            } => {
+                let previous = self.events.set_cause(cause);
+                match verdict {
+                    PromptVerdict::Admit { context } => {
+                        if self.queue.stopping() {
+                            self.reject("user_input", "the session is shutting down");
+                        } else {
+                            self.take_user_message(myself, text, intent, context).await;
+                        }
+                    }
+                    refused @ PromptVerdict::Refuse { .. } => {
+                        let refusal = refused.refusal().unwrap_or_default();
+                        tracing::info!(parent: &self.span, %refusal, "a message was refused");
+                        self.reject("user_input", refusal);
+                    }
+                }
+                self.events.set_cause(previous);
+            }
+        }
+    }
+
+    /// Admits a person's message, with what the start's hooks and its own
+    /// hooks added.
+    async fn take_user_message(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        text: String,
+        intent: Option<ModeIntent>,
+        context: Option<String>,
+    ) {
+        let start = self.prompt_gate.start_context.take();
+        let text = with_context(&text, HookEvent::SessionStart.as_str(), start.as_deref());
+        let text = with_context(
+            &text,
+            HookEvent::UserPromptSubmit.as_str(),
+            context.as_deref(),
+        );
+        self.authority.ledger.user_message();
+        self.goal_user_message();
+        self.publish_posture();
+        self.admit_user(myself, text, intent).await;
+    }
+}
