@@ -383,6 +383,19 @@ async fn a_hanging_hook_fails_closed_within_its_timeout() {
     let reason = decision["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("did not answer within 1 s"), "{reason}");
     assert!(!ws.path().join("ran.txt").exists());
+    // Audited as a decision of its own layer, in the stored transcript too.
+    let audit = cadre(&["sessions", "audit", "latest", "--data-dir", s(data.path())]).await;
+    assert_eq!(audit.code, 0, "{}", audit.stderr);
+    let line = audit
+        .stdout
+        .lines()
+        .find(|l| l.contains("bash"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("(hook)") && line.contains("did not answer within 1 s"),
+        "{}",
+        audit.stdout
+    );
 }
 
 #[tokio::test]
