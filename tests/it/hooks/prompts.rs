@@ -278,3 +278,42 @@ async fn a_step_stop_hook_reads_its_event_and_keeps_the_step_working() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_plan_sessions_hook_writes_nothing_and_a_work_sessions_writes_the_workspace() {
+    for (mode, writes) in [("plan", false), ("work", true)] {
+        let (ws, data, hooks) = (
+            TempDir::new().expect("ws"),
+            TempDir::new().expect("data"),
+            TempDir::new().expect("hooks"),
+        );
+        let cfg = config(
+            &hooks,
+            "[[hooks.session_start]]\ncommand = \"touch hooked.txt; true\"\n\n\
+             [[hooks.user_prompt_submit]]\ncommand = \"touch prompted.txt; true\"\n",
+        );
+        let mock = MockServer::start().await;
+        mock.push([text("nothing to do")]);
+        let mut args = exec_args(&mock, ws.path(), data.path(), &cfg);
+        args.extend(["--mode", mode, "look around"]);
+        let out = cadre(&args).await;
+        assert_eq!(out.code, 0, "{mode}: {}", out.stderr);
+        let walls = &events(&out)[0]["sandbox_walls"];
+        let enforced = |name: &str| {
+            walls.as_array().into_iter().flatten().any(|w| {
+                w["wall"] == name && w["state"].as_str().is_some_and(|s| s != "unavailable")
+            })
+        };
+        if !writes && !enforced("landlock") && !enforced("namespaces") {
+            eprintln!("SKIPPED: no filesystem wall on this host: {walls}");
+            continue;
+        }
+        for file in ["hooked.txt", "prompted.txt"] {
+            assert_eq!(
+                ws.path().join(file).exists(),
+                writes,
+                "{mode}: {file} (walls: {walls})"
+            );
+        }
+    }
+}
