@@ -635,7 +635,7 @@ impl SessionState {
                     self.restore(snapshot, dry_run).await;
                 }
             }
-            Op::Goal { action } => Box::pin(self.goal_op(myself, *action)).await,
+            Op::Goal { action } => Box::pin(self.goal_input(myself, *action)).await,
             Op::Compact => match &self.turn {
                 Some(turn) => {
                     let _ = turn.cast(TurnMsg::Compact);

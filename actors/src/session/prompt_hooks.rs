@@ -1,6 +1,6 @@
 //! The hooks around a person's message (`docs/hooks.md`): a session's
 //! `session_start` hooks when it opens, and its `user_prompt_submit` hooks
-//! before each message is admitted.
+//! before each message (or goal objective) is admitted.
 //!
 //! They run in a task, off the mailbox (a hook may take its whole
 //! timeout, and a cancel or an approval must not wait for it). Each task
@@ -10,6 +10,7 @@
 //! and the first message after the start reads what the `session_start`
 //! hooks added.
 
+use cadre_runtime::goal::GoalAction;
 use cadre_runtime::hooks::{HookEvent, PromptVerdict, prompt_verdict, with_context};
 use cadre_runtime::store::ModeIntent;
 use ractor::ActorRef;
@@ -41,15 +42,43 @@ pub enum PromptHooks {
     },
     /// A message's `user_prompt_submit` hooks ran.
     Checked {
-        /// The message as the person sent it.
-        text: String,
-        /// Its mode intent.
-        intent: Option<ModeIntent>,
+        /// What the person sent.
+        submitted: Submitted,
         /// The submission it came in, for the events it causes.
         cause: Option<String>,
         /// What the hooks concluded.
         verdict: PromptVerdict,
     },
+}
+
+/// What a person sent that `user_prompt_submit` hooks read.
+#[derive(Debug)]
+pub enum Submitted {
+    /// A message, with its mode intent.
+    Message(String, Option<ModeIntent>),
+    /// A new goal (`GoalAction::Set`): its objective is the prompt.
+    Goal(Box<GoalAction>),
+}
+
+impl Submitted {
+    /// The text the hooks read as `prompt`.
+    fn prompt(&self) -> &str {
+        match self {
+            Submitted::Message(text, _) => text,
+            Submitted::Goal(action) => match action.as_ref() {
+                GoalAction::Set { objective, .. } => objective,
+                GoalAction::Show | GoalAction::Command { .. } | GoalAction::Clear => "",
+            },
+        }
+    }
+
+    /// The op it came as, for a refusal.
+    fn op(&self) -> &'static str {
+        match self {
+            Submitted::Message(..) => "user_input",
+            Submitted::Goal(_) => "goal",
+        }
+    }
 }
 
 impl SessionState {
@@ -82,17 +111,38 @@ impl SessionState {
         if self.queue.stopping() {
             return self.reject("user_input", "the session is shutting down");
         }
+        self.submitted(myself, Submitted::Message(text, intent))
+            .await;
+    }
+
+    /// `Op::Goal`: a new goal's objective passes the same hooks as a
+    /// message; the other goal ops are no prompt.
+    pub(super) async fn goal_input(&mut self, myself: &ActorRef<SessionMsg>, action: GoalAction) {
+        match action {
+            action @ GoalAction::Set { .. } => {
+                self.submitted(myself, Submitted::Goal(Box::new(action)))
+                    .await
+            }
+            action @ (GoalAction::Show | GoalAction::Command { .. } | GoalAction::Clear) => {
+                self.goal_op(myself, action).await
+            }
+        }
+    }
+
+    /// Takes what a person sent at once, or once its hooks (and those of
+    /// anything before it) answered.
+    async fn submitted(&mut self, myself: &ActorRef<SessionMsg>, submitted: Submitted) {
         let hooks = AgentHooks::of(&self.spec);
         let checked = self.spec.is_session() && hooks.has(HookEvent::UserPromptSubmit);
         if !checked && self.prompt_gate.pending == 0 {
-            return self.take_user_message(myself, text, intent, None).await;
+            return self.take(myself, submitted, None).await;
         }
         let (mode, posture) = (self.live.mode(), self.live.posture());
         let cause = self.events.cause().map(str::to_string);
         self.gated(myself, async move {
             let outcomes = match checked {
                 true => {
-                    let fields = json!({ "prompt": text });
+                    let fields = json!({ "prompt": submitted.prompt() });
                     hooks
                         .run(HookEvent::UserPromptSubmit, mode, posture, fields)
                         .await
@@ -100,8 +150,7 @@ impl SessionState {
                 false => Vec::new(),
             };
             PromptHooks::Checked {
-                text,
-                intent,
+                submitted,
                 cause,
                 verdict: prompt_verdict(&outcomes),
             }
@@ -138,8 +187,7 @@ impl SessionState {
         match answer {
             PromptHooks::Started { context } => self.prompt_gate.start_context = context,
             PromptHooks::Checked {
-                text,
-                intent,
+                submitted,
                 cause,
                 verdict,
             } => {
@@ -147,15 +195,15 @@ impl SessionState {
                 match verdict {
                     PromptVerdict::Admit { context } => {
                         if self.queue.stopping() {
-                            self.reject("user_input", "the session is shutting down");
+                            self.reject(submitted.op(), "the session is shutting down");
                         } else {
-                            self.take_user_message(myself, text, intent, context).await;
+                            Box::pin(self.take(myself, submitted, context)).await;
                         }
                     }
                     refused @ PromptVerdict::Refuse { .. } => {
                         let refusal = refused.refusal().unwrap_or_default();
-                        tracing::info!(parent: &self.span, %refusal, "a message was refused");
-                        self.reject("user_input", refusal);
+                        tracing::info!(parent: &self.span, %refusal, "a prompt was refused");
+                        self.reject(submitted.op(), refusal);
                     }
                 }
                 self.events.set_cause(previous);
@@ -163,25 +211,48 @@ impl SessionState {
         }
     }
 
-    /// Admits a person's message, with what the start's hooks and its own
-    /// hooks added.
-    async fn take_user_message(
+    /// Takes a person's message or goal, with what the start's hooks and
+    /// its own hooks added.
+    async fn take(
         &mut self,
         myself: &ActorRef<SessionMsg>,
-        text: String,
-        intent: Option<ModeIntent>,
+        submitted: Submitted,
         context: Option<String>,
     ) {
         let start = self.prompt_gate.start_context.take();
-        let text = with_context(&text, HookEvent::SessionStart.as_str(), start.as_deref());
-        let text = with_context(
-            &text,
-            HookEvent::UserPromptSubmit.as_str(),
-            context.as_deref(),
-        );
-        self.authority.ledger.user_message();
-        self.goal_user_message();
-        self.publish_posture();
-        self.admit_user(myself, text, intent).await;
+        let added = |text: &str| {
+            let text = with_context(text, HookEvent::SessionStart.as_str(), start.as_deref());
+            with_context(
+                &text,
+                HookEvent::UserPromptSubmit.as_str(),
+                context.as_deref(),
+            )
+        };
+        match submitted {
+            Submitted::Message(text, intent) => {
+                let text = added(&text);
+                self.authority.ledger.user_message();
+                self.goal_user_message();
+                self.publish_posture();
+                self.admit_user(myself, text, intent).await;
+            }
+            Submitted::Goal(action) => {
+                let action = match *action {
+                    GoalAction::Set {
+                        objective,
+                        budgets,
+                        settings,
+                    } => GoalAction::Set {
+                        objective: added(&objective),
+                        budgets,
+                        settings,
+                    },
+                    other @ (GoalAction::Show | GoalAction::Command { .. } | GoalAction::Clear) => {
+                        other
+                    }
+                };
+                self.goal_op(myself, action).await;
+            }
+        }
     }
 }

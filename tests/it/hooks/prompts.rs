@@ -317,3 +317,52 @@ async fn a_plan_sessions_hook_writes_nothing_and_a_work_sessions_writes_the_work
         }
     }
 }
+
+#[tokio::test]
+async fn a_goals_objective_passes_the_user_prompt_submit_hooks_too() {
+    let hooks = TempDir::new().expect("hooks");
+    let log = hooks.path().join("prompts.jsonl");
+    let cfg = config(
+        &hooks,
+        &format!(
+            "[[hooks.user_prompt_submit]]\ncommand = \"cat >> '{}'; echo >> '{}'; grep -q production '{}' && {{ echo 'not in production' >&2; exit 2; }}; true\"\n",
+            log.display(),
+            log.display(),
+            log.display()
+        ),
+    );
+    let mock = MockServer::start().await;
+    mock.push([text("should not be asked")]);
+    let (ws, data) = (TempDir::new().expect("ws"), TempDir::new().expect("data"));
+    let mut args = exec_args(&mock, ws.path(), data.path(), &cfg);
+    args.extend(["--posture", "bypass", "--goal", "deploy to production"]);
+    let out = cadre(&args).await;
+    assert_ne!(out.code, 0, "the goal ran: {}", out.stderr);
+    let events = events(&out);
+    let rejected: Vec<(&str, &str)> = of_type(&events, "op.rejected")
+        .into_iter()
+        .map(|e| {
+            (
+                e["op"].as_str().unwrap_or_default(),
+                e["message"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert!(
+        rejected
+            .iter()
+            .any(|(op, m)| *op == "goal" && m.contains("not in production")),
+        "{events:#?}"
+    );
+    assert!(mock.requests().is_empty(), "the model saw the goal");
+    assert!(of_type(&events, "goal.updated").is_empty(), "{events:#?}");
+    let seen = recorded(&log);
+    assert_eq!(
+        (
+            seen.len(),
+            seen[0]["event"].as_str(),
+            seen[0]["prompt"].as_str()
+        ),
+        (1, Some("user_prompt_submit"), Some("deploy to production"))
+    );
+}
