@@ -62,6 +62,37 @@ fn alive(pid: u32) -> bool {
     })
 }
 
+/// The host's pid of the process whose command line is `args` (a pid
+/// printed inside the sandbox's PID namespace means nothing here).
+fn find(args: &str) -> Option<u32> {
+    let wanted: Vec<u8> = args
+        .split(' ')
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            (cmdline == wanted && alive(pid)).then_some(pid)
+        })
+}
+
+/// Whether `pid` is gone, given the time a SIGKILL takes to land on a
+/// loaded machine: the group's signal is sent at once, but a member that
+/// is not the leader (whose exit `settled` waits for) dies when the kernel
+/// next schedules it.
+async fn gone(pid: u32) -> bool {
+    for _ in 0..200 {
+        if !alive(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
 #[tokio::test]
 async fn waits_for_readiness_reads_and_stops() {
     let f = fixture();
@@ -131,8 +162,10 @@ async fn a_wait_times_out_while_it_runs() {
 async fn an_agents_end_kills_its_processes_and_its_group() {
     let f = fixture();
     let processes = Processes::default();
+    // A tagged child, found by its command line.
+    let tagged = format!("sleep 60.{}", std::process::id());
     let mine = processes
-        .start(f.request("s/1", "sleep 60 & echo $! > child; wait"))
+        .start(f.request("s/1", &format!("{tagged} & echo $! > child; wait")))
         .await
         .expect("started");
     let other = processes
@@ -148,16 +181,12 @@ async fn an_agents_end_kills_its_processes_and_its_group() {
             .await
             .expect("waits");
     }
-    let child: u32 = std::fs::read_to_string(&child_file)
-        .expect("pid")
-        .trim()
-        .parse()
-        .expect("a pid");
-    assert!(alive(child));
+    let child = find(&tagged).expect("the child runs");
     assert_eq!(processes.end(Some("s/1")), vec![mine.id]);
     assert_eq!(processes.state(mine.id), Ok(State::Stopped));
     processes.settled(mine.id).await.expect("settles");
-    assert!(!alive(mine.pid) && !alive(child), "the group is gone");
+    assert!(!alive(mine.pid), "the leader is gone");
+    assert!(gone(child).await, "the group is gone");
     assert!(alive(other.pid), "another agent's process runs on");
     assert_eq!(processes.state(other.id), Ok(State::Running));
     processes.end(None);
