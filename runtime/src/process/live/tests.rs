@@ -62,35 +62,30 @@ fn alive(pid: u32) -> bool {
     })
 }
 
-/// The host's pid of the process whose command line is `args` (a pid
-/// printed inside the sandbox's PID namespace means nothing here).
-fn find(args: &str) -> Option<u32> {
-    let wanted: Vec<u8> = args
-        .split(' ')
-        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
-        .collect();
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .find_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            (cmdline == wanted && alive(pid)).then_some(pid)
+/// Every process below `pid`, by the parent links `/proc` shows (the
+/// sandbox may put a command in a pid namespace of its own, so the pids a
+/// shell inside prints are not the host's).
+fn descendants(pid: u32) -> Vec<u32> {
+    let parent_of = |child: u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+        let (_, rest) = stat.rsplit_once(')')?;
+        rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+    };
+    let all: Vec<u32> = std::fs::read_dir("/proc")
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
         })
-}
-
-/// Whether `pid` is gone, given the time a SIGKILL takes to land on a
-/// loaded machine: the group's signal is sent at once, but a member that
-/// is not the leader (whose exit `settled` waits for) dies when the kernel
-/// next schedules it.
-async fn gone(pid: u32) -> bool {
-    for _ in 0..200 {
-        if !alive(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        .unwrap_or_default();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(all.iter().filter(|&&p| parent_of(p) == Some(parent)));
+        i += 1;
     }
-    false
+    found.split_off(1)
 }
 
 #[tokio::test]
@@ -162,10 +157,8 @@ async fn a_wait_times_out_while_it_runs() {
 async fn an_agents_end_kills_its_processes_and_its_group() {
     let f = fixture();
     let processes = Processes::default();
-    // A tagged child, found by its command line.
-    let tagged = format!("sleep 60.{}", std::process::id());
     let mine = processes
-        .start(f.request("s/1", &format!("{tagged} & echo $! > child; wait")))
+        .start(f.request("s/1", "sleep 60 & echo $! > child; wait"))
         .await
         .expect("started");
     let other = processes
@@ -181,12 +174,29 @@ async fn an_agents_end_kills_its_processes_and_its_group() {
             .await
             .expect("waits");
     }
-    let child = find(&tagged).expect("the child runs");
+    let below = descendants(mine.pid);
+    assert!(
+        below
+            .iter()
+            .any(|&p| std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.starts_with("sleep"))),
+        "the shell's child runs: {below:?}"
+    );
     assert_eq!(processes.end(Some("s/1")), vec![mine.id]);
     assert_eq!(processes.state(mine.id), Ok(State::Stopped));
     processes.settled(mine.id).await.expect("settles");
-    assert!(!alive(mine.pid), "the leader is gone");
-    assert!(gone(child).await, "the group is gone");
+    // The leader is reaped; the rest die of the same kill, on a loaded
+    // machine a moment later.
+    for _ in 0..200 {
+        if !below.iter().any(|&p| alive(p)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !alive(mine.pid) && !below.iter().any(|&p| alive(p)),
+        "the group is gone"
+    );
     assert!(alive(other.pid), "another agent's process runs on");
     assert_eq!(processes.state(other.id), Ok(State::Running));
     processes.end(None);
