@@ -391,3 +391,104 @@ async fn the_roster_and_a_dry_run_show_each_choices_provider_model_and_effort() 
         out.stdout
     );
 }
+
+/// `chunks` with their usage replaced: `prompt` tokens (`cached` of them
+/// from the server's cache, as OpenAI reports it) and `completion`.
+fn with_usage(mut chunks: Vec<Value>, prompt: u64, cached: u64, completion: u64) -> Vec<Value> {
+    let last = chunks.last_mut().expect("a usage chunk");
+    last["usage"] = json!({
+        "prompt_tokens": prompt, "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    });
+    chunks
+}
+
+/// Answers every turn with a `list_dir` call (1000 prompt tokens, 400
+/// cached, 500 completion) and then a text (2000 prompt, 100 completion).
+fn priced_turns(mock: &MockServer) {
+    mock.respond_with(|body| {
+        let answered = body["messages"].to_string().contains("\"role\":\"tool\"");
+        Some(match answered {
+            false => Reply::sse(&with_usage(
+                tool_call_chunks("c1", "list_dir", &json!({})),
+                1000,
+                400,
+                500,
+            )),
+            true => Reply::sse(&with_usage(text_chunks("listed"), 2000, 0, 100)),
+        })
+    });
+}
+
+#[tokio::test]
+async fn configured_prices_give_each_summary_a_cost() {
+    let mock = MockServer::start().await;
+    priced_turns(&mock);
+    let dirs = Dirs::new();
+    configure(
+        &dirs,
+        "model = \"gpt-test\"\nbase_url = \"{url}\"\n\n[prices.\"gpt-test\"]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n",
+        &mock.url,
+    );
+    // 600 × 2 + 400 × 0.5 + 500 × 8 = 5400, then 2000 × 2 + 100 × 8 = 4800
+    // dollars per million tokens: $0.0102.
+    let out = exec(&dirs, "list", &[]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let completed = of_type(&events(&out), "turn.completed")[0].clone();
+    assert_eq!(
+        completed["usage"],
+        json!({"prompt_tokens": 3000, "completion_tokens": 600, "cached_tokens": 400, "cost": 0.0102}),
+        "{completed}"
+    );
+    // The text summary line, and the JSON summary.
+    let mut text: Vec<String> = vec!["exec".into()];
+    text.extend(dirs.flags());
+    text.push("list".into());
+    let out = run(&strs(&text), &[], None).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("3000 prompt / 600 completion tokens (400 cached, 0 reasoning) · $0.0102"),
+        "{}",
+        out.stderr
+    );
+    text.splice(1..1, ["--output-format".to_string(), "json".to_string()]);
+    let out = run(&strs(&text), &[], None).await;
+    let summary: Value = serde_json::from_str(out.stdout.trim()).expect("one JSON summary");
+    assert_eq!(summary["usage"]["cost"], json!(0.0102), "{summary}");
+}
+
+#[tokio::test]
+async fn a_model_without_a_price_shows_no_cost() {
+    let mock = MockServer::start().await;
+    priced_turns(&mock);
+    let dirs = Dirs::new();
+    configure(
+        &dirs,
+        "model = \"unpriced\"\nbase_url = \"{url}\"\n\n[prices.\"gpt-test\"]\ninput = 2.0\noutput = 8.0\n",
+        &mock.url,
+    );
+    let out = exec(&dirs, "list", &[]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let completed = of_type(&events(&out), "turn.completed")[0].clone();
+    assert_eq!(completed["usage"].get("cost"), None, "{completed}");
+}
+
+#[tokio::test]
+async fn a_negative_price_is_refused_naming_the_key() {
+    let dirs = Dirs::new();
+    configure(
+        &dirs,
+        "[prices.\"gpt-test\"]\ninput = -2.0\noutput = 8.0\n",
+        "",
+    );
+    let out = exec(&dirs, "hello", &[]).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("prices.\"gpt-test\".input: a price is a number of dollars"),
+        "{}",
+        out.stderr
+    );
+}
