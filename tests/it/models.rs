@@ -492,3 +492,48 @@ async fn a_negative_price_is_refused_naming_the_key() {
         out.stderr
     );
 }
+
+const PRICED: &str = "model = \"gpt-test\"\nbase_url = \"{url}\"\n\n[prices.\"gpt-test\"]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n";
+
+#[tokio::test]
+async fn a_goal_budget_counts_cached_tokens_and_its_usage_shows_them_apart_with_the_cost() {
+    let mock = MockServer::start().await;
+    priced_turns(&mock);
+    let dirs = Dirs::new();
+    configure(&dirs, PRICED, &mock.url);
+    // The first turn spends 3600 tokens, 400 of them cached: over a
+    // 3500-token budget only if cached tokens count (the default).
+    let goal = |format: &str| {
+        let mut args: Vec<String> = vec!["exec".into(), "--output-format".into(), format.into()];
+        args.extend(dirs.flags());
+        args.extend(["--goal", "list the files", "--goal-tokens", "3500"].map(String::from));
+        args
+    };
+    let out = run(&strs(&goal("stream-json")), &[], None).await;
+    let events = events(&out);
+    let limited = of_type(&events, "goal.updated")
+        .into_iter()
+        .find(|e| e["status"] == "budget_limited")
+        .cloned()
+        .unwrap_or_else(|| panic!("no budget stop: {events:#?}"));
+    let usage = &limited["usage"];
+    assert_eq!(
+        (
+            &usage["tokens"],
+            &usage["cached_tokens"],
+            &usage["cost"],
+            &limited["reason"]
+        ),
+        (&json!(3600), &json!(400), &json!(0.0102), &json!("tokens")),
+        "{limited}"
+    );
+    let out = run(&strs(&goal("text")), &[], None).await;
+    assert!(
+        out.stderr.contains(
+            "goal budget_limited(tokens): tokens 3600/3500 (400 cached, 0 reasoning), turns 1,"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains(", cost $0.0102\n"), "{}", out.stderr);
+}
