@@ -537,3 +537,28 @@ async fn a_goal_budget_counts_cached_tokens_and_its_usage_shows_them_apart_with_
     );
     assert!(out.stderr.contains(", cost $0.0102\n"), "{}", out.stderr);
 }
+
+#[tokio::test]
+async fn a_workflow_runs_summary_shows_cached_tokens_and_the_cost() {
+    let mock = MockServer::start().await;
+    priced_turns(&mock);
+    let dirs = Dirs::new();
+    configure(&dirs, PRICED, &mock.url);
+    let file = dirs.ws.path().join("wf.toml");
+    std::fs::write(
+        &file,
+        "[workflow]\nname = \"w\"\n[[steps]]\nname = \"a\"\nprompt = \"list the files\"\n",
+    )
+    .unwrap();
+    let mut args: Vec<String> = vec!["workflow".into(), "run".into()];
+    args.push(file.to_str().unwrap().into());
+    args.extend(dirs.flags());
+    let out = run(&strs(&args), &[], None).await;
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("· 3.6k tokens\nof which 400 cached, 0 reasoning · cost $0.0102\n"),
+        "{}",
+        out.stdout
+    );
+}
