@@ -562,3 +562,39 @@ async fn a_workflow_runs_summary_shows_cached_tokens_and_the_cost() {
         out.stdout
     );
 }
+
+#[tokio::test]
+async fn a_workflow_step_with_a_role_runs_on_the_roles_provider_key_and_effort() {
+    let mock = MockServer::start().await;
+    mock.respond_with(|_| Some(Reply::sse(&text_chunks("done"))));
+    let dirs = Dirs::new();
+    configure(&dirs, PROVIDERS, &mock.url);
+    let env = [
+        ("LOCAL_LLM_KEY", "local-secret"),
+        ("OTHER_LLM_KEY", "other-secret"),
+    ];
+    let file = dirs.ws.path().join("wf.toml");
+    std::fs::write(
+        &file,
+        "[workflow]\nname = \"w\"\n[[steps]]\nname = \"b\"\nrole = \"cheap\"\nprompt = \"y\"\n",
+    )
+    .unwrap();
+    let mut args: Vec<String> = vec!["workflow".into(), "run".into()];
+    args.push(file.to_str().unwrap().into());
+    args.extend(dirs.flags());
+    let out = run(&strs(&args), &env, None).await;
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let requests = mock.requests();
+    let seen = mock.seen();
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    assert_eq!(
+        (params(&requests[0]), seen[0].header("authorization")),
+        (
+            json!({
+                "model": "cheap-model", "reasoning_effort": "low", "max_tokens": 2048,
+                "max_completion_tokens": null, "temperature": 0.25, "seed": 7,
+            }),
+            Some("Bearer other-secret")
+        )
+    );
+}
