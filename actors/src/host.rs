@@ -19,7 +19,8 @@ use cadre_runtime::config::{Config, ConfigPaths, ContextSettings, RoleConfig};
 use cadre_runtime::hooks::HookSet;
 use cadre_runtime::model::providers::{Providers, ServerChoice, ServerOptions, choose_server};
 use cadre_runtime::model::{
-    ModelClient, OpenAiClient, ResponseLimits, RetryPolicy, Retrying, Script, ScriptedModel,
+    ModelClient, OpenAiClient, Priced, Prices, ResponseLimits, RetryPolicy, Retrying, Script,
+    ScriptedModel,
 };
 use cadre_runtime::paths::DataDir;
 use cadre_runtime::permission::guardian::GuardianConfig;
@@ -138,6 +139,8 @@ pub struct HostBuilder {
     /// Named model servers and their keys, for roles, the guardian and
     /// steps that choose one.
     providers: Providers,
+    /// Prices per model: every client's responses carry their cost.
+    prices: Arc<Prices>,
 }
 
 impl HostBuilder {
@@ -165,7 +168,15 @@ impl HostBuilder {
             model_requests: None,
             context: ContextSettings::default(),
             providers: Providers::default(),
+            prices: Arc::default(),
         }
+    }
+
+    /// Prices per model (`[prices."MODEL"]`): each response of a priced
+    /// model carries its cost in its usage, and so every summary of it.
+    pub fn prices(mut self, prices: Prices) -> Self {
+        self.prices = Arc::new(prices);
+        self
     }
 
     /// The named model servers (`[providers.NAME]`) and their keys, which
@@ -214,6 +225,7 @@ impl HostBuilder {
             self.max_subagents = max;
         }
         self.context = settings.context;
+        self.prices = Arc::new(settings.prices.clone());
         if let (Some(base_url), Some(model)) = (&settings.base_url, &settings.model) {
             self.model = ModelChoice::Server {
                 base_url: base_url.clone(),
@@ -317,7 +329,7 @@ impl HostBuilder {
     /// Builds the model client and the registry and opens the store.
     pub async fn build(self) -> Result<Host, HostError> {
         let endpoints = Endpoints::new(self.model_requests);
-        let model = self.client(&endpoints)?;
+        let model = Priced::wrap(self.client(&endpoints)?, &self.prices);
         let mut registry = ToolRegistry::new();
         let builtins = cadre_runtime::tool::builtin_tools_with(self.file_limits);
         if let Some(names) = &self.builtins
@@ -351,6 +363,7 @@ impl HostBuilder {
             retry: self.retry,
             limits: self.response_limits,
             endpoints,
+            prices: self.prices,
             built: std::sync::Mutex::default(),
         });
         Ok(Host {
@@ -708,6 +721,7 @@ struct RoleModels {
     retry: RetryPolicy,
     limits: ResponseLimits,
     endpoints: Endpoints,
+    prices: Arc<Prices>,
     /// The clients built, by their choice's identity: agents of one role
     /// share a client (its tool lists' JSON, a parameter a server refused).
     built: std::sync::Mutex<BTreeMap<String, Arc<dyn ModelClient>>>,
@@ -737,6 +751,7 @@ impl ModelSource for RoleModels {
             return Ok(client.clone());
         }
         let client = server_client(&server, self.limits, self.retry, &self.endpoints)?;
+        let client = Priced::wrap(client, &self.prices);
         built.insert(server.identity(), client.clone());
         Ok(client)
     }

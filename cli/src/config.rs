@@ -69,6 +69,8 @@ pub struct RunConfig {
     /// The named model servers (`[providers.NAME]` and the built-in
     /// `openai`), each with the key its `env_key` variable holds.
     pub providers: Providers,
+    /// Prices per model (`[prices."MODEL"]`), for the cost beside usage.
+    pub prices: cadre_runtime::model::Prices,
     /// This run's own rules (`--allow`, `--ask`, `--deny`), recorded with
     /// the session so that a resume keeps them.
     pub session_rules: PermissionRules,
@@ -369,6 +371,7 @@ impl RunConfig {
             model_given,
             api_key,
             providers,
+            prices: settings.prices.clone(),
             session_rules: session,
             output: OutputFormat::Text,
             output_last_message: None,

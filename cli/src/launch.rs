@@ -385,6 +385,7 @@ async fn host_with(
         .file_limits(config.limits)
         .roles(config.roles.clone())
         .providers(config.providers.clone())
+        .prices(config.prices.clone())
         .max_subagents(config.max_subagents)
         .context(config.context)
         .sandbox(config.sandbox.clone())

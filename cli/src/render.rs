@@ -443,6 +443,9 @@ impl TextView {
                         usage.cached_tokens, usage.reasoning_tokens
                     ));
                 }
+                if !usage.cost.is_zero() {
+                    text.push_str(&format!(" · {}", usage.cost));
+                }
                 if let Some(c) = context {
                     text.push_str(&format!(" · context {}% of {}", c.percent(), c.window));
                 }

@@ -231,6 +231,20 @@ pub fn table(report: &Report) -> String {
         if report.all_checks_passed { "yes" } else { "no" },
         tokens(report.tokens),
     ));
+    let usage = &report.usage;
+    if usage.cached_tokens > 0 || usage.reasoning_tokens > 0 || !usage.cost.is_zero() {
+        // The details, on a line of their own so the one above stays as it was.
+        let mut details = format!(
+            "of which {} cached, {} reasoning",
+            tokens(usage.cached_tokens),
+            tokens(usage.reasoning_tokens)
+        );
+        if !usage.cost.is_zero() {
+            details.push_str(&format!(" · cost {}", usage.cost));
+        }
+        out.push_str(&details);
+        out.push('\n');
+    }
     if let Some(why) = &report.halted {
         out.push_str(&format!(
             "stopped early: {why}
@@ -309,6 +323,7 @@ mod tests {
             all_checks_passed: true,
             halted: Some("the model endpoint refused step:x[0]: HTTP 401".into()),
             tokens: 0,
+            usage: Default::default(),
             steps: Vec::new(),
         };
         assert_eq!(

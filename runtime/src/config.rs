@@ -69,6 +69,10 @@ pub struct ConfigFile {
     /// cannot choose where a key is sent.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// `[prices."MODEL"]`: dollars per million tokens, for the cost shown
+    /// beside usage. A higher layer's price of a model replaces a lower's.
+    #[serde(default)]
+    pub prices: BTreeMap<String, crate::model::Price>,
     /// Sub-agents running at once (clamped to 1..=128).
     pub max_subagents: Option<u32>,
     /// Allow / ask / deny rules.
@@ -493,10 +497,24 @@ impl ConfigFile {
 
     /// Parses a file's text; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError {
+        let file: Self = toml::from_str(text).map_err(|e| ConfigError {
             path: path.display().to_string(),
             message: e.to_string().trim_end().to_string(),
-        })
+        })?;
+        if let Some((model, key)) = file
+            .prices
+            .iter()
+            .find_map(|(model, price)| Some((model, price.invalid()?)))
+        {
+            return Err(ConfigError {
+                path: path.display().to_string(),
+                message: format!(
+                    "prices.\"{model}\".{key}: a price is a number of dollars per million \
+                     tokens, zero or more"
+                ),
+            });
+        }
+        Ok(file)
     }
 
     /// Reads a file; a missing file is an empty configuration.
@@ -760,6 +778,7 @@ impl Config {
             s.extra = file.extra.or(s.extra.take());
             // Only from the user's own files (a project's are refused).
             s.providers.extend(file.providers);
+            s.prices.extend(file.prices);
             s.max_subagents = file.max_subagents.or(s.max_subagents);
             s.context.window = file.context.window.or(s.context.window);
             s.context.compact_percent = file.context.compact_percent.or(s.context.compact_percent);

@@ -213,6 +213,10 @@ pub struct Usage {
     /// Of `completion_tokens`, those spent reasoning before the answer.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reasoning_tokens: u64,
+    /// What these tokens cost at the configured prices (`[prices."MODEL"]`),
+    /// in dollars on the wire; sent only when some were priced.
+    #[serde(default, skip_serializing_if = "crate::model::Cost::is_zero")]
+    pub cost: crate::model::Cost,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -226,6 +230,7 @@ impl Usage {
         self.completion_tokens += other.completion_tokens;
         self.cached_tokens += other.cached_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
+        self.cost = self.cost + other.cost;
     }
 
     /// Every token, cached and reasoning ones included: what budgets count.

@@ -216,6 +216,7 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         top_p,
         extra,
         providers,
+        prices,
         max_subagents,
         permissions,
         guardian,
@@ -248,6 +249,8 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
     lose("temperature".into(), temperature.is_some());
     lose("top_p".into(), top_p.is_some());
     lose("extra".into(), extra.is_some());
+    // What the cost figures say the project's work cost.
+    lose("prices".into(), !prices.is_empty());
     lose("max_subagents".into(), max_subagents.is_some());
     lose("permissions.allow".into(), !allow.is_empty());
     for name in roles.keys() {
@@ -295,6 +298,7 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         temperature: None,
         top_p: None,
         extra: None,
+        prices: BTreeMap::new(),
         max_subagents: None,
         roles: BTreeMap::new(),
         hooks: crate::hooks::HookSet::default(),

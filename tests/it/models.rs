@@ -391,3 +391,210 @@ async fn the_roster_and_a_dry_run_show_each_choices_provider_model_and_effort() 
         out.stdout
     );
 }
+
+/// `chunks` with their usage replaced: `prompt` tokens (`cached` of them
+/// from the server's cache, as OpenAI reports it) and `completion`.
+fn with_usage(mut chunks: Vec<Value>, prompt: u64, cached: u64, completion: u64) -> Vec<Value> {
+    let last = chunks.last_mut().expect("a usage chunk");
+    last["usage"] = json!({
+        "prompt_tokens": prompt, "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    });
+    chunks
+}
+
+/// Answers every turn with a `list_dir` call (1000 prompt tokens, 400
+/// cached, 500 completion) and then a text (2000 prompt, 100 completion).
+fn priced_turns(mock: &MockServer) {
+    mock.respond_with(|body| {
+        let answered = body["messages"].to_string().contains("\"role\":\"tool\"");
+        Some(match answered {
+            false => Reply::sse(&with_usage(
+                tool_call_chunks("c1", "list_dir", &json!({})),
+                1000,
+                400,
+                500,
+            )),
+            true => Reply::sse(&with_usage(text_chunks("listed"), 2000, 0, 100)),
+        })
+    });
+}
+
+#[tokio::test]
+async fn configured_prices_give_each_summary_a_cost() {
+    let mock = MockServer::start().await;
+    priced_turns(&mock);
+    let dirs = Dirs::new();
+    configure(
+        &dirs,
+        "model = \"gpt-test\"\nbase_url = \"{url}\"\n\n[prices.\"gpt-test\"]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n",
+        &mock.url,
+    );
+    // 600 × 2 + 400 × 0.5 + 500 × 8 = 5400, then 2000 × 2 + 100 × 8 = 4800
+    // dollars per million tokens: $0.0102.
+    let out = exec(&dirs, "list", &[]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let completed = of_type(&events(&out), "turn.completed")[0].clone();
+    assert_eq!(
+        completed["usage"],
+        json!({"prompt_tokens": 3000, "completion_tokens": 600, "cached_tokens": 400, "cost": 0.0102}),
+        "{completed}"
+    );
+    // The text summary line, and the JSON summary.
+    let mut text: Vec<String> = vec!["exec".into()];
+    text.extend(dirs.flags());
+    text.push("list".into());
+    let out = run(&strs(&text), &[], None).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("3000 prompt / 600 completion tokens (400 cached, 0 reasoning) · $0.0102"),
+        "{}",
+        out.stderr
+    );
+    text.splice(1..1, ["--output-format".to_string(), "json".to_string()]);
+    let out = run(&strs(&text), &[], None).await;
+    let summary: Value = serde_json::from_str(out.stdout.trim()).expect("one JSON summary");
+    assert_eq!(summary["usage"]["cost"], json!(0.0102), "{summary}");
+}
+
+#[tokio::test]
+async fn a_model_without_a_price_shows_no_cost() {
+    let mock = MockServer::start().await;
+    priced_turns(&mock);
+    let dirs = Dirs::new();
+    configure(
+        &dirs,
+        "model = \"unpriced\"\nbase_url = \"{url}\"\n\n[prices.\"gpt-test\"]\ninput = 2.0\noutput = 8.0\n",
+        &mock.url,
+    );
+    let out = exec(&dirs, "list", &[]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let completed = of_type(&events(&out), "turn.completed")[0].clone();
+    assert_eq!(completed["usage"].get("cost"), None, "{completed}");
+}
+
+#[tokio::test]
+async fn a_negative_price_is_refused_naming_the_key() {
+    let dirs = Dirs::new();
+    configure(
+        &dirs,
+        "[prices.\"gpt-test\"]\ninput = -2.0\noutput = 8.0\n",
+        "",
+    );
+    let out = exec(&dirs, "hello", &[]).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("prices.\"gpt-test\".input: a price is a number of dollars"),
+        "{}",
+        out.stderr
+    );
+}
+
+const PRICED: &str = "model = \"gpt-test\"\nbase_url = \"{url}\"\n\n[prices.\"gpt-test\"]\ninput = 2.0\ncached_input = 0.5\noutput = 8.0\n";
+
+#[tokio::test]
+async fn a_goal_budget_counts_cached_tokens_and_its_usage_shows_them_apart_with_the_cost() {
+    let mock = MockServer::start().await;
+    priced_turns(&mock);
+    let dirs = Dirs::new();
+    configure(&dirs, PRICED, &mock.url);
+    // The first turn spends 3600 tokens, 400 of them cached: over a
+    // 3500-token budget only if cached tokens count (the default).
+    let goal = |format: &str| {
+        let mut args: Vec<String> = vec!["exec".into(), "--output-format".into(), format.into()];
+        args.extend(dirs.flags());
+        args.extend(["--goal", "list the files", "--goal-tokens", "3500"].map(String::from));
+        args
+    };
+    let out = run(&strs(&goal("stream-json")), &[], None).await;
+    let events = events(&out);
+    let limited = of_type(&events, "goal.updated")
+        .into_iter()
+        .find(|e| e["status"] == "budget_limited")
+        .cloned()
+        .unwrap_or_else(|| panic!("no budget stop: {events:#?}"));
+    let usage = &limited["usage"];
+    assert_eq!(
+        (
+            &usage["tokens"],
+            &usage["cached_tokens"],
+            &usage["cost"],
+            &limited["reason"]
+        ),
+        (&json!(3600), &json!(400), &json!(0.0102), &json!("tokens")),
+        "{limited}"
+    );
+    let out = run(&strs(&goal("text")), &[], None).await;
+    assert!(
+        out.stderr.contains(
+            "goal budget_limited(tokens): tokens 3600/3500 (400 cached, 0 reasoning), turns 1,"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains(", cost $0.0102\n"), "{}", out.stderr);
+}
+
+#[tokio::test]
+async fn a_workflow_runs_summary_shows_cached_tokens_and_the_cost() {
+    let mock = MockServer::start().await;
+    priced_turns(&mock);
+    let dirs = Dirs::new();
+    configure(&dirs, PRICED, &mock.url);
+    let file = dirs.ws.path().join("wf.toml");
+    std::fs::write(
+        &file,
+        "[workflow]\nname = \"w\"\n[[steps]]\nname = \"a\"\nprompt = \"list the files\"\n",
+    )
+    .unwrap();
+    let mut args: Vec<String> = vec!["workflow".into(), "run".into()];
+    args.push(file.to_str().unwrap().into());
+    args.extend(dirs.flags());
+    let out = run(&strs(&args), &[], None).await;
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("· 3.6k tokens\nof which 400 cached, 0 reasoning · cost $0.0102\n"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[tokio::test]
+async fn a_workflow_step_with_a_role_runs_on_the_roles_provider_key_and_effort() {
+    let mock = MockServer::start().await;
+    mock.respond_with(|_| Some(Reply::sse(&text_chunks("done"))));
+    let dirs = Dirs::new();
+    configure(&dirs, PROVIDERS, &mock.url);
+    let env = [
+        ("LOCAL_LLM_KEY", "local-secret"),
+        ("OTHER_LLM_KEY", "other-secret"),
+    ];
+    let file = dirs.ws.path().join("wf.toml");
+    std::fs::write(
+        &file,
+        "[workflow]\nname = \"w\"\n[[steps]]\nname = \"b\"\nrole = \"cheap\"\nprompt = \"y\"\n",
+    )
+    .unwrap();
+    let mut args: Vec<String> = vec!["workflow".into(), "run".into()];
+    args.push(file.to_str().unwrap().into());
+    args.extend(dirs.flags());
+    let out = run(&strs(&args), &env, None).await;
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let requests = mock.requests();
+    let seen = mock.seen();
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    assert_eq!(
+        (params(&requests[0]), seen[0].header("authorization")),
+        (
+            json!({
+                "model": "cheap-model", "reasoning_effort": "low", "max_tokens": 2048,
+                "max_completion_tokens": null, "temperature": 0.25, "seed": 7,
+            }),
+            Some("Bearer other-secret")
+        )
+    );
+}

@@ -255,6 +255,20 @@ pub struct GoalUsage {
     pub seconds: u64,
     /// Of `tokens`, the verifier's.
     pub verifier_tokens: u64,
+    /// Of `tokens`, prompt tokens the server read from its cache (the
+    /// goal's own turns; shown apart, counted in full by the budget).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+    /// Of `tokens`, reasoning tokens (the goal's own turns).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+    /// What the goal's own turns cost at the configured prices.
+    #[serde(default, skip_serializing_if = "crate::model::Cost::is_zero")]
+    pub cost: crate::model::Cost,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The tunables (config `[goal]`), fixed when the goal is set.
@@ -551,13 +565,26 @@ pub fn progress_line(
         Some(limit) => format!("{used}/{limit}"),
         None => used.to_string(),
     };
-    format!(
-        "goal {status}({}): tokens {}, turns {}, time {}s",
+    let mut line = format!(
+        "goal {status}({}): tokens {}",
         reason.as_str(),
-        of(usage.tokens, budgets.tokens),
+        of(usage.tokens, budgets.tokens)
+    );
+    if usage.cached_tokens > 0 || usage.reasoning_tokens > 0 {
+        line.push_str(&format!(
+            " ({} cached, {} reasoning)",
+            usage.cached_tokens, usage.reasoning_tokens
+        ));
+    }
+    line.push_str(&format!(
+        ", turns {}, time {}s",
         of(usage.turns, budgets.turns),
         of(usage.seconds, budgets.seconds),
-    )
+    ));
+    if !usage.cost.is_zero() {
+        line.push_str(&format!(", cost {}", usage.cost));
+    }
+    line
 }
 
 /// Reads a token count as people write it: `50000`, `50K`, `1.5M`.

@@ -22,7 +22,7 @@ use super::{
 };
 use crate::lifecycle::Queued;
 use crate::message::Message;
-use crate::protocol::{Event, FailureCategory};
+use crate::protocol::{Event, FailureCategory, Usage};
 use crate::tool::{ErrorCode, GoalToolRequest, ToolError, ToolOutcome};
 
 /// The goal of one agent, and what its turns are doing with it.
@@ -418,12 +418,12 @@ impl GoalSession {
                 holds_queue: false,
             };
         };
-        let (end, tokens) = turn_end(ending);
+        let (end, usage) = turn_end(ending);
         let facts = TurnFacts {
             kind: turn.kind,
             revision,
             end,
-            tokens,
+            usage,
             seconds: now.saturating_duration_since(turn.started).as_secs(),
             trace: TurnTrace::of(conversation.get(turn.seq..).unwrap_or_default()),
             proposal: turn.proposal,
@@ -620,12 +620,9 @@ impl GoalSession {
 
 /// How a turn ended, for the exception classification, from its closing
 /// event; and the tokens it spent.
-fn turn_end(ending: Option<&Event>) -> (TurnEnd, u64) {
+fn turn_end(ending: Option<&Event>) -> (TurnEnd, Usage) {
     match ending {
-        Some(Event::TurnCompleted { usage, .. }) => (
-            TurnEnd::Completed,
-            usage.prompt_tokens + usage.completion_tokens,
-        ),
+        Some(Event::TurnCompleted { usage, .. }) => (TurnEnd::Completed, *usage),
         Some(Event::TurnFailed {
             category, usage, ..
         }) => (
@@ -635,10 +632,10 @@ fn turn_end(ending: Option<&Event>) -> (TurnEnd, u64) {
                 FailureCategory::PausedByDenials => TurnEnd::Withdrawn,
                 FailureCategory::Infrastructure => TurnEnd::Provider,
             },
-            usage.prompt_tokens + usage.completion_tokens,
+            *usage,
         ),
         // No closing event (a crash reported without one), or another.
-        _ => (TurnEnd::Failed, 0),
+        _ => (TurnEnd::Failed, Usage::default()),
     }
 }
 

@@ -12,6 +12,7 @@
 use super::breaker::{BreakerVerdict, TurnTrace};
 use super::verdict::Verdict;
 use super::{BudgetKind, Goal, GoalStatus, StatusReason, VerifyMode};
+use crate::protocol::Usage;
 
 /// Who asked for the turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,8 +93,9 @@ pub struct TurnFacts {
     pub revision: u64,
     /// How it ended.
     pub end: TurnEnd,
-    /// Tokens it spent.
-    pub tokens: u64,
+    /// What it spent: every token counts toward the budget; the cached,
+    /// reasoning and cost figures are shown apart.
+    pub usage: Usage,
     /// Seconds it ran.
     pub seconds: u64,
     /// What the breaker reads.
@@ -132,7 +134,10 @@ pub enum Settlement {
 
 /// Stage 1: usage accounting. The summary turn counts no main turn.
 pub(super) fn account(goal: &mut Goal, facts: &TurnFacts) {
-    goal.usage.tokens += facts.tokens;
+    goal.usage.tokens += facts.usage.total();
+    goal.usage.cached_tokens += facts.usage.cached_tokens;
+    goal.usage.reasoning_tokens += facts.usage.reasoning_tokens;
+    goal.usage.cost = goal.usage.cost + facts.usage.cost;
     goal.usage.seconds += facts.seconds;
     if facts.kind != TurnKind::Summary {
         goal.usage.turns += 1;

@@ -24,12 +24,20 @@ fn trace(reply: &str, calls: usize, digest: &str) -> TurnTrace {
     }
 }
 
+/// A turn's usage of `tokens` prompt tokens.
+fn spent(tokens: u64) -> crate::protocol::Usage {
+    crate::protocol::Usage {
+        prompt_tokens: tokens,
+        ..Default::default()
+    }
+}
+
 fn facts(proposal: Option<Proposal>) -> TurnFacts {
     TurnFacts {
         kind: TurnKind::Continuation,
         revision: 1,
         end: TurnEnd::Completed,
-        tokens: 100,
+        usage: spent(100),
         seconds: 2,
         trace: trace("worked", 1, "a"),
         proposal,
@@ -749,7 +757,7 @@ proptest! {
                     let end = [TurnEnd::Completed, TurnEnd::Completed, TurnEnd::Failed,
                         TurnEnd::Cancelled, TurnEnd::Withdrawn, TurnEnd::Provider][usize::from(end)];
                     let f = TurnFacts {
-                        tokens,
+                        usage: spent(tokens),
                         end,
                         proposal,
                         trace: trace(&i.to_string(), calls, &i.to_string()),

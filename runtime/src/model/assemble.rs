@@ -260,6 +260,7 @@ fn usage(chunk: &Value) -> Option<ProviderUsage> {
         // is the sum of all three), which `Usage` accounts for.
         cached_tokens: cached.min(prompt),
         reasoning_tokens: reasoning,
+        cost: super::Cost::default(),
     })
 }
 

@@ -8,6 +8,7 @@
 //! - `openai`: [`OpenAiClient`], async-openai over any base URL.
 //! - `overflow`: recognising a context-window error from any known server.
 //! - `params`: [`ModelParams`], what a model choice sends besides its name.
+//! - `price`: [`Price`] per model and [`Priced`], what a response cost.
 //! - `providers`: named model servers and their keys ([`providers::Providers`]).
 //! - `retry`: [`RetryPolicy`] and [`Retrying`], the only place retries happen.
 //! - `script`: [`Script`] and [`ScriptedModel`], scripted responses with no network.
@@ -19,6 +20,7 @@ mod limits;
 mod openai;
 mod overflow;
 pub mod params;
+mod price;
 pub mod providers;
 mod retry;
 mod script;
@@ -37,6 +39,7 @@ pub use assemble::{Assembler, parse_completion};
 pub use limits::ResponseLimits;
 pub use openai::{OpenAiClient, OpenAiConfig};
 pub use params::{Effort, MaxTokensField, ModelParams};
+pub use price::{Cost, Price, Priced, Prices};
 pub use retry::{RetryPolicy, Retrying};
 pub use script::{DEMO_SCRIPT, Script, ScriptError, ScriptedModel};
 
@@ -122,6 +125,10 @@ pub struct ProviderUsage {
     /// (`completion_tokens_details.reasoning_tokens`).
     #[serde(default)]
     pub reasoning_tokens: u64,
+    /// What the response cost at the configured price of the model that
+    /// answered ([`Priced`]); zero without one. Not from the provider.
+    #[serde(default, skip_serializing_if = "Cost::is_zero")]
+    pub cost: Cost,
 }
 
 impl From<ProviderUsage> for Usage {
@@ -141,6 +148,7 @@ impl From<ProviderUsage> for Usage {
             },
             cached_tokens: u.cached_tokens,
             reasoning_tokens: u.reasoning_tokens,
+            cost: u.cost,
         }
     }
 }

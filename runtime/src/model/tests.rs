@@ -104,7 +104,7 @@ async fn endless_server(piece: fn(u64) -> String, gap: Duration) -> String {
     url
 }
 
-fn request() -> ModelRequest {
+pub(super) fn request() -> ModelRequest {
     ModelRequest {
         system: "s".into(),
         history: Arc::from(Vec::new()),

@@ -27,6 +27,11 @@ const KEYS: &[(&str, &str, Option<&str>)] = &[
     ),
     ("model", "model = \"theirs\"\n", Some("model")),
     (
+        "prices",
+        "[prices.\"m\"]\ninput = 0.0\noutput = 0.0\n",
+        Some("prices"),
+    ),
+    (
         "max_subagents",
         "max_subagents = 100\n",
         Some("max_subagents"),
@@ -121,6 +126,7 @@ proptest! {
         prop_assert_eq!(named, expected);
         // Gone: whatever widens or steers.
         prop_assert!(kept.model.is_none() && kept.max_subagents.is_none());
+        prop_assert!(kept.prices.is_empty());
         prop_assert!(kept.roles.is_empty() && kept.permissions.allow.is_empty());
         prop_assert!(kept.plan.agent_entry != Some(true));
         for entry in kept.mcp_servers.values() {

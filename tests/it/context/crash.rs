@@ -44,7 +44,17 @@ async fn a_kill_during_a_compaction_loses_nothing_and_the_resume_finishes() {
                 return Some(Reply::sse(&text_chunks("Reading big.txt, many times.")));
             }
             let n = reads.fetch_add(1, Ordering::SeqCst);
-            Some(if n < 14 {
+            // Two writes first: a side-effecting call waits for the commit
+            // of everything before it (write-ahead), so what precedes the
+            // second one is on disk whenever the kill comes; read-only
+            // calls' rows may still be buffered then, and are redone.
+            Some(if n < 2 {
+                Reply::sse(&tool_call_chunks(
+                    &format!("w{n}"),
+                    "write_file",
+                    &json!({"path": format!("note{n}.txt"), "content": "x"}),
+                ))
+            } else if n < 14 {
                 Reply::sse(&tool_call_chunks(
                     &format!("r{n}"),
                     "read_file",
@@ -94,7 +104,7 @@ async fn a_kill_during_a_compaction_loses_nothing_and_the_resume_finishes() {
     child.start_kill().expect("SIGKILL");
     let _ = child.wait().await;
 
-    // Everything up to the kill is stored, and no half compaction.
+    // Everything up to the second write is stored, and no half compaction.
     let before = stored(data.path(), &id);
     assert!(before.len() >= 3, "{} messages", before.len());
     assert!(

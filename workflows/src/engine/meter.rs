@@ -13,6 +13,7 @@ use cadre_actors::session::Subagents;
 use cadre_runtime::agent::{ModelSource, ModelSourceError};
 use cadre_runtime::config::RoleConfig;
 use cadre_runtime::model::{ModelClient, ModelEvent, ModelRequest, ModelStream};
+use cadre_runtime::protocol::Usage;
 use futures::StreamExt;
 use ractor::ActorRef;
 
@@ -27,11 +28,15 @@ struct Meter {
 }
 
 impl Meter {
-    fn spent(&self, tokens: u64) {
+    fn spent(&self, usage: Usage) {
+        let tokens = usage.total();
         if tokens > 0 {
             let _ = self
                 .supervisor
                 .cast(SupervisorMsg::Step(self.id, StepReport::Tokens(tokens)));
+            let _ = self
+                .supervisor
+                .cast(SupervisorMsg::Step(self.id, StepReport::Spent(usage)));
         }
     }
 }
@@ -79,7 +84,7 @@ impl ModelClient for Metered {
             if let Ok(ModelEvent::Completed(response)) = event
                 && let Some(usage) = response.usage
             {
-                meter.spent(usage.prompt_tokens + usage.completion_tokens);
+                meter.spent(Usage::from(usage));
             }
         }))
     }

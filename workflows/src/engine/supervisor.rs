@@ -16,7 +16,7 @@ use cadre_actors::delegation::Caller;
 use cadre_actors::store::StoreRequest;
 use cadre_runtime::agent::AgentPath;
 use cadre_runtime::config::RoleConfig;
-use cadre_runtime::protocol::{ApprovalDecision, Event, Op};
+use cadre_runtime::protocol::{ApprovalDecision, Event, Op, Usage};
 use cadre_runtime::store::InstanceRecord;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
@@ -74,6 +74,10 @@ pub enum StepReport {
     },
     /// Tokens spent by a turn.
     Tokens(u64),
+    /// What a turn or a sub-agent's response spent, in detail (cached and
+    /// reasoning tokens, cost) for the run's summary; its tokens come as
+    /// `Tokens` too, which the budget counts.
+    Spent(Usage),
     /// The model endpoint refused in a way no retry fixes: stop dispatching.
     Halt(String),
     /// An event the caller must see (ids already the step's).
@@ -171,6 +175,8 @@ pub struct SupervisorState {
     /// Every agent an instance's attempts ran on, last last.
     agents: HashMap<InstanceId, String>,
     tokens: HashMap<InstanceId, u64>,
+    /// The run's usage in detail, since this process took it up.
+    spent: Usage,
     /// Instances whose state is not yet stored, and the events waiting
     /// for it.
     dirty: BTreeSet<InstanceId>,
@@ -206,6 +212,7 @@ impl Actor for SupervisorActor {
             nodes: HashMap::new(),
             agents: HashMap::new(),
             tokens: HashMap::new(),
+            spent: Usage::default(),
             dirty: BTreeSet::new(),
             held: Vec::new(),
             flushing: false,
@@ -354,7 +361,10 @@ impl SupervisorState {
     ) {
         // It reports, so it started. (Tokens may come late from an
         // earlier attempt's sub-agents, so they prove nothing.)
-        if !matches!(report, StepReport::Unstarted { .. } | StepReport::Tokens(_)) {
+        if !matches!(
+            report,
+            StepReport::Unstarted { .. } | StepReport::Tokens(_) | StepReport::Spent(_)
+        ) {
             self.unstarted.remove(&id);
         }
         let input = match report {
@@ -387,6 +397,10 @@ impl SupervisorState {
                 *spent = spent.saturating_add(n);
                 self.dirty.insert(id);
                 Input::Tokens(n)
+            }
+            StepReport::Spent(usage) => {
+                self.spent.add(usage);
+                return;
             }
             StepReport::Halt(why) => Input::Halt(why),
             StepReport::Event(event) => {
@@ -514,7 +528,10 @@ impl SupervisorState {
                     for id in left {
                         self.retire(id);
                     }
-                    self.report = Some(report);
+                    self.report = Some(Report {
+                        usage: self.spent,
+                        ..report
+                    });
                 }
             }
         }

@@ -59,8 +59,17 @@ pub struct Report {
     pub halted: Option<String>,
     /// Tokens spent.
     pub tokens: u64,
+    /// Of `tokens`, the cached and reasoning ones, and the cost, of the
+    /// steps' turns and their sub-agents since the run was last taken up
+    /// (filled in by the engine; its verifiers' details are not included).
+    #[serde(skip_serializing_if = "is_unpriced")]
+    pub usage: cadre_runtime::protocol::Usage,
     /// Each step.
     pub steps: Vec<StepReport>,
+}
+
+fn is_unpriced(usage: &cadre_runtime::protocol::Usage) -> bool {
+    *usage == cadre_runtime::protocol::Usage::default()
 }
 
 impl Ord for State {
@@ -131,6 +140,7 @@ impl Scheduler {
             all_checks_passed,
             halted: self.halted.clone(),
             tokens: self.tokens,
+            usage: cadre_runtime::protocol::Usage::default(),
             steps,
         }
     }

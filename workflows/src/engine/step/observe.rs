@@ -123,6 +123,7 @@ impl StepState {
                 let spent = spent(usage);
                 self.tokens = self.tokens.saturating_add(spent);
                 self.supervisor(StepReport::Tokens(spent));
+                self.supervisor(StepReport::Spent(*usage));
                 if !std::mem::replace(&mut self.reported, true) {
                     let output = std::mem::take(&mut self.answer);
                     self.claim.clone_from(&output);
@@ -139,6 +140,7 @@ impl StepState {
                 ..
             } => {
                 self.supervisor(StepReport::Tokens(spent(usage)));
+                self.supervisor(StepReport::Spent(*usage));
                 let infrastructure = *category == FailureCategory::Infrastructure;
                 let refused = infrastructure && !retryable && terminal(message);
                 match &self.agent {

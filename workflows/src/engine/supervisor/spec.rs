@@ -69,9 +69,10 @@ impl SupervisorState {
         if !scope.is_empty() {
             authority.file_scopes.push(scope);
         }
+        // A role with a client of its own (its server, provider or
+        // parameters) names its model there; `services_for` gives it.
         let model = step.model.clone().or_else(|| {
-            role.base_url
-                .is_none()
+            (!role.own_client())
                 .then(|| role.model.clone().or_else(|| caller.model.clone()))
                 .flatten()
         });
@@ -94,14 +95,15 @@ impl SupervisorState {
         Ok(spec)
     }
 
-    /// The caller's services, with a role's own model server when it names one.
+    /// The caller's services, with a role's own model client when it needs
+    /// one (another server or provider, or parameters of its own).
     pub(super) fn services_for(
         &self,
         role: Option<&str>,
     ) -> Result<AgentServices, ModelSourceError> {
         let mut services = self.caller.services.clone();
         if let Some(role) = role.and_then(|r| self.roles.get(r))
-            && role.base_url.is_some()
+            && role.own_client()
             && let Some(subagents) = &self.caller.spec.subagents
         {
             services.model = subagents.models.client(role)?;
