@@ -97,10 +97,16 @@ impl EventSink {
     }
 
     /// Sends an event to the host and the transcript; false when the host
-    /// has stopped listening.
+    /// has stopped listening. Another agent's forwarded calls are not
+    /// stored again: its own transcript holds them whole.
     pub fn send(&self, event: Event) -> bool {
         if let Some((store, session_id)) = &self.transcript
-            && !matches!(event, Event::AssistantDelta { .. })
+            && !matches!(
+                event,
+                Event::AssistantDelta { .. }
+                    | Event::AgentToolCall { .. }
+                    | Event::AgentToolResult { .. }
+            )
             && let Ok(json) = serde_json::to_string(&event)
         {
             store.append(session_id, Vec::new(), vec![json], Vec::new());

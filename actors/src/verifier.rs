@@ -161,10 +161,19 @@ fn with_run_check(tools: &ToolRunner) -> Result<ToolRunner, VerifierError> {
 }
 
 /// Reads a verifier's events until its turn ends: the verdict of its final
-/// answer, and the tokens it spent.
-pub async fn read_verdict(mut events: Events) -> (Verdict, u64) {
+/// answer, and the tokens it spent. Its tool calls go to `shown` as
+/// `agent.tool_call` / `agent.tool_result` under `agent`, so a person
+/// watching the judged agent sees what the verifier checks.
+pub async fn read_verdict(
+    mut events: Events,
+    agent: &str,
+    shown: impl Fn(Event),
+) -> (Verdict, u64) {
     let mut answer = String::new();
     while let Some(Envelope { event, .. }) = events.recv().await {
+        if let Some(call) = event.forwarded_call(agent) {
+            shown(call);
+        }
         match event {
             Event::AssistantMessage { text, .. } => answer = text,
             Event::TurnCompleted { usage, .. } => {

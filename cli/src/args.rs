@@ -346,10 +346,14 @@ pub enum SessionsAction {
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
-    /// One session: its state, admitted messages and waiting questionnaire.
+    /// One session: its state, admitted messages, waiting questionnaire,
+    /// and its conversation (what a compaction replaced is one line).
     Show {
         /// An id, a unique id prefix, or `latest`.
         session: String,
+        /// Also list the messages compactions replaced (they stay stored).
+        #[arg(long)]
+        full: bool,
     },
     /// Copy a session's conversation into a new session (its parent recorded).
     Fork {

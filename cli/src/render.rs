@@ -4,6 +4,11 @@
 //! so `cadre exec … > answer.txt` keeps only the answer. stream-json writes
 //! each event as one line on stdout; json writes one summary object at the end.
 
+mod text;
+
+pub(crate) use text::brief_arguments;
+use text::{category_name, first_line, some_lines};
+
 use cadre_runtime::Mode;
 use cadre_runtime::permission::{Layer, Verdict};
 use cadre_runtime::protocol::{
@@ -12,7 +17,7 @@ use cadre_runtime::protocol::{
 use cadre_runtime::sandbox::WallState;
 use cadre_runtime::store::QuestionnaireAnswer;
 use cadre_runtime::store::QuestionnaireKind;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::args::OutputFormat;
 use crate::followup::Followup;
@@ -379,6 +384,33 @@ impl TextView {
                     some_lines(output, self.tool_lines)
                 )),
             },
+            // Another agent's calls, indented under its name: one line
+            // each, the result's first line.
+            Event::AgentToolCall {
+                agent_id,
+                name,
+                arguments,
+                ..
+            } => err(format!(
+                "    [{agent_id}] → {name} {}",
+                brief_arguments(arguments)
+            )),
+            Event::AgentToolResult {
+                agent_id,
+                status,
+                error_code,
+                output,
+                ..
+            } => match (status, error_code) {
+                (ToolStatus::Ok, _) => {
+                    err(format!("      [{agent_id}] ✓ {}", some_lines(output, 1)))
+                }
+                (ToolStatus::Error, code) => err(format!(
+                    "      [{agent_id}] ✗ {}: {}",
+                    code.map_or("error", |c| c.as_str()),
+                    some_lines(output, 1)
+                )),
+            },
             Event::ModelRetry {
                 attempt,
                 delay_ms,
@@ -688,69 +720,6 @@ fn out(text: String) -> Option<Piece> {
         stream: Stream::Out,
         text: text + "\n",
     })
-}
-
-fn category_name(category: cadre_runtime::protocol::FailureCategory) -> &'static str {
-    use cadre_runtime::protocol::FailureCategory;
-    match category {
-        FailureCategory::Infrastructure => "infrastructure",
-        FailureCategory::Agent => "agent",
-        FailureCategory::Cancelled => "cancelled",
-        FailureCategory::PausedByDenials => "paused_by_denials",
-    }
-}
-
-/// The first non-blank line, cut at 160 characters, with `…` when there is
-/// more.
-fn first_line(text: &str) -> String {
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let more = text.lines().filter(|l| !l.trim().is_empty()).count() > 1;
-    let mut shown: String = line.chars().take(160).collect();
-    if more || line.chars().count() > 160 {
-        shown.push_str(" …");
-    }
-    shown
-}
-
-/// The first `max` non-blank lines of a tool's output, each cut at 160
-/// characters, the later ones indented under the first, and how many more
-/// there are.
-fn some_lines(text: &str, max: usize) -> String {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    let mut shown = String::new();
-    for (n, line) in lines.iter().take(max).enumerate() {
-        if n > 0 {
-            shown.push_str("\n      ");
-        }
-        shown.extend(line.chars().take(160));
-        if line.chars().count() > 160 {
-            shown.push_str(" …");
-        }
-    }
-    if lines.len() > max {
-        let more = count((lines.len() - max) as u64, "more line");
-        shown.push_str(&format!("\n      … {more}"));
-        if max < VERBOSE_TOOL_OUTPUT_LINES {
-            shown.push_str(" (-v shows more)");
-        }
-    }
-    shown
-}
-
-/// Arguments on one line, long strings shortened.
-pub(crate) fn brief_arguments(arguments: &Value) -> String {
-    fn shorten(value: &Value) -> Value {
-        match value {
-            Value::String(s) if s.chars().count() > 60 => {
-                Value::String(format!("{}…", s.chars().take(60).collect::<String>()))
-            }
-            Value::Object(map) => {
-                Value::Object(map.iter().map(|(k, v)| (k.clone(), shorten(v))).collect())
-            }
-            other => other.clone(),
-        }
-    }
-    shorten(arguments).to_string()
 }
 
 /// A `workspace.restored` event as text: what changed, path by path, and

@@ -2,6 +2,8 @@
 //! the store, offline. `plan …` writes under the session's lease, so it is
 //! refused while another process runs the session.
 
+mod conversation;
+
 use std::path::PathBuf;
 
 use cadre_runtime::store::{QuestionnaireAnswer, QuestionnaireKind, Store, store_path};
@@ -56,10 +58,16 @@ pub fn sessions(
             if sessions.is_empty() {
                 crate::errln!("no sessions in {}", data_dir.display());
             }
-            for s in sessions {
+            // Each id as the shortest prefix that names it alone: the ids
+            // are time-ordered, so their first characters are shared.
+            let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
+            let short = store
+                .short_ids(&ids)
+                .map_err(|e| CliError::internal(e.to_string()))?;
+            let width = short.iter().map(String::len).max().unwrap_or(0);
+            for (s, short) in sessions.iter().zip(&short) {
                 crate::outln!(
-                    "{}  {}  {:<7}  {}  {}",
-                    s.id,
+                    "{short:<width$}  {}  {:<7}  {}  {}",
                     when(s.updated_at),
                     s.mode.as_str(),
                     printable(&s.workspace),
@@ -67,7 +75,7 @@ pub fn sessions(
                 );
             }
         }
-        SessionsAction::Show { session } => {
+        SessionsAction::Show { session, full } => {
             let s = store.resolve(&session, None).map_err(not_found)?;
             crate::outln!("session    {}", s.id);
             if let Some(parent) = &s.parent_id {
@@ -97,6 +105,11 @@ pub fn sessions(
                 .conversation(&s.id)
                 .map_err(|e| CliError::internal(e.to_string()))?;
             crate::outln!("messages   {} in the conversation", conversation.len());
+            crate::outln!("\nconversation:");
+            let conversation: Vec<_> = conversation.into_iter().map(std::sync::Arc::new).collect();
+            for line in conversation::lines(&conversation, full) {
+                crate::outln!("{line}");
+            }
             crate::outln!("\nadmitted:");
             for (source, state, content) in store
                 .admitted(&s.id)

@@ -361,8 +361,11 @@ impl ReportBuilder {
                 };
                 return Some(self.finish(&status, Some(message.clone())));
             }
-            // Nothing else is evidence, a change or the run's end.
-            Event::SessionStarted { .. }
+            // Nothing else is evidence, a change or the run's end; another
+            // agent's calls are its own report's.
+            Event::AgentToolCall { .. }
+            | Event::AgentToolResult { .. }
+            | Event::SessionStarted { .. }
             | Event::InputAdmitted { .. }
             | Event::TurnStarted { .. }
             | Event::AssistantDelta { .. }

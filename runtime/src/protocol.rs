@@ -13,9 +13,11 @@ use crate::permission::{Decision, Posture};
 use crate::plan::lifecycle::{ModeIntent, QuestionnaireAnswer, QuestionnaireKind};
 use crate::tool::ErrorCode;
 
+mod forward;
 mod sources;
 
 pub use crate::context::{CompactionKind, ContextUsage};
+pub use forward::FORWARDED_OUTPUT_BYTES;
 pub use sources::{ModeSource, ModelSource};
 
 /// The stream-json version carried by `session.started`.
@@ -369,6 +371,38 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error_code: Option<ErrorCode>,
         /// The output or error message, truncated for display.
+        output: String,
+    },
+    /// A tool call of another agent of the tree (a sub-agent, a goal's
+    /// verifier), forwarded to the host so a person sees what it does; its
+    /// own `tool.call` stays in its own stream, which builds its report.
+    #[serde(rename = "agent.tool_call")]
+    AgentToolCall {
+        /// The agent that made the call (`1`, `1.2`).
+        agent_id: String,
+        /// The call id; `agent.tool_result` carries the same.
+        call_id: String,
+        /// The tool name as the model sent it.
+        name: String,
+        /// The arguments, as in `tool.call`.
+        arguments: Value,
+    },
+    /// The result of an `agent.tool_call`, its output cut to
+    /// [`FORWARDED_OUTPUT_BYTES`].
+    #[serde(rename = "agent.tool_result")]
+    AgentToolResult {
+        /// The agent that made the call.
+        agent_id: String,
+        /// The call this answers.
+        call_id: String,
+        /// The tool name.
+        name: String,
+        /// `ok` or `error`.
+        status: ToolStatus,
+        /// Set exactly when `status` is `error`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error_code: Option<ErrorCode>,
+        /// The start of the output or error message.
         output: String,
     },
     /// A model request failed in a way worth retrying; it is retried after `delay_ms`.

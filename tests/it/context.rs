@@ -15,6 +15,9 @@ use crate::support::cli::{cadre, dirs, events, exec_json, of_type, s};
 use crate::support::mock::{MockServer, Overflow, Reply, text_chunks, tool_call_chunks};
 use crate::support::{SessionBuilder, TestSession, turn_end};
 
+mod agents;
+mod goal;
+
 /// The size of the file the agent keeps reading.
 const FILE_BYTES: usize = 5_000;
 
@@ -252,6 +255,42 @@ async fn exec_compacts_under_the_configured_window_and_a_resume_sends_the_compac
     let completed = of_type(&events, "turn.completed");
     assert_eq!(completed[0]["context"]["window"], 8000);
     assert_eq!(mock.overflows(), 0);
+
+    // `sessions show` lists the conversation with the compaction's marker
+    // and one line for what it replaced; `--full` lists that too.
+    let show = |full: bool| {
+        let mut args = vec!["sessions", "show", "latest", "--data-dir", s(data.path())];
+        if full {
+            args.push("--full");
+        }
+        let args: Vec<String> = args.into_iter().map(str::to_string).collect();
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            cadre(&args).await
+        }
+    };
+    let shown = show(false).await;
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(
+        shown.stdout.contains("── compaction (model, about "),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown
+            .stdout
+            .contains("replaced by a compaction, still stored (--full lists them)"),
+        "{}",
+        shown.stdout
+    );
+    assert!(!shown.stdout.contains("(replaced)"), "{}", shown.stdout);
+    let full = show(true).await;
+    assert!(full.stdout.contains("(replaced)"), "{}", full.stdout);
+    assert!(
+        full.stdout.lines().count() > shown.stdout.lines().count(),
+        "{}",
+        full.stdout
+    );
 
     let before = mock.requests().len();
     let resumed = cadre(&[

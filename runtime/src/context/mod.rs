@@ -17,6 +17,7 @@
 //!   gaps, todo list, recent commands, role and mode).
 
 mod compact;
+mod history;
 mod pinned;
 
 #[cfg(test)]
@@ -28,6 +29,7 @@ pub use compact::{
     SUMMARY_SYSTEM, SUMMARY_TAG, fit_by_stubs, keep_from, summary_instruction, transcript,
     valid_cuts, view,
 };
+pub use history::{Fate, fates};
 pub use pinned::{Pinned, goal_state, recent_commands, todo_list};
 
 use crate::message::Message;

@@ -342,5 +342,76 @@ proptest! {
         let sent = view(&raw);
         prop_assert!(pairs_intact(&sent));
         prop_assert_eq!(sent.len(), conv.len() - from + 1);
+        // A second record over the first: `fates` names exactly what
+        // `view` sends, stubs included, and what each record replaced.
+        raw.extend(conversation(vec![vec![(1, 10, false)]]));
+        raw.push(record(2, &[]));
+        // (The same messages; `view` puts the last record first.)
+        let mut by_fates = sent_by_fates(&raw);
+        let mut viewed = texts(&view(&raw));
+        by_fates.sort();
+        viewed.sort();
+        prop_assert_eq!(by_fates, viewed);
     }
+}
+
+/// What `fates` says is sent, as text (a stub's line for a stubbed result).
+fn sent_by_fates(raw: &[Arc<Message>]) -> Vec<String> {
+    let fates = fates(raw);
+    let mut stubs: std::collections::HashMap<String, String> = Default::default();
+    for message in raw {
+        if let Message::Compaction(record) = message.as_ref() {
+            for stub in &record.stubs {
+                stubs.insert(stub.call_id.clone(), stub.line.clone());
+            }
+        }
+    }
+    raw.iter()
+        .zip(&fates)
+        .filter_map(|(message, fate)| match (fate, message.as_ref()) {
+            (Fate::Replaced(_), _) => None,
+            (Fate::Stubbed, Message::Tool { call_id, .. }) => stubs.get(call_id).cloned(),
+            (_, other) => Some(text_of(other)),
+        })
+        .collect()
+}
+
+fn texts(messages: &[Arc<Message>]) -> Vec<String> {
+    messages.iter().map(|m| text_of(m)).collect()
+}
+
+fn text_of(message: &Message) -> String {
+    match message {
+        Message::Tool { content, .. } => content.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+#[test]
+fn fates_name_the_replaced_the_stubbed_and_the_sent() {
+    let raw = vec![
+        user("one"),
+        calls(&[("c1", "bash", "{}")]),
+        result("c1", "long output"),
+        said("done"),
+        record(3, &[("c1", "[stub]")]),
+        user("two"),
+        record(3, &[]),
+    ];
+    // The second record keeps the stubbed result, the text after it and
+    // the new message; it replaces the first record and the call (which
+    // leaves a result without its call: `view` does the same, and the
+    // turn machine only cuts where `valid_cuts` allows).
+    assert_eq!(
+        fates(&raw),
+        [
+            Fate::Replaced(4),
+            Fate::Replaced(6),
+            Fate::Stubbed,
+            Fate::Sent,
+            Fate::Replaced(6),
+            Fate::Sent,
+            Fate::Sent,
+        ]
+    );
 }

@@ -44,7 +44,7 @@ pub use plans::{AnswerOutcome, NewQuestionnaire, Questionnaire};
 pub use queue::{Admission, Admitted, QueuedMessage, Source};
 pub use runs::{InstanceRecord, NewRun, OpenedRun, RunRecord, RunStatus, UnknownRunStatus};
 pub use schema::SCHEMA_VERSION;
-pub use sessions::{NewSession, SessionRecord};
+pub use sessions::{NewSession, SHORT_ID, SessionRecord, distinguishing_prefix};
 
 use crate::mode::Mode;
 

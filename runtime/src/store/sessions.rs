@@ -133,14 +133,15 @@ impl Store {
             [] => Err(StoreError::NotFound(format!(
                 "no session id starts with '{spec}'"
             ))),
-            _ => Err(StoreError::NotFound(format!(
-                "'{spec}' matches several sessions ({}, …); give more of the id",
-                found
-                    .iter()
-                    .map(|s| s.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))),
+            _ => {
+                let ids: Vec<&str> = found.iter().map(|s| s.id.as_str()).collect();
+                let short = self.short_ids(&ids)?;
+                Err(StoreError::NotFound(format!(
+                    "'{spec}' matches several sessions; give one of {}{}",
+                    short.join(", "),
+                    if found.len() == 3 { ", …" } else { "" }
+                )))
+            }
         }
     }
 
@@ -178,6 +179,23 @@ impl Store {
             .query_map([limit as i64], record)?
             .collect::<Result<_, _>>()?;
         Ok(rows)
+    }
+
+    /// The shortest prefix of each of `ids` that names it alone among all
+    /// stored sessions (at least [`SHORT_ID`] characters): what
+    /// `sessions list` shows and `--resume` takes. Session ids are
+    /// time-ordered, so ids made within a minute share their first eight.
+    pub fn short_ids(&self, ids: &[&str]) -> Result<Vec<String>, StoreError> {
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT id FROM sessions WHERE kind = 'session' ORDER BY id")?;
+        let all: Vec<String> = statement
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(ids
+            .iter()
+            .map(|id| distinguishing_prefix(&all, id, SHORT_ID).to_string())
+            .collect())
     }
 
     /// Records the session's mode.
@@ -218,4 +236,35 @@ impl Store {
         self.session(new_id)?
             .ok_or_else(|| StoreError::Sql("the fork vanished".into()))
     }
+}
+
+/// The fewest characters a shown session id has: a prefix that is unique
+/// today stays so while a few more sessions arrive.
+pub const SHORT_ID: usize = 8;
+
+/// The shortest prefix of `id` (at least `min` characters) that no other
+/// id of `sorted` (sorted, holding `id` or not) starts with.
+pub fn distinguishing_prefix<'a>(sorted: &[String], id: &'a str, min: usize) -> &'a str {
+    let at = sorted.partition_point(|other| other.as_str() < id);
+    let shared = |other: Option<&String>| {
+        other
+            .filter(|o| o.as_str() != id)
+            .map_or(0, |o| common_prefix(o, id))
+    };
+    // Only the neighbours in sorted order can share more with `id` than
+    // any other id does.
+    let longest = shared(sorted.get(at))
+        .max(shared(at.checked_sub(1).and_then(|i| sorted.get(i))))
+        .max(shared(sorted.get(at + 1)));
+    let len = (longest + 1).max(min).min(id.len());
+    let mut end = len;
+    while !id.is_char_boundary(end) {
+        end += 1;
+    }
+    &id[..end]
+}
+
+/// The bytes two strings share at their start.
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
 }

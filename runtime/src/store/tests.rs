@@ -210,7 +210,9 @@ fn sessions_resolve_by_id_prefix_and_latest_and_fork_records_the_parent() {
     assert_eq!(store.resolve("abd", None).expect("prefix").id, "abd-222");
     let ambiguous = store.resolve("ab", None).expect_err("ambiguous");
     assert!(
-        ambiguous.to_string().contains("matches several sessions"),
+        ambiguous
+            .to_string()
+            .contains("matches several sessions; give one of abc-111, abd-222"),
         "{ambiguous}"
     );
     assert!(store.resolve("nope", None).is_err());
@@ -247,6 +249,31 @@ fn sessions_resolve_by_id_prefix_and_latest_and_fork_records_the_parent() {
         store.pending("fork-1").expect("pending").is_empty(),
         "the queue is not copied"
     );
+}
+
+/// Ids made within the same minute, as session ids are (UUID v7).
+#[test]
+fn short_ids_distinguish_time_ordered_ids_and_resolve_back() {
+    let (_dir, mut store) = store();
+    let ids: Vec<String> = (0..40)
+        .map(|n| format!("01a2353b-fd0d-7{n:03x}-b9ee-59ecf5bbe82b"))
+        .chain(["01a2353c-0000-7000-8000-000000000000".to_string()])
+        .collect();
+    for id in &ids {
+        session(&mut store, id, "/ws");
+    }
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let short = store.short_ids(&refs).expect("short ids");
+    for (id, short) in ids.iter().zip(&short) {
+        assert!(id.starts_with(short.as_str()) && short.len() >= SHORT_ID);
+        assert_eq!(&store.resolve(short, None).expect("resolves").id, id);
+        // One character fewer is ambiguous, unless it is already the least.
+        if short.len() > SHORT_ID {
+            assert!(store.resolve(&short[..short.len() - 1], None).is_err());
+        }
+    }
+    assert_eq!(short[40], "01a2353c");
+    assert_eq!(short[0], "01a2353b-fd0d-7000");
 }
 
 #[test]

@@ -112,3 +112,67 @@ async fn turn_ids_go_on_across_resumes_and_show_says_what_a_resume_uses() {
     expect(&mut shell.pty, "session stopped after 4 turns");
     exits_0(&mut shell.pty);
 }
+
+/// Session ids are time-ordered: two made within a second share their
+/// first dozen characters. `sessions list` shows each by the prefix that
+/// names it alone, which every command takes, and an ambiguous prefix is
+/// answered with the prefixes to choose from.
+#[tokio::test]
+async fn sessions_list_shows_prefixes_that_distinguish_and_they_resume() {
+    let dirs = Dirs::new();
+    let script = dirs.data.path().join("hello.toml");
+    std::fs::write(&script, HELLO).expect("script");
+    let mut ids = Vec::new();
+    for prompt in ["one", "two"] {
+        let mut args: Vec<String> = vec!["exec".into()];
+        args.extend(dirs.flags());
+        args.extend(["--script".into(), s(&script).into()]);
+        args.extend([
+            "--output-format".into(),
+            "stream-json".into(),
+            prompt.into(),
+        ]);
+        let out = run(&strs(&args), &[], None).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let started = of_type(&events(&out), "session.started")[0].clone();
+        ids.push(started["session_id"].as_str().expect("id").to_string());
+    }
+    let data = s(dirs.data.path());
+    let list = run(&["sessions", "list", "--data-dir", data], &[], None).await;
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    let shown: Vec<&str> = list
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(shown.len(), 2, "{}", list.stdout);
+    assert_ne!(shown[0], shown[1]);
+    // The newest first; each a prefix of its own id, and enough to name it.
+    for (short, id) in shown.iter().zip(ids.iter().rev()) {
+        assert!(id.starts_with(short) && short.len() >= 8, "{short} {id}");
+        let show = run(&["sessions", "show", short, "--data-dir", data], &[], None).await;
+        assert_eq!(show.code, 0, "{}", show.stderr);
+        assert!(show.stdout.starts_with(&format!("session    {id}")));
+    }
+    // The prefix both share is ambiguous, and the answer says what to give.
+    let common: String = ids[0]
+        .chars()
+        .zip(ids[1].chars())
+        .take_while(|(a, b)| a == b)
+        .map(|(a, _)| a)
+        .collect();
+    let ambiguous = run(
+        &["sessions", "show", &common, "--data-dir", data],
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(ambiguous.code, 2, "{}", ambiguous.stderr);
+    assert!(
+        ambiguous
+            .stderr
+            .contains(&format!("give one of {}, {}", shown[0], shown[1])),
+        "{}",
+        ambiguous.stderr
+    );
+}

@@ -376,3 +376,65 @@ async fn goal_changes_while_another_process_runs_the_session_exit_75_and_change_
     );
     assert_eq!(goal(&store).status, GoalStatus::Paused);
 }
+
+/// The verifier's calls reach the person watching, in stream-json and in
+/// the text output, under its own id: what it checked is not hidden in the
+/// audit log.
+#[tokio::test]
+async fn the_verifiers_calls_show_in_stream_json_and_in_the_text_output() {
+    let replies = || {
+        vec![
+            write("w1", "a.txt"),
+            claim("c1"),
+            call("v1", "read_file", json!({"path": "a.txt"})),
+            text("a.txt is there.\nVERDICT: PASS"),
+        ]
+    };
+    let mock = MockServer::start().await;
+    mock.push(replies());
+    let (code, events) = exec_goal(&mock, &["--posture", "bypass"]).await;
+    assert_eq!(code, 0);
+    let calls = of_type(&events, "agent.tool_call");
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["agent_id"], "1");
+    assert_eq!(calls[0]["name"], "read_file");
+    assert_eq!(calls[0]["arguments"]["path"], "a.txt");
+    let results = of_type(&events, "agent.tool_result");
+    assert_eq!(results[0]["agent_id"], "1");
+    assert_eq!(results[0]["status"], "ok");
+    // The worker's own call is still a `tool.call`, the verifier's is not.
+    let own: Vec<&str> = of_type(&events, "tool.call")
+        .iter()
+        .filter_map(|c| c["call_id"].as_str())
+        .collect();
+    assert_eq!(own, ["w1", "c1"]);
+
+    let mock = MockServer::start().await;
+    mock.push(replies());
+    let (ws, data) = dirs();
+    let out = cadre(&[
+        "exec",
+        "--base-url",
+        &mock.url,
+        "--model",
+        "m",
+        "--workspace",
+        s(ws.path()),
+        "--data-dir",
+        s(data.path()),
+        "--posture",
+        "bypass",
+        "--goal",
+        "write a.txt",
+    ])
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("    [1] → read_file {\"path\":\"a.txt\"}"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("      [1] ✓ "), "{}", out.stderr);
+    assert!(!out.stdout.contains("read_file"), "{}", out.stdout);
+}

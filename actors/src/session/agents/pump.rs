@@ -73,7 +73,14 @@ async fn pump(
                 | Event::AgentSpawned { .. }
                 | Event::AgentStatusChanged { .. }
                 | Event::AgentCompleted { .. }
+                | Event::AgentToolCall { .. }
+                | Event::AgentToolResult { .. }
+                | Event::ContextCompacted { .. }
         );
+        // The child's own calls, so a person sees what it does.
+        if let Some(call) = event.forwarded_call(&agent_id) {
+            let _ = parent_events.send(call);
+        }
         if let Some(report) = builder.push(&event) {
             let _ = parent.cast(SessionMsg::AgentRunDone {
                 agent: path.clone(),

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use cadre_runtime::agent::AgentPath;
 use cadre_runtime::goal::{GoalSettings, Verdict, VerifierOutcome, VerifyMode, verifier_request};
 use cadre_runtime::protocol::Op;
 use cadre_runtime::sandbox::{CheckRun, SandboxConfig};
@@ -85,11 +86,16 @@ impl SessionState {
                         .unwrap_or_default(),
                 );
                 match self.start_verifier(myself).await {
-                    Ok(SpawnedAgent { actor, events, .. }) => {
+                    Ok((SpawnedAgent { actor, events, .. }, path)) => {
                         let _ = actor.cast(SessionMsg::Op(Op::user(request)));
+                        let sink = self.events.clone();
+                        let shown = move |event| {
+                            sink.send(event);
+                        };
                         tokio::spawn(async move {
+                            let agent = path.to_string();
                             let (outcome, tokens) = tokio::select! {
-                                (verdict, tokens) = read_verdict(events) => {
+                                (verdict, tokens) = read_verdict(events, &agent, shown) => {
                                     (VerifierOutcome::Verdict(verdict), tokens)
                                 }
                                 _ = stopped => (VerifierOutcome::Cancelled, 0),
@@ -108,7 +114,7 @@ impl SessionState {
     async fn start_verifier(
         &mut self,
         myself: &ActorRef<SessionMsg>,
-    ) -> Result<SpawnedAgent, String> {
+    ) -> Result<(SpawnedAgent, AgentPath), String> {
         let path = self.core.next_child_path();
         let services = AgentServices {
             store: Some(self.store.clone()),
@@ -119,13 +125,14 @@ impl SessionState {
             authority: self.current_authority(),
             parent: self.live.clone(),
             dir: self.spec.paths.dir.join("agents").join(path.to_string()),
-            path,
+            path: path.clone(),
             subagents: self.spec.subagents.as_deref(),
             services: &services,
         };
         let (spec, services) = verifier(seat).map_err(|e| e.to_string())?;
         spawn_agent(spec, services, Some(myself.get_cell()))
             .await
+            .map(|spawned| (spawned, path))
             .map_err(|e| format!("the verifier could not start: {e}"))
     }
 }

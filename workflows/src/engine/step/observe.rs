@@ -50,15 +50,24 @@ impl StepState {
         self.verifier = Some(actor.clone());
         let limit = self.args.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT);
         let me = myself.clone();
+        let (supervisor, id) = (self.args.supervisor.clone(), self.args.id);
+        let agent = format!("{}:{VERIFIER_ROLE}", self.args.prefix);
+        let shown = move |event| {
+            let _ = supervisor.cast(SupervisorMsg::Step(id, StepReport::Event(Box::new(event))));
+        };
         tokio::spawn(async move {
-            let (verdict, tokens) = tokio::time::timeout(limit, read_verdict(events))
-                .await
-                .unwrap_or_else(|_| {
-                    (
-                        Verdict::Unavailable(format!("it did not answer within {}", human(limit))),
-                        0,
-                    )
-                });
+            let (verdict, tokens) =
+                tokio::time::timeout(limit, read_verdict(events, &agent, shown))
+                    .await
+                    .unwrap_or_else(|_| {
+                        (
+                            Verdict::Unavailable(format!(
+                                "it did not answer within {}",
+                                human(limit)
+                            )),
+                            0,
+                        )
+                    });
             let _ = actor.cast(SessionMsg::Op(Op::Cancel));
             let _ = actor.cast(SessionMsg::Op(Op::Shutdown));
             let _ = me.cast(StepMsg::Verdict(verdict, tokens));
@@ -253,6 +262,47 @@ impl StepState {
                 reason: format!("{prefix}: {reason}"),
                 fallback,
             },
+            Event::ContextCompacted {
+                agent: inner,
+                tokens_before,
+                tokens_after,
+                kind,
+            } => Event::ContextCompacted {
+                agent: agent(&inner)?,
+                tokens_before,
+                tokens_after,
+                kind,
+            },
+            Event::AgentToolCall {
+                agent_id,
+                call_id,
+                name,
+                arguments,
+            } => Event::AgentToolCall {
+                agent_id: agent(&agent_id)?,
+                call_id,
+                name,
+                arguments,
+            },
+            Event::AgentToolResult {
+                agent_id,
+                call_id,
+                name,
+                status,
+                error_code,
+                output,
+            } => Event::AgentToolResult {
+                agent_id: agent(&agent_id)?,
+                call_id,
+                name,
+                status,
+                error_code,
+                output,
+            },
+            // The step's own calls, under its name.
+            own @ (Event::ToolCall { .. } | Event::ToolResult { .. }) => {
+                own.forwarded_call(&agent(&self.path.to_string())?)?
+            }
             _ => return None,
         })
     }
