@@ -133,7 +133,7 @@ pub enum AgentInput {
     Store(Answer),
     /// The running turn recorded a message.
     Recorded {
-        /// The turn.
+        /// A late report of a turn already closed is ignored.
         turn_id: u64,
         /// What it recorded.
         message: Arc<Message>,
@@ -141,14 +141,14 @@ pub enum AgentInput {
     /// A turn ended (normally, failed, or crashed); `ending` is the event
     /// to announce once its end is stored.
     TurnEnded {
-        /// The turn.
+        /// Only the running turn's end is taken.
         turn_id: u64,
         /// `turn.completed` or `turn.failed`; none when cancelled silently.
         ending: Option<Event>,
     },
     /// The turn actor that [`AgentEffect::SpawnTurn`] asked for did not start.
     TurnUnstarted {
-        /// The turn.
+        /// Its message is marked done and the queue moves on.
         turn_id: u64,
         /// Why, for `turn.failed`.
         error: String,
@@ -162,7 +162,7 @@ pub enum AgentInput {
         ticket: Ticket,
         /// The asking turn.
         turn_id: u64,
-        /// The call.
+        /// What the decision, the audit and the prompt name.
         call: CallAsked,
         /// The task's evaluation; `None` when the call was refused before.
         evaluation: Option<Evaluation>,
@@ -367,7 +367,7 @@ pub enum Ask {
     Pending,
     /// Open a questionnaire.
     OpenQuestionnaire {
-        /// Its id.
+        /// The id a person's answer names.
         id: String,
         /// What it asks.
         kind: QuestionnaireKind,
@@ -392,7 +392,7 @@ pub enum Reply {
 /// The turn to start, as the core decided it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnStart {
-    /// Its id.
+    /// Events and tool calls of the turn carry it.
     pub turn_id: u64,
     /// The submission it answers, echoed by its events.
     pub cause: Option<String>,
@@ -436,7 +436,7 @@ pub enum AgentEffect {
     Ask(Ask),
     /// Audit one automatic decision.
     Audit {
-        /// The call.
+        /// The call the audit record is for.
         call_id: String,
         /// Its tool.
         tool: String,

@@ -9,6 +9,7 @@ use std::time::Instant;
 use pretty_assertions::assert_eq;
 
 use super::*;
+use crate::Mode;
 use crate::agent::{AgentReport, ChildState};
 use crate::goal::GoalAction;
 use crate::goal::{Proposal, VerifierOutcome};
@@ -16,7 +17,7 @@ use crate::permission::{Decision, Evaluation, Layer, Posture, Verdict};
 use crate::plan::Snapshot;
 use crate::plan::lifecycle::QuestionnaireAnswer;
 use crate::protocol::{ApprovalDecision, Event, Op, Usage};
-use crate::store::AnswerOutcome;
+use crate::store::{AnswerOutcome, StoreError};
 use crate::tool::{GoalToolRequest, PlanRequest, ToolError};
 
 /// A session's core (`session`) or a sub-agent's at `1`.
@@ -237,6 +238,56 @@ fn a_message_while_idle_is_admitted_and_its_turn_starts_in_the_same_trip() {
 > store
   emit {"type":"input.admitted","queue_length":0}
   spawn turn 1 cause Some("s1") compact false tools true budget false messages 1
+"#,
+    );
+}
+
+#[test]
+fn a_resume_continues_the_interrupted_turn_first_and_closes_the_calls_it_left_open() {
+    let call = crate::message::ToolCall {
+        id: "c1".into(),
+        name: "bash".into(),
+        arguments: "{}".into(),
+    };
+    let opened = Opened {
+        stored: Some((Mode::Work, Posture::Suggest)),
+        conversation: vec![
+            Message::user("build it"),
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![call],
+            },
+        ],
+        turns: 4,
+        ..Opened::default()
+    };
+    let interrupted = crate::lifecycle::Queued {
+        id: Some(5),
+        text: "build it".into(),
+        interrupted: true,
+        cause: None,
+        internal: false,
+    };
+    check(
+        vec![
+            AgentInput::Opened(opened),
+            AgentInput::Running {
+                pending: vec![interrupted],
+                first: Some(First::Queue("and then this".into())),
+            },
+            store(Answer::Started(Ok(()))),
+            admitted(6),
+        ],
+        r#"
+> opened
+  persist append 2 {"role":"tool","call_id":"c1","content":"interrupted: this call may have run before cadre stopped (a crash or a kill), and cadre did not run it again; check its effects before repeating it"}
+> running
+  ask start turn of 5 user None
+> store
+  spawn turn 5 cause None compact false tools true budget false messages 3
+  ask admit "and then this" intent None start None
+> store
+  emit {"type":"input.admitted","queue_length":1}
 "#,
     );
 }

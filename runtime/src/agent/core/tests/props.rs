@@ -8,6 +8,7 @@ use std::time::Instant;
 use proptest::prelude::*;
 
 use super::super::*;
+use crate::Mode;
 use crate::goal::GoalAction;
 use crate::goal::VerifierOutcome;
 use crate::permission::{Decision, Evaluation, Layer, Posture, Verdict};
