@@ -322,7 +322,10 @@ async fn bare(shape: Shape, url: &str, workspace: &std::path::Path) -> Measured 
             })
         })
         .collect();
-    let system = cadre::runtime::prompt::system_prompt(Mode::Work, workspace);
+    let system = cadre::runtime::prompt::system_prompt(&cadre::runtime::prompt::PromptInput::bare(
+        Mode::Work,
+        workspace,
+    ));
     let limit = Arc::new(Semaphore::new(shape.parallel));
     let base = resident_bytes();
     let (cpu, start) = (cpu_time(), Instant::now());
@@ -410,6 +413,7 @@ async fn cadre_side(shape: Shape, url: &str, workspace: &std::path::Path) -> Mea
             model: "m".into(),
             api_key: None,
             stream: false,
+            options: Default::default(),
         })
         .max_subagents(1);
     if std::env::var("TOOLS").as_deref() != Ok("all") {
@@ -650,6 +654,7 @@ pub async fn phases(n: usize, url: &str, workspace: &std::path::Path) {
             model: "m".into(),
             api_key: None,
             stream: false,
+            options: Default::default(),
         })
         .build()
         .await

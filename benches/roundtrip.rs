@@ -44,7 +44,7 @@ use cadre::runtime::model::{
 };
 use cadre::runtime::paths::DataDir;
 use cadre::runtime::permission::Posture;
-use cadre::runtime::prompt::system_prompt;
+use cadre::runtime::prompt::{PromptInput, system_prompt};
 use cadre::runtime::protocol::{Event, Op};
 use cadre::runtime::store::{Admission, NewSession, Source, Store, store_path};
 use cadre::runtime::tool::{ToolRegistry, ToolRunner, Workspace, definition_gate};
@@ -206,8 +206,7 @@ async fn bare_round(
     let mut messages = vec![
         ChatCompletionRequestMessage::System(ChatCompletionRequestSystemMessage {
             content: ChatCompletionRequestSystemMessageContent::Text(system_prompt(
-                Mode::Work,
-                workspace,
+                &PromptInput::bare(Mode::Work, workspace),
             )),
             name: None,
         }),
@@ -374,6 +373,8 @@ fn tool_context(
         goals: None,
         rules: None,
         snapshots: None,
+        processes: None,
+        hooks: None,
     }
 }
 

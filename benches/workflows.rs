@@ -51,7 +51,7 @@ use cadre::actors::EventSink;
 use cadre::actors::host::{Host, ModelChoice, SessionOptions};
 use cadre::runtime::Mode;
 use cadre::runtime::permission::Posture;
-use cadre::runtime::prompt::system_prompt;
+use cadre::runtime::prompt::{PromptInput, system_prompt};
 use cadre::runtime::store::RunStatus;
 use cadre::runtime::tool::{ToolRegistry, definition_gate};
 use cadre::workflows::diagnostic::Source;
@@ -268,6 +268,7 @@ async fn cadre_run_on(
             model: "m".into(),
             api_key: None,
             stream: true,
+            options: Default::default(),
         })
         .build()
         .await
@@ -380,8 +381,7 @@ async fn bare_step(client: &async_openai::Client<OpenAIConfig>, i: usize) {
     let mut messages = vec![
         ChatCompletionRequestMessage::System(ChatCompletionRequestSystemMessage {
             content: ChatCompletionRequestSystemMessageContent::Text(system_prompt(
-                Mode::Work,
-                std::path::Path::new("."),
+                &PromptInput::bare(Mode::Work, std::path::Path::new(".")),
             )),
             name: None,
         }),

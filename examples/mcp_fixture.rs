@@ -1,7 +1,10 @@
 //! A small MCP server over stdio, for cadre's MCP tests: a read-only tool,
 //! writing tools, a tool with a typed schema, and a tool that crashes the
 //! server. `--hang` never answers `initialize`; `--fail` writes to stderr
-//! and exits before it.
+//! and exits before it. `--http ADDR` serves the same tools over MCP's
+//! streamable HTTP at `http://ADDR/mcp` (port 0: any free port), prints
+//! that URL on stdout, and answers 401 to a request without
+//! `Authorization: Bearer $MCP_FIXTURE_TOKEN` when that variable is set.
 //!
 //! Not a cadre feature: `tests/it/mcp.rs` starts it as a configured server.
 
@@ -97,6 +100,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             std::future::pending::<()>().await;
             Ok(())
         }
+        Some("--http") => {
+            let addr = std::env::args()
+                .nth(2)
+                .unwrap_or_else(|| "127.0.0.1:0".into());
+            serve_http(&addr).await
+        }
         Some("--fail") => {
             eprintln!("fixture: missing API token");
             std::process::exit(1)
@@ -112,3 +121,42 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 }
+
+/// The tools over streamable HTTP, behind an optional bearer token.
+async fn serve_http(addr: &str) -> Result<(), Box<dyn std::error::Error>> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let service = StreamableHttpService::new(
+        || Ok(Fixture::new()),
+        std::sync::Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let token = std::env::var("MCP_FIXTURE_TOKEN").ok();
+    let check = move |request: axum::extract::Request, next: axum::middleware::Next| {
+        let expected = token.as_ref().map(|t| format!("Bearer {t}"));
+        async move {
+            let given = request
+                .headers()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            match expected {
+                Some(expected) if given.as_deref() != Some(expected.as_str()) => {
+                    axum::http::StatusCode::UNAUTHORIZED.into_response()
+                }
+                _ => next.run(request).await,
+            }
+        }
+    };
+    let app = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(check));
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    println!("http://{}/mcp", listener.local_addr()?);
+    axum::serve(listener, app).await?;
+    Ok(())
+}
+
+use axum::response::IntoResponse;

@@ -16,9 +16,10 @@ use std::time::Duration;
 use cadre_runtime::Mode;
 use cadre_runtime::agent::{ModelSource, ModelSourceError};
 use cadre_runtime::config::{Config, ConfigPaths, ContextSettings, RoleConfig};
+use cadre_runtime::hooks::HookSet;
+use cadre_runtime::model::providers::{Providers, ServerChoice, ServerOptions, choose_server};
 use cadre_runtime::model::{
-    ModelClient, OpenAiClient, OpenAiConfig, ResponseLimits, RetryPolicy, Retrying, Script,
-    ScriptedModel,
+    ModelClient, OpenAiClient, ResponseLimits, RetryPolicy, Retrying, Script, ScriptedModel,
 };
 use cadre_runtime::paths::DataDir;
 use cadre_runtime::permission::guardian::GuardianConfig;
@@ -57,6 +58,9 @@ pub enum ModelChoice {
         api_key: Option<String>,
         /// Stream responses (else ask for whole ones).
         stream: bool,
+        /// Its provider, headers and model parameters (LLM6, LLM7); boxed,
+        /// as most choices carry few.
+        options: Box<ServerOptions>,
     },
     /// A model script file (TOML, or JSON by extension).
     Script(PathBuf),
@@ -71,6 +75,31 @@ pub enum ModelChoice {
     Demo,
     /// A client the host built itself.
     Client(Arc<dyn ModelClient>),
+}
+
+impl ModelChoice {
+    /// The server this choice talks to, when it is one.
+    pub fn server(&self) -> Option<ServerChoice> {
+        match self {
+            ModelChoice::Server {
+                base_url,
+                model,
+                api_key,
+                stream,
+                options,
+            } => Some(ServerChoice {
+                base_url: base_url.clone(),
+                model: model.clone(),
+                api_key: api_key.clone(),
+                stream: *stream,
+                options: (**options).clone(),
+            }),
+            ModelChoice::Script(_)
+            | ModelChoice::ScriptText { .. }
+            | ModelChoice::Demo
+            | ModelChoice::Client(_) => None,
+        }
+    }
 }
 
 impl std::fmt::Debug for ModelChoice {
@@ -101,10 +130,14 @@ pub struct HostBuilder {
     file_limits: FileLimits,
     max_subagents: u32,
     sandbox: SandboxConfig,
+    hooks: HookSet,
     workflows: Option<Arc<dyn Delegation>>,
     placement: Option<Arc<dyn crate::session::remote::ChildPlacement>>,
     model_requests: Option<u32>,
     context: ContextSettings,
+    /// Named model servers and their keys, for roles, the guardian and
+    /// steps that choose one.
+    providers: Providers,
 }
 
 impl HostBuilder {
@@ -126,11 +159,20 @@ impl HostBuilder {
             file_limits: FileLimits::default(),
             max_subagents: 8,
             sandbox: SandboxConfig::default(),
+            hooks: HookSet::default(),
             workflows: None,
             placement: None,
             model_requests: None,
             context: ContextSettings::default(),
+            providers: Providers::default(),
         }
+    }
+
+    /// The named model servers (`[providers.NAME]`) and their keys, which
+    /// the host's caller read from the environment.
+    pub fn providers(mut self, providers: Providers) -> Self {
+        self.providers = providers;
+        self
     }
 
     /// The model's context window and compaction threshold (`[context]`;
@@ -178,6 +220,10 @@ impl HostBuilder {
                 model: model.clone(),
                 api_key: None,
                 stream: true,
+                options: Box::new(ServerOptions {
+                    params: settings.params(),
+                    ..ServerOptions::default()
+                }),
             };
         }
         self
@@ -256,6 +302,12 @@ impl HostBuilder {
         self
     }
 
+    /// The hooks every agent runs (`[[hooks.EVENT]]`, `docs/hooks.md`).
+    pub fn hooks(mut self, hooks: HookSet) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
     /// How `bash` commands are sandboxed.
     pub fn sandbox(mut self, sandbox: SandboxConfig) -> Self {
         self.sandbox = sandbox;
@@ -294,10 +346,12 @@ impl HostBuilder {
         };
         let models = Arc::new(RoleModels {
             default: model.clone(),
-            choice: self.model.clone(),
+            session: self.model.server(),
+            providers: self.providers,
             retry: self.retry,
             limits: self.response_limits,
             endpoints,
+            built: std::sync::Mutex::default(),
         });
         Ok(Host {
             data: DataDir::new(self.data_dir),
@@ -310,6 +364,7 @@ impl HostBuilder {
             roles: self.roles,
             max_subagents: self.max_subagents,
             sandbox: Arc::new(self.sandbox),
+            hooks: Arc::new(self.hooks),
             workflows: self.workflows,
             placement: self.placement,
             context: self.context,
@@ -323,14 +378,16 @@ impl HostBuilder {
                 model,
                 api_key,
                 stream,
+                options,
             } => {
-                let mut config = OpenAiConfig::new(base_url.clone(), model.clone());
-                config.api_key = api_key.clone();
-                config.stream = *stream;
-                config.limits = self.response_limits;
-                let client = OpenAiClient::new(config)?;
-                let client = endpoints.limit(base_url, model, Arc::new(client));
-                Arc::new(Retrying::new(client, self.retry))
+                let server = ServerChoice {
+                    base_url: base_url.clone(),
+                    model: model.clone(),
+                    api_key: api_key.clone(),
+                    stream: *stream,
+                    options: (**options).clone(),
+                };
+                server_client(&server, self.response_limits, self.retry, endpoints)?
             }
             ModelChoice::Script(path) => {
                 let script = Script::load(path)?;
@@ -452,6 +509,8 @@ pub struct Host {
     placement: Option<Arc<dyn crate::session::remote::ChildPlacement>>,
     /// `[context]`, resolved per session against the model's name.
     context: ContextSettings,
+    /// The hooks every agent of every session runs.
+    hooks: Arc<HookSet>,
 }
 
 impl Host {
@@ -496,6 +555,7 @@ impl Host {
         config.subagents = Some(self.subagents());
         config.plan_agent_entry = options.plan_agent_entry;
         config.sandbox = self.sandbox.clone();
+        config.hooks = self.hooks.clone();
         config.snapshots = options.snapshots;
         config.first_message = options.first_message;
         config.context = self.context.budget(Some(self.model.model()));
@@ -561,6 +621,7 @@ impl Host {
         spec.guardian = options.guardian.clone();
         spec.subagents = Some(self.subagents());
         spec.sandbox = self.sandbox.clone();
+        spec.hooks = self.hooks.clone();
         spec.protected = options.protected.clone();
         spec.snapshots = options.snapshots.clone();
         spec.context = self.context.budget(Some(self.model.model()));
@@ -625,46 +686,62 @@ impl Host {
     }
 }
 
-/// Model clients for roles: a role naming its own server gets a client for
-/// it; the others share the host's.
+/// Model clients for roles (and the guardian, the verifier, steps): a
+/// choice naming a provider, a server or parameters of its own gets a
+/// client for it (`model::providers::choose_server`), one per distinct
+/// choice; the others share the host's.
 struct RoleModels {
     default: Arc<dyn ModelClient>,
-    choice: ModelChoice,
+    /// The session's server, when it talks to one.
+    session: Option<ServerChoice>,
+    providers: Providers,
     retry: RetryPolicy,
     limits: ResponseLimits,
     endpoints: Endpoints,
+    /// The clients built, by their choice's identity: agents of one role
+    /// share a client (its tool lists' JSON, a parameter a server refused).
+    built: std::sync::Mutex<BTreeMap<String, Arc<dyn ModelClient>>>,
 }
 
 impl ModelSource for RoleModels {
     fn client(&self, role: &RoleConfig) -> Result<Arc<dyn ModelClient>, ModelSourceError> {
-        let Some(base_url) = &role.base_url else {
+        if !role.own_client() {
+            return Ok(self.default.clone());
+        }
+        let chosen = choose_server(
+            self.session.as_ref(),
+            role.provider.as_deref(),
+            role.base_url.as_deref(),
+            role.model.as_deref(),
+            &role.params(),
+            &self.providers,
+        )?;
+        let Some(server) = chosen else {
             return Ok(self.default.clone());
         };
-        let (api_key, stream, default_model) = match &self.choice {
-            ModelChoice::Server {
-                api_key,
-                stream,
-                model,
-                ..
-            } => (api_key.clone(), *stream, Some(model.clone())),
-            ModelChoice::Script(_)
-            | ModelChoice::ScriptText { .. }
-            | ModelChoice::Demo
-            | ModelChoice::Client(_) => (None, true, None),
-        };
-        let Some(model) = role.model.clone().or(default_model) else {
-            return Err(ModelSourceError::NoModel {
-                base_url: base_url.clone(),
-            });
-        };
-        let mut config = OpenAiConfig::new(base_url.clone(), model.clone());
-        config.api_key = api_key;
-        config.stream = stream;
-        config.limits = self.limits;
-        let client = OpenAiClient::new(config)?;
-        let client = self.endpoints.limit(base_url, &model, Arc::new(client));
-        Ok(Arc::new(Retrying::new(client, self.retry)))
+        let mut built = self
+            .built
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(client) = built.get(&server.identity()) {
+            return Ok(client.clone());
+        }
+        let client = server_client(&server, self.limits, self.retry, &self.endpoints)?;
+        built.insert(server.identity(), client.clone());
+        Ok(client)
     }
+}
+
+/// A retrying client for `server`, limited with its endpoint's slots.
+fn server_client(
+    server: &ServerChoice,
+    limits: ResponseLimits,
+    retry: RetryPolicy,
+    endpoints: &Endpoints,
+) -> Result<Arc<dyn ModelClient>, cadre_runtime::model::ModelError> {
+    let client = OpenAiClient::new(server.config(limits))?;
+    let client = endpoints.limit(&server.base_url, &server.model, Arc::new(client));
+    Ok(Arc::new(Retrying::new(client, retry)))
 }
 
 /// The slots of each endpoint, by (base URL, model).

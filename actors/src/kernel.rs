@@ -14,9 +14,12 @@ use std::sync::Arc;
 use cadre_runtime::Mode;
 use cadre_runtime::agent::{AgentPath, Authority, LiveAuthority};
 use cadre_runtime::context::{ContextBudget, known_window};
+use cadre_runtime::hooks::HookSet;
 use cadre_runtime::model::ModelClient;
 use cadre_runtime::paths::SessionPaths;
 use cadre_runtime::permission::guardian::GuardianConfig;
+use cadre_runtime::process::{ProcessScope, Processes};
+use cadre_runtime::prompt::Grounding;
 use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::store::StoreError;
@@ -79,6 +82,18 @@ pub struct AgentSpec {
     /// sub-agent's is its parent's unless its role's model is one the
     /// built-in table knows.
     pub context: ContextBudget,
+    /// The managed processes of its tree (the `process` tool): a root's
+    /// own, shared with every agent below it.
+    pub processes: Processes,
+    /// The hooks every agent of its tree runs (`docs/hooks.md`): the
+    /// host's, inherited by every child, shipped to a step on a node.
+    pub hooks: Arc<HookSet>,
+    /// The workflow step it runs, if it is one (for its hooks' events).
+    pub step: Option<String>,
+    /// Its environment block and project instructions (CX5): read by
+    /// [`spawn_agent`] at every start, a sub-agent's kept from its parent
+    /// where its workspace and directory are the same.
+    pub grounding: Grounding,
 }
 
 /// Where a sub-agent sits and what it is, beside what it inherits from
@@ -134,6 +149,10 @@ impl AgentSpec {
             protected: Arc::default(),
             snapshots: None,
             context: ContextBudget::default(),
+            processes: Processes::default(),
+            hooks: Arc::default(),
+            step: None,
+            grounding: Grounding::default(),
         }
     }
 
@@ -169,6 +188,10 @@ impl AgentSpec {
             protected: self.protected.clone(),
             snapshots: self.snapshots.clone(),
             context,
+            processes: self.processes.clone(),
+            hooks: self.hooks.clone(),
+            step: None,
+            grounding: self.grounding.clone(),
         }
     }
 
@@ -180,6 +203,23 @@ impl AgentSpec {
         } else {
             format!("{}/{}", self.session_id, self.path)
         }
+    }
+
+    /// What its tool calls see of the tree's processes.
+    pub fn process_scope(&self) -> ProcessScope {
+        ProcessScope {
+            processes: self.processes.clone(),
+            owner: self.row_id(),
+            session_id: self.session_id.clone(),
+        }
+    }
+
+    /// Ends the processes this agent started, and for a session every
+    /// process of its tree: the agent is gone.
+    pub fn end_processes(&self) {
+        let owner = self.row_id();
+        self.processes
+            .end((!self.is_session()).then_some(owner.as_str()));
     }
 
     /// Whether this is a user's session (the root of its tree).
@@ -248,6 +288,11 @@ pub async fn spawn_agent(
     services: AgentServices,
     supervisor: Option<ActorCell>,
 ) -> Result<SpawnedAgent, StartError> {
+    if let Some(store) = &services.store {
+        // The first store of the tree records its processes.
+        spec.processes.attach_ledger(Arc::new(store.clone()));
+    }
+    let spec = grounded(spec).await;
     let (events, receiver) = crate::events::channel();
     let args = SessionArgs {
         spec,
@@ -263,4 +308,54 @@ pub async fn spawn_agent(
         join,
         events: receiver,
     })
+}
+
+/// `spec` with its grounding read for where it works (CX5): the
+/// environment of its workspace, and the `AGENTS.md` files down to its
+/// file scope's directory (else its workspace), after the user's own in
+/// cadre's configuration directory. What its parent read for the same
+/// place is kept; the rest is read on the blocking pool.
+async fn grounded(mut spec: AgentSpec) -> AgentSpec {
+    let workspace = spec.workspace.root().to_path_buf();
+    let dir = spec
+        .authority
+        .file_scopes
+        .last()
+        .and_then(|globs| cadre_runtime::instructions::scope_dir(&workspace, globs))
+        .unwrap_or_else(|| workspace.clone());
+    let global = spec
+        .protected
+        .config_dir_path()
+        .map(|d| d.join(cadre_runtime::instructions::FILE_NAME));
+    if spec.grounding.fits(&workspace, &dir, global.as_deref()) {
+        return spec;
+    }
+    let grounding = std::mem::take(&mut spec.grounding);
+    let sandbox = sandbox_line();
+    let read = tokio::task::spawn_blocking(move || {
+        grounding.refreshed(&workspace, &dir, global.as_deref(), || sandbox)
+    })
+    .await;
+    // A read that panicked leaves the agent without them, never unstarted.
+    spec.grounding = read.unwrap_or_default();
+    spec
+}
+
+/// The sandbox as the environment block names it: the Landlock status and
+/// each wall, as `session.started` reports them.
+fn sandbox_line() -> String {
+    use cadre_runtime::sandbox::WallState;
+    let walls: Vec<String> = cadre_runtime::sandbox::walls()
+        .into_iter()
+        .map(|w| match w.state {
+            WallState::Enforced => w.wall,
+            WallState::Partial => format!("{} (partial)", w.wall),
+            WallState::Unavailable => format!("no {}", w.wall),
+        })
+        .collect();
+    format!(
+        "{}; {}",
+        cadre_runtime::sandbox::sandbox_status(),
+        walls.join(", ")
+    )
 }

@@ -31,6 +31,7 @@ pub mod audit;
 pub mod delegation;
 pub mod events;
 pub mod guardian;
+pub mod hooks;
 pub mod host;
 pub mod kernel;
 pub mod session;

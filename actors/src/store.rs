@@ -41,6 +41,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use cadre_runtime::message::Message;
+use cadre_runtime::process::{LedgerFuture, ProcessLedger, ProcessRecord};
 use cadre_runtime::store::{LeaseOwner, Store, StoreError};
 use gather::Gathering;
 use ractor::RpcReplyPort;
@@ -69,6 +70,14 @@ struct Batch {
     audit: Vec<(String, String, String)>,
     /// Give up the session's lease once these are written.
     release: bool,
+    /// Managed processes started and ended, in order.
+    processes: Vec<ProcessChange>,
+}
+
+/// A managed process's row to write or remove.
+enum ProcessChange {
+    Started(ProcessRecord),
+    Ended(String),
 }
 
 /// Appends not yet written, shared by every handle: appending takes the
@@ -101,6 +110,18 @@ pub struct StoreThread(std::thread::JoinHandle<()>);
 /// later request; nothing after it is written.
 fn writer(mut store: Store, jobs: Receiver<Job>, appends: Appends, failed: Failed) {
     let owner = LeaseOwner::this_process();
+    // What a cadre killed with SIGKILL left running ends before this one
+    // starts anything (`docs/processes.md`).
+    match store.reap_orphan_processes() {
+        Ok(reaped) if !reaped.is_empty() => {
+            tracing::warn!(
+                count = reaped.len(),
+                "killed processes a killed cadre left running"
+            );
+        }
+        Ok(_) => {}
+        Err(err) => tracing::warn!(%err, "the process table could not be read"),
+    }
     let mut renew_at = Instant::now() + RENEW_EVERY;
     let mut flush_by: Option<Instant> = None;
     let mut gathering = Gathering::default();
@@ -326,6 +347,17 @@ fn write(
                 what: format!("the transcript of session {session_id}"),
                 message: err.to_string(),
             })?;
+        for change in batch.processes {
+            // A row left behind is reaped harmlessly later: the process is
+            // checked by its start time first.
+            let written = match change {
+                ProcessChange::Started(record) => store.record_process(&record),
+                ProcessChange::Ended(key) => store.forget_process(&key),
+            };
+            if let Err(err) = written {
+                tracing::warn!(%err, "a managed process's row could not be written");
+            }
+        }
         if batch.release {
             // A lease left behind is only a stale lease: taken over, not lost.
             if let Err(err) = store.release_lease(&session_id, owner) {
@@ -334,6 +366,22 @@ fn write(
         }
     }
     Ok(())
+}
+
+/// The process table of the store: rows written with the session's appends.
+impl ProcessLedger for StoreHandle {
+    fn started(&self, record: ProcessRecord) -> LedgerFuture {
+        self.process_started(record);
+        let store = self.clone();
+        Box::pin(async move {
+            // A failed write fails the session's next request anyway.
+            let _ = store.commit().await;
+        })
+    }
+
+    fn ended(&self, session_id: &str, key: &str) {
+        self.process_ended(session_id, key);
+    }
 }
 
 /// A handle to the store's thread.
@@ -429,6 +477,22 @@ impl StoreHandle {
     /// finds it released.
     pub fn release_lease(&self, session_id: &Arc<str>) {
         self.buffer(session_id, |batch| batch.release = true);
+    }
+
+    /// Records a managed process's start, with the session's appends.
+    pub fn process_started(&self, record: ProcessRecord) {
+        let session: Arc<str> = record.session_id.as_str().into();
+        self.buffer(&session, |batch| {
+            batch.processes.push(ProcessChange::Started(record));
+        });
+    }
+
+    /// Removes a managed process's row once it ended.
+    pub fn process_ended(&self, session_id: &str, key: &str) {
+        let key = key.to_string();
+        self.buffer(&session_id.into(), |batch| {
+            batch.processes.push(ProcessChange::Ended(key));
+        });
     }
 
     /// Adds to a session's buffered appends; the first addition after a

@@ -63,6 +63,8 @@ pub enum TurnMsg {
     /// End the turn once the current calls are answered (a plan went to
     /// the user).
     EndAfterTools,
+    /// The stop hooks answered a final answer.
+    StopAnswered(Option<String>),
     /// Stop now for another reason (the denial ledger, in a headless host).
     Halt {
         /// Why, for machines.
@@ -164,6 +166,7 @@ impl Actor for TurnActor {
                 TurnInput::Cancel
             }
             TurnMsg::EndAfterTools => TurnInput::EndAfterTools,
+            TurnMsg::StopAnswered(message) => TurnInput::StopAnswered(message),
             TurnMsg::Compact => TurnInput::Compact,
             TurnMsg::Halt { category, message } => {
                 if let Some(task) = state.inflight.take() {
@@ -228,6 +231,17 @@ impl TurnState {
                         });
                     };
                     self.spawn(work);
+                }
+                TurnEffect::AskStop { text } => {
+                    let hooks = self.tool_context.hooks.clone();
+                    let reply = myself.clone();
+                    self.spawn(async move {
+                        let message = match hooks {
+                            Some(hooks) => hooks.stop(text).await,
+                            None => None,
+                        };
+                        let _ = reply.cast(TurnMsg::StopAnswered(message));
+                    });
                 }
                 TurnEffect::Finish(outcome) => {
                     self.inflight = None;
@@ -296,6 +310,13 @@ async fn drive(
                     turn_id,
                     attempt,
                     delay_ms: delay.as_millis() as u64,
+                    reason,
+                });
+            }
+            ModelEvent::ParamDropped { param, reason } => {
+                let _ = events.send(Event::ModelParamDropped {
+                    turn_id,
+                    param,
                     reason,
                 });
             }

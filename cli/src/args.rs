@@ -62,6 +62,23 @@ pub enum Command {
     Goal(crate::goal_cmd::GoalArgs),
     /// Show, grant or revoke the trust of this workspace's project config.
     Trust(crate::trust_cmd::TrustArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout, for an editor
+    /// (docs/editors.md).
+    Acp(Box<AcpArgs>),
+}
+
+/// `cadre acp`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "An editor starts `cadre acp` and speaks JSON-RPC to it over stdin and stdout \
+(docs/editors.md). Each editor session is a cadre session in the editor's working directory, with \
+this command's model, posture, mode and rules; its approvals are asked in the editor. Logs go to \
+stderr."
+)]
+pub struct AcpArgs {
+    /// The model, posture, mode and rules every session starts with.
+    #[command(flatten)]
+    pub session: SessionArgs,
 }
 
 /// `cadre node`.
@@ -179,23 +196,45 @@ pub struct McpArgs {
     /// What to do.
     #[command(subcommand)]
     pub action: McpAction,
-
-    /// The workspace, whose `.mcp.json` and `.cadre` config are read
-    /// (default: the current directory).
-    #[arg(long = "workspace", id = "mcp_workspace", global = true)]
-    pub workspace: Option<PathBuf>,
-
-    /// A configuration file read after the user, project and local ones.
-    #[arg(long = "config", id = "mcp_config", global = true)]
-    pub config: Option<PathBuf>,
 }
 
-/// `cadre mcp list`.
+/// `cadre mcp list|serve`.
 #[derive(Debug, Subcommand)]
 pub enum McpAction {
     /// Start every configured server, list its state, its tools and their
     /// safety, and stop it.
-    List,
+    List(McpListArgs),
+    /// Be an MCP server on stdin/stdout: another agent delegates to cadre
+    /// through its `run` and `workflow` tools (docs/mcp.md).
+    #[command(
+        after_help = "The tools run sessions and workflows with this command's model, rules and \
+posture; a caller's posture only narrows it. No one can be asked: a call the posture would ask \
+about is denied, and the answer says why."
+    )]
+    Serve(Box<McpServeArgs>),
+}
+
+/// `cadre mcp list`.
+#[derive(Debug, Args)]
+pub struct McpListArgs {
+    /// The workspace, whose `.mcp.json` and `.cadre` config are read
+    /// (default: the current directory).
+    #[arg(long = "workspace", id = "mcp_workspace")]
+    pub workspace: Option<PathBuf>,
+
+    /// A configuration file read after the user, project and local ones.
+    #[arg(long = "config", id = "mcp_config")]
+    pub config: Option<PathBuf>,
+}
+
+/// `cadre mcp serve`.
+#[derive(Debug, Args)]
+pub struct McpServeArgs {
+    /// The model, the widest posture, the mode and the rules of every
+    /// run; `--workspace` is the default workspace of a call that names
+    /// none.
+    #[command(flatten)]
+    pub session: SessionArgs,
 }
 
 /// `cadre workflow`.
@@ -503,7 +542,7 @@ pub struct ExecArgs {
 }
 
 /// The flags that set up a session, shared by `cadre exec` and the shell.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct SessionArgs {
     /// Resume a stored session: its id, a unique id prefix, or `latest`.
     #[arg(long, value_name = "ID", conflicts_with = "continue_latest")]

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use cadre_runtime::mcp::McpHub;
+use cadre_runtime::mcp::{McpHub, McpServerConfig};
 use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::tool::ToolRegistry;
 
@@ -41,4 +41,22 @@ pub async fn attach(config: &RunConfig, workspace: &std::path::Path) -> Attached
         tools: registry.tools().cloned().collect(),
         snapshots,
     }
+}
+
+/// Reads the remote servers' credentials with `lookup` (the process
+/// environment): a server whose variable is unset does not start, and
+/// says which variable it needs.
+pub fn with_credentials(
+    mut servers: Vec<McpServerConfig>,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Vec<McpServerConfig> {
+    for server in &mut servers {
+        if let Some(remote) = &mut server.remote
+            && server.disabled.is_none()
+            && let Err(missing) = remote.resolve(&lookup)
+        {
+            server.disabled = Some(missing);
+        }
+    }
+    servers
 }

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use cadre_runtime::Mode;
 use cadre_runtime::config::{Config, RoleConfig};
-use cadre_runtime::model::{ResponseLimits, RetryPolicy};
+use cadre_runtime::model::providers::{Providers, ServerOptions};
+use cadre_runtime::model::{ModelParams, ResponseLimits, RetryPolicy};
 use cadre_runtime::permission::guardian::GuardianConfig;
 use cadre_runtime::permission::rules::{PermissionRules, RuleSet, Scope};
 use cadre_runtime::permission::{Posture, ProtectedPaths};
@@ -65,6 +66,9 @@ pub struct RunConfig {
     /// The key from `OPENAI_API_KEY`, kept so that a resumed session's
     /// recorded server gets it.
     pub api_key: Option<ApiKey>,
+    /// The named model servers (`[providers.NAME]` and the built-in
+    /// `openai`), each with the key its `env_key` variable holds.
+    pub providers: Providers,
     /// This run's own rules (`--allow`, `--ask`, `--deny`), recorded with
     /// the session so that a resume keeps them.
     pub session_rules: PermissionRules,
@@ -95,6 +99,8 @@ pub struct RunConfig {
     pub plan_agent_entry: bool,
     /// How `bash` commands are sandboxed (`[sandbox]`, `[limits]`).
     pub sandbox: SandboxConfig,
+    /// `[[hooks.EVENT]]`: the user's, and a trusted project's.
+    pub hooks: cadre_runtime::hooks::HookSet,
     /// How large and how long one model response may be (`[limits]`).
     pub response_limits: ResponseLimits,
     /// cadre's data and configuration, which no tool call writes.
@@ -244,8 +250,28 @@ impl RunConfig {
         rules
             .extend_from(Scope::Session, &session)
             .map_err(|e| CliError::usage(format!("--allow/--ask/--deny: {e}")))?;
+        let providers = Providers::resolve(&settings.providers, |var| {
+            env.vars
+                .iter()
+                .find(|(k, _)| k == var)
+                .map(|(_, v)| v.clone())
+        });
+        let g = &settings.guardian;
+        // A guardian with a provider or parameters of its own gets a client
+        // of its own, chosen like a role's.
+        let guardian_choice = RoleConfig {
+            model: g.model.clone(),
+            provider: g.provider.clone(),
+            reasoning_effort: g.reasoning_effort,
+            max_output_tokens: g.max_output_tokens,
+            temperature: g.temperature,
+            top_p: g.top_p,
+            extra: g.extra.clone(),
+            ..RoleConfig::default()
+        };
         let guardian = GuardianConfig {
             model: settings.guardian.model.clone(),
+            choice: guardian_choice.own_client().then_some(guardian_choice),
             timeout: settings
                 .guardian
                 .timeout_secs
@@ -302,12 +328,27 @@ impl RunConfig {
                 model: args.model,
                 stream: !args.no_stream,
             },
-            settings.base_url.clone(),
-            settings.model.clone().or(defaults.model),
+            Configured {
+                base_url: settings.base_url.clone(),
+                model: settings.model.clone().or(defaults.model),
+                provider: settings.provider.clone(),
+                params: settings.params(),
+                providers: &providers,
+            },
             // A resume keeps its session's model (`launch::keep_recorded`):
             // a key alone names none there.
             api_key.clone().filter(|_| model_given || !resuming_session),
         )?;
+        // A provider's window is its models' default (`[context] window`
+        // still wins).
+        let mut context = settings.context;
+        if context.window.is_none()
+            && let ModelChoice::Server { options, .. } = &model
+            && let Some(provider) = options.provider.as_deref()
+            && let Ok(provider) = providers.get(provider)
+        {
+            context.window = provider.config.context_window;
+        }
         let followup = Followup::new(&data_dir, default_data_dir.as_deref())
             .model(&model)
             .workspace(&workspace, current_dir.as_deref());
@@ -327,6 +368,7 @@ impl RunConfig {
             model_source,
             model_given,
             api_key,
+            providers,
             session_rules: session,
             output: OutputFormat::Text,
             output_last_message: None,
@@ -341,6 +383,7 @@ impl RunConfig {
             rules,
             guardian,
             roles: files.roles,
+            hooks: files.hooks,
             plan_agent_entry: settings
                 .plan
                 .agent_entry
@@ -355,14 +398,19 @@ impl RunConfig {
             response_limits,
             protected,
             limits: limits.apply(FileLimits::default()),
-            mcp_servers: files.mcp_servers,
+            mcp_servers: crate::attach::with_credentials(files.mcp_servers, |var| {
+                env.vars
+                    .iter()
+                    .find(|(k, _)| k == var)
+                    .map(|(_, v)| v.clone())
+            }),
             snapshot_max_file_bytes: settings
                 .snapshots
                 .enabled
                 .unwrap_or(true)
                 .then(|| snapshot_cap(&settings.snapshots)),
             model_requests: limits.model_requests,
-            context: settings.context,
+            context,
             followup,
             tool_output_lines: crate::render::TOOL_OUTPUT_LINES,
             spinner: false,
@@ -391,16 +439,25 @@ struct ModelFlags {
     stream: bool,
 }
 
-/// The model a run talks to, and where that came from (LLM4, LLM9).
+/// What the configuration files say of the session's model.
+struct Configured<'a> {
+    base_url: Option<String>,
+    model: Option<String>,
+    provider: Option<String>,
+    params: ModelParams,
+    providers: &'a Providers,
+}
+
+/// The model a run talks to, and where that came from (LLM4, LLM6, LLM9).
 ///
 /// The demo script answers only when nothing names a model: no flag, no
-/// configured `base_url` or `model`, no key. A model name or a key with no
-/// base URL means the OpenAI endpoint, so `--model gpt-4.1` never runs the
-/// demo and exits 0.
+/// configured `base_url`, `provider` or `model`, no key. A model name or a
+/// key with no base URL means the OpenAI endpoint, so `--model gpt-4.1`
+/// never runs the demo and exits 0. A configured `provider` gives the URL
+/// and the key (its `env_key` variable's); `--base-url` overrides it.
 fn choose_model(
     flags: ModelFlags,
-    configured_url: Option<String>,
-    configured_model: Option<String>,
+    configured: Configured<'_>,
     api_key: Option<ApiKey>,
 ) -> Result<(ModelChoice, ModelSource), CliError> {
     if let Some(path) = flags.script {
@@ -408,15 +465,30 @@ fn choose_model(
     }
     let source = if flags.base_url.is_some() || flags.model.is_some() || api_key.is_some() {
         ModelSource::Flags
-    } else if configured_url.is_some() || configured_model.is_some() {
+    } else if configured.base_url.is_some()
+        || configured.model.is_some()
+        || configured.provider.is_some()
+    {
         ModelSource::Config
     } else {
         return Ok((ModelChoice::Demo, ModelSource::Demo));
     };
-    let base_url = flags
-        .base_url
-        .or(configured_url)
-        .unwrap_or_else(|| OPENAI_BASE_URL.to_string());
+    let provider = match (&flags.base_url, &configured.provider) {
+        (None, Some(name)) => Some(
+            configured
+                .providers
+                .get(name)
+                .map_err(|e| CliError::config(format!("provider: {e}")))?,
+        ),
+        _ => None,
+    };
+    let base_url = match provider {
+        Some(provider) => provider.config.base_url.clone(),
+        None => flags
+            .base_url
+            .or(configured.base_url)
+            .unwrap_or_else(|| OPENAI_BASE_URL.to_string()),
+    };
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         return Err(CliError::usage(format!(
             "--base-url '{base_url}' must start with http:// or https://"
@@ -424,7 +496,7 @@ fn choose_model(
     }
     let Some(model) = flags
         .model
-        .or(configured_model)
+        .or(configured.model)
         .filter(|m| !m.trim().is_empty())
     else {
         return Err(CliError::usage(format!(
@@ -432,12 +504,27 @@ fn choose_model(
              `model` in config.toml)"
         )));
     };
+    let (api_key, options) = match provider {
+        Some(provider) => (
+            provider.key.clone(),
+            ServerOptions::of(provider, configured.params),
+        ),
+        None => (
+            api_key.map(|k| k.0),
+            ServerOptions {
+                key_env: Some(API_KEY_VAR.to_string()),
+                params: configured.params,
+                ..ServerOptions::default()
+            },
+        ),
+    };
     Ok((
         ModelChoice::Server {
             base_url,
             model,
-            api_key: api_key.map(|k| k.0),
+            api_key,
             stream: flags.stream,
+            options: Box::new(options),
         },
         source,
     ))
@@ -530,6 +617,7 @@ fn sandbox_config(
         check_cache: Some(data_dir.join("checks")),
         limits: sandbox_limits,
         namespaces: true,
+        processes: limits.processes(cadre_runtime::process::ProcessLimits::default()),
     }
 }
 

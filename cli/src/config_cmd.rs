@@ -11,6 +11,7 @@
 //! line. A key that belongs in a config file (`base_url`) is refused with
 //! where to write it.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use cadre_runtime::config::ConfigFile;
@@ -87,18 +88,55 @@ pub fn run(args: ConfigArgs, places: &Places<'_>) -> Result<u8, CliError> {
             Ok(exit::SUCCESS)
         }
         ConfigAction::List => {
-            for (key, value) in settings.read().map_err(cli_error)? {
-                match overrides(&key, places).last() {
-                    Some((path, set)) => crate::outln!(
-                        "{key} = {value}  # a run uses {set} from {}",
-                        path.display()
-                    ),
-                    None => crate::outln!("{key} = {value}"),
-                }
+            for line in list(&settings.read().map_err(cli_error)?, places) {
+                crate::outln!("{line}");
             }
             Ok(exit::SUCCESS)
         }
     }
+}
+
+/// `config list`: every setting, in the order of [`KNOWN_KEYS`], with what
+/// a run uses and where that comes from; still TOML (what is not set, or
+/// set elsewhere, is a comment). A key the file holds that cadre does not
+/// know comes last, as it is.
+fn list(set: &BTreeMap<String, Value>, places: &Places<'_>) -> Vec<String> {
+    let mut lines = vec![format!(
+        "# {}; a run reads {} over it",
+        places.settings.path().display(),
+        match places.files.as_slice() {
+            [] => "no config file".to_string(),
+            files => files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" then "),
+        }
+    )];
+    for known in KNOWN_KEYS {
+        let key = known.key;
+        let over = overrides(key, places).pop();
+        lines.push(match (set.get(key), over) {
+            (Some(value), Some((path, used))) => {
+                format!(
+                    "{key} = {value}  # a run uses {used} from {}",
+                    path.display()
+                )
+            }
+            (Some(value), None) => format!("{key} = {value}"),
+            (None, Some((path, used))) => format!(
+                "# {key} is not set: a run uses {used} from {}",
+                path.display()
+            ),
+            (None, None) => format!("# {key} is not set: a run uses {}", known.default),
+        });
+    }
+    for (key, value) in set {
+        if !KNOWN_KEYS.iter().any(|k| k.key == key) {
+            lines.push(format!("{key} = {value}  # not a setting cadre knows"));
+        }
+    }
+    lines
 }
 
 /// Every settings error is about the input or the file: exit 2.

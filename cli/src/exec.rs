@@ -166,6 +166,8 @@ struct Driver {
     /// not mean exec is done.
     awaiting_prompt: bool,
     session_id: String,
+    /// The session's posture: how its approved plan can run unattended.
+    posture: cadre_runtime::permission::Posture,
     stopping: bool,
     /// The flags the commands it prints need.
     followup: crate::followup::Followup,
@@ -186,6 +188,7 @@ impl Driver {
             pending: None,
             awaiting_prompt: config.prompt.is_some(),
             session_id: String::new(),
+            posture: config.posture,
             stopping: false,
             followup: config.followup.clone(),
             awaiting_goal: config.goal.is_some(),
@@ -207,7 +210,15 @@ impl Driver {
 
     fn next(&mut self, event: &Event) -> Vec<Op> {
         match event {
-            Event::SessionStarted { session_id, .. } => self.session_id.clone_from(session_id),
+            Event::SessionStarted {
+                session_id,
+                posture,
+                ..
+            } => {
+                self.session_id.clone_from(session_id);
+                self.posture = *posture;
+            }
+            Event::PostureChanged { posture } => self.posture = *posture,
             Event::TurnCompleted { .. } => self.ending = Some(Ending::Success),
             Event::GoalUpdated { status, .. } => {
                 self.awaiting_goal = false;
@@ -280,7 +291,7 @@ impl Driver {
                         "cadre: the plan at {plan_path} waits for approval ({id})\n  \
                          answer with: {}\n  then run it with: {}",
                         crate::sessions_cmd::answer_commands(&self.followup, session),
-                        self.followup.exec(&["--resume", session]),
+                        self.followup.implement(session, self.posture),
                     );
                     return self.stop();
                 }

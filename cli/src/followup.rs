@@ -85,6 +85,30 @@ impl Followup {
         line
     }
 
+    /// How to run an approved plan of `session`, whose posture is
+    /// `posture`. `exec` cannot ask a person, so under `suggest` or `never`
+    /// its writes would be denied: the command then says `--posture auto`
+    /// (a guardian model reviews each change), and the shell, which asks.
+    pub fn implement(&self, session: &str, posture: cadre_runtime::permission::Posture) -> String {
+        use cadre_runtime::permission::Posture;
+        match posture {
+            Posture::Auto | Posture::Bypass => self.exec(&["--resume", session]),
+            Posture::Suggest | Posture::Never => {
+                let mut shell = command(&["--resume", session]);
+                push_path(&mut shell, "--data-dir", self.data_dir.as_deref());
+                push_path(&mut shell, "--config-dir", self.config_dir.as_deref());
+                for word in &self.model {
+                    shell.push(' ');
+                    shell.push_str(&quote(word));
+                }
+                format!(
+                    "{} (or in the shell, which asks before each change: {shell}; exec cannot ask, so under posture auto a guardian model reviews each change)",
+                    self.exec(&["--resume", session, "--posture", "auto"])
+                )
+            }
+        }
+    }
+
     /// `cadre restore WORDS…` on this store and workspace.
     pub fn restore(&self, words: &[&str]) -> String {
         let mut line = command(&[&["restore"], words].concat());

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use cadre_actors::SessionHandle;
 use cadre_actors::host::{Host, HostError, Resume as HostResume, SessionOptions, Started};
+use cadre_runtime::model::providers::ServerOptions;
 use cadre_runtime::protocol::{Event, ModeSource, ModelSource};
 use cadre_runtime::store::{LaunchRecord, ModelRecord, Store, store_path};
 use cadre_workflows::cluster::child::ClusterPlacement;
@@ -55,6 +56,17 @@ pub fn stamp(event: &mut Event, mode: ModeSource, model: ModelSource) {
 /// shell can (Ask becomes `approval.requested`), `exec` cannot (Ask becomes
 /// a denial that says why, P7).
 pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, CliError> {
+    launch_with(config, interactive, Vec::new()).await
+}
+
+/// [`launch`], with `instead` taking the place of the built-in tools of
+/// the same names (an editor's file access: same definitions, so the same
+/// gates).
+pub async fn launch_with(
+    config: &RunConfig,
+    interactive: bool,
+    instead: Vec<Arc<dyn cadre_runtime::tool::Tool>>,
+) -> Result<Launched, CliError> {
     // A resumed session talks to the model it was started with, under the
     // rules it was started with, unless a flag says otherwise.
     let mut config = config.clone();
@@ -74,7 +86,7 @@ pub async fn launch(config: &RunConfig, interactive: bool) -> Result<Launched, C
         keep_recorded(&mut config, record.as_ref())?;
     }
     let config = &config;
-    let host = host(config).await?;
+    let host = host_with(config, instead).await?;
     let resume = match &config.resume {
         Resume::New => HostResume::New,
         Resume::Spec(spec) => HostResume::Session(spec.clone()),
@@ -196,11 +208,14 @@ fn model_record(config: &RunConfig) -> Option<ModelRecord> {
             model,
             api_key,
             stream,
+            options,
         } => Some(ModelRecord::Server {
             base_url: base_url.clone(),
             model: model.clone(),
             stream: *stream,
-            key_env: api_key.as_ref().map(|_| API_KEY_VAR.to_string()),
+            key_env: api_key.as_ref().and(options.key_env.clone()),
+            provider: options.provider.clone(),
+            params: options.params.clone(),
         }),
         ModelChoice::Script(path) => Some(ModelRecord::Script {
             path: std::path::absolute(path).unwrap_or_else(|_| path.clone()),
@@ -253,12 +268,28 @@ pub fn keep_recorded(
             model,
             stream,
             key_env,
+            provider,
+            params,
         } => {
+            // A provider's URL, headers and key come from the configuration
+            // again; one that is gone fails the resume.
+            let provider = match provider {
+                Some(name) => Some(config.providers.get(name).map_err(|e| {
+                    CliError::usage(format!(
+                        "this session was started with {}: {e}",
+                        record.model.describe()
+                    ))
+                })?),
+                None => None,
+            };
             // A server that was started without a key never gets one now.
-            let api_key = key_env
-                .as_ref()
-                .and(config.api_key.as_ref())
-                .map(|k| k.0.clone());
+            let api_key = match provider {
+                Some(provider) => key_env.as_ref().and(provider.key.clone()),
+                None => key_env
+                    .as_ref()
+                    .and(config.api_key.as_ref())
+                    .map(|k| k.0.clone()),
+            };
             if let Some(var) = key_env
                 && api_key.is_none()
             {
@@ -268,11 +299,20 @@ pub fn keep_recorded(
                     record.model.describe()
                 )));
             }
+            let options = match provider {
+                Some(provider) => ServerOptions::of(provider, params.clone()),
+                None => ServerOptions {
+                    key_env: Some(API_KEY_VAR.to_string()),
+                    params: params.clone(),
+                    ..ServerOptions::default()
+                },
+            };
             ModelChoice::Server {
-                base_url: base_url.clone(),
+                base_url: provider.map_or_else(|| base_url.clone(), |p| p.config.base_url.clone()),
                 model: model.clone(),
                 api_key,
                 stream: *stream,
+                options: Box::new(options),
             }
         }
         ModelRecord::Script { path } => {
@@ -303,7 +343,27 @@ fn union(first: &[String], second: &[String]) -> Vec<String> {
 /// the tools, the roles, the sandbox, and the workflow engine sessions in
 /// Operate delegate to.
 pub async fn host(config: &RunConfig) -> Result<Host, CliError> {
-    let builder = Host::builder(&config.data_dir);
+    host_with(config, Vec::new()).await
+}
+
+/// [`host`], with `instead` in the place of the built-ins of their names.
+async fn host_with(
+    config: &RunConfig,
+    instead: Vec<Arc<dyn cadre_runtime::tool::Tool>>,
+) -> Result<Host, CliError> {
+    let mut builder = Host::builder(&config.data_dir);
+    if !instead.is_empty() {
+        let replaced = |name: &str| instead.iter().any(|t| t.definition().name == name);
+        let kept: Vec<String> = cadre_runtime::tool::builtin_tools_with(config.limits)
+            .iter()
+            .map(|t| t.definition().name.clone())
+            .filter(|name| !replaced(name))
+            .collect();
+        builder = builder.builtins(&kept);
+        for tool in instead {
+            builder = builder.tool(tool);
+        }
+    }
     let builder = match config.model_requests {
         Some(max) => builder.model_requests(max),
         None => builder,
@@ -324,9 +384,11 @@ pub async fn host(config: &RunConfig) -> Result<Host, CliError> {
         .tool_timeout(config.tool_timeout)
         .file_limits(config.limits)
         .roles(config.roles.clone())
+        .providers(config.providers.clone())
         .max_subagents(config.max_subagents)
         .context(config.context)
         .sandbox(config.sandbox.clone())
+        .hooks(config.hooks.clone())
         .workflows(Arc::new(engine))
         .build()
         .await

@@ -11,6 +11,7 @@
 //! - [`launch`]: starting a session from a `RunConfig` (store, model,
 //!   tools, sub-agents).
 //! - [`exec`]: `cadre exec`.
+//! - [`acp`]: `cadre acp`, the Agent Client Protocol over stdio, for editors.
 //! - [`shell`]: `cadre` with no subcommand, the interactive shell.
 //! - [`config_cmd`]: `cadre config get|set|list` over `settings.toml`.
 //! - [`trust_cmd`]: `cadre trust show|yes|no` and `/trust`: a workspace's
@@ -20,6 +21,8 @@
 //! - [`attach`]: what a session gets besides the built-ins: MCP servers'
 //!   tools and workspace snapshots.
 //! - [`mcp_cmd`]: `cadre mcp list`.
+//! - [`mcp_serve`]: `cadre mcp serve`, cadre as an MCP server for other
+//!   agents.
 //! - [`lease`]: an offline command's write under the session's lease.
 //! - [`restore_cmd`]: `cadre restore list|apply`, offline against the
 //!   snapshots and the store.
@@ -42,6 +45,7 @@
 // `print!` and friends panic on a closed pipe: writes go through `out`.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod acp;
 pub mod args;
 pub mod attach;
 pub mod cluster_cmd;
@@ -54,6 +58,7 @@ pub mod goal_cmd;
 pub mod launch;
 pub mod lease;
 pub mod mcp_cmd;
+pub mod mcp_serve;
 pub mod out;
 pub mod printable;
 pub mod render;
@@ -126,15 +131,28 @@ pub fn main() -> ExitCode {
         Some(Command::Plan(args)) => offline_store(args.data_dir.clone(), &env)
             .and_then(|(dir, followup)| sessions_cmd::plan(args, dir, &followup)),
         Some(Command::Restore(args)) => restore_cmd::run(args, &env, config_dir.as_deref()),
-        Some(Command::Mcp(args)) => block_on(mcp_cmd::run(
-            args,
-            env.current_dir.clone(),
-            config_dir.clone(),
-        )),
+        Some(Command::Mcp(args)) => match args.action {
+            args::McpAction::List(list) => block_on(mcp_cmd::run(
+                list,
+                env.current_dir.clone(),
+                config_dir.clone(),
+            )),
+            args::McpAction::Serve(serve) => {
+                let workspace = serve.session.workspace.clone().or(env.current_dir.clone());
+                let configs = session_configs(serve.session, env, globals);
+                match workspace {
+                    Some(workspace) => block_on(mcp_serve::run(configs, workspace)),
+                    None => Err(exit::CliError::usage(
+                        "cannot tell the current directory; pass --workspace",
+                    )),
+                }
+            }
+        },
         Some(Command::Workflow(args)) => workflow_cmd::run(args, env, config_dir),
         Some(Command::Node(args)) => block_on(cluster_cmd::node(*args, env, config_dir)),
         Some(Command::Goal(args)) => offline_store(args.data_dir.clone(), &env)
             .and_then(|(dir, followup)| goal_cmd::run(args, dir, &followup)),
+        Some(Command::Acp(args)) => run_acp(*args, env, globals),
         Some(Command::Trust(args)) => {
             trust_cmd::run(args, env.current_dir.clone(), config_dir.as_deref())
         }
@@ -213,6 +231,36 @@ fn run_exec(
         config.cluster =
             cluster_cmd::coordinator(&cluster_args, &cluster_settings, &for_cluster).await?;
         exec::run(config).await
+    })
+}
+
+/// `cadre acp`: every editor session's configuration is read for its own
+/// working directory, as `cadre` started there would read it.
+fn run_acp(args: args::AcpArgs, env: Environment, globals: Globals) -> Result<u8, exit::CliError> {
+    let key_set = env.api_key.is_some();
+    block_on(acp::run(
+        session_configs(args.session, env, globals),
+        key_set,
+    ))
+}
+
+/// The run configuration of a session in any workspace (and, for a resume,
+/// which stored one), from one command's session flags: what `cadre`
+/// started in that workspace would read.
+fn session_configs(args: args::SessionArgs, env: Environment, globals: Globals) -> acp::Configs {
+    Box::new(move |cwd: &Path, resume: Option<&str>| {
+        let mut session = args.clone();
+        session.workspace = Some(cwd.to_path_buf());
+        session.resume = resume.map(str::to_string);
+        session.continue_latest = false;
+        let config_dir = globals.config_dir.as_deref();
+        let files = load_config(&session, &env, config_dir)?;
+        let defaults = load_defaults(config_dir)?;
+        let mut config = RunConfig::from_session(session, env.clone(), files, defaults)?;
+        globals.apply(&mut config);
+        // stdout is the protocol's; nothing else is drawn.
+        config.spinner = false;
+        Ok(config)
     })
 }
 

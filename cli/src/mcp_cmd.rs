@@ -1,5 +1,6 @@
 //! `cadre mcp list`: starts the configured MCP servers as a session would,
 //! reports each one's state, tools and their safety, and stops them.
+//! (`cadre mcp serve` is [`crate::mcp_serve`].)
 
 use std::path::PathBuf;
 
@@ -7,12 +8,13 @@ use cadre_runtime::config::{Config, ConfigPaths};
 use cadre_runtime::mcp::{McpHub, render_reports};
 use cadre_runtime::tool::{ToolRegistry, Workspace};
 
-use crate::args::{McpAction, McpArgs};
+use crate::args::McpListArgs;
 use crate::exit::{self, CliError};
 
-/// `cadre mcp …`; exits 0 when the list was printed, whatever the servers did.
+/// `cadre mcp list`; exits 0 when the list was printed, whatever the
+/// servers did.
 pub async fn run(
-    args: McpArgs,
+    args: McpListArgs,
     current_dir: Option<PathBuf>,
     config_dir: Option<PathBuf>,
 ) -> Result<u8, CliError> {
@@ -32,14 +34,12 @@ pub async fn run(
     let config = Config::load(&paths).map_err(|e| CliError::config(e.to_string()))?;
     let workspace = Workspace::new(&workspace)
         .map_err(|e| CliError::usage(format!("--workspace {}: {e}", workspace.display())))?;
-    match args.action {
-        McpAction::List => {
-            let mut registry = ToolRegistry::new();
-            let hub = McpHub::start(config.mcp_servers, workspace.root(), &mut registry).await;
-            let report = render_reports(&hub.reports().await);
-            crate::outln!("{}", crate::printable::printable(&report));
-            hub.shutdown().await;
-            Ok(exit::SUCCESS)
-        }
-    }
+    let mut registry = ToolRegistry::new();
+    let servers =
+        crate::attach::with_credentials(config.mcp_servers, |var| std::env::var(var).ok());
+    let hub = McpHub::start(servers, workspace.root(), &mut registry).await;
+    let report = render_reports(&hub.reports().await);
+    crate::outln!("{}", crate::printable::printable(&report));
+    hub.shutdown().await;
+    Ok(exit::SUCCESS)
 }

@@ -419,6 +419,9 @@ impl TextView {
             } => err(format!(
                 "  model request {attempt} failed ({reason}); retrying in {delay_ms} ms"
             )),
+            Event::ModelParamDropped { param, reason, .. } => err(format!(
+                "  the server rejected `{param}`; sent again without it ({reason})"
+            )),
             Event::TurnCompleted {
                 turn_id,
                 usage,
@@ -434,6 +437,12 @@ impl TextView {
                     usage.prompt_tokens,
                     usage.completion_tokens
                 ));
+                if usage.cached_tokens > 0 || usage.reasoning_tokens > 0 {
+                    text.push_str(&format!(
+                        " ({} cached, {} reasoning)",
+                        usage.cached_tokens, usage.reasoning_tokens
+                    ));
+                }
                 if let Some(c) = context {
                     text.push_str(&format!(" · context {}% of {}", c.percent(), c.window));
                 }

@@ -208,7 +208,7 @@ pub fn plan(args: PlanArgs, data_dir: PathBuf, followup: &Followup) -> Result<u8
         QuestionnaireAnswer::Approve | QuestionnaireAnswer::Revise { .. } => {
             format!(
                 "; run it with: {}",
-                followup.exec(&["--resume", &session.id])
+                followup.implement(&session.id, session.posture)
             )
         }
         QuestionnaireAnswer::Defer | QuestionnaireAnswer::Withdraw => String::new(),

@@ -167,9 +167,17 @@ fn show(review: &Review, book: &TrustBook) -> String {
     lines.join("\n")
 }
 
-/// Prints, once at a session's start, what distrust ignored.
+/// Prints, once at a session's start, what distrust ignored, and the
+/// configured hooks of events this version does not run.
 pub fn warn(config: &Config) {
     if let Some(notice) = config.trust.as_ref().and_then(Review::notice) {
         crate::errln!("cadre: {}", crate::printable::printable(&notice));
+    }
+    let idle = config.hooks.not_run();
+    if !idle.is_empty() {
+        crate::errln!(
+            "cadre: hooks of {} are configured but not run by this version (docs/hooks.md)",
+            idle.join(", ")
+        );
     }
 }

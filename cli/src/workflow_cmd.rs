@@ -419,6 +419,34 @@ fn model_name(choice: &crate::config::ModelChoice) -> String {
     }
 }
 
+/// The provider and reasoning effort a step's requests go with (its
+/// role's, else the session's): ` · provider local · effort high`, each
+/// left out when nothing sets it.
+fn served_by(
+    role: Option<&cadre_runtime::config::RoleConfig>,
+    session: &crate::config::ModelChoice,
+) -> String {
+    let options = match session {
+        crate::config::ModelChoice::Server { options, .. } => Some(options),
+        _ => None,
+    };
+    let provider = role
+        .and_then(|r| r.provider.clone())
+        .or_else(|| role.and_then(|r| r.base_url.clone()))
+        .or_else(|| options.and_then(|o| o.provider.clone()));
+    let effort = role
+        .and_then(|r| r.reasoning_effort)
+        .or_else(|| options.and_then(|o| o.params.reasoning_effort));
+    let mut out = String::new();
+    if let Some(provider) = provider {
+        out.push_str(&format!(" · provider {provider}"));
+    }
+    if let Some(effort) = effort {
+        out.push_str(&format!(" · effort {effort}"));
+    }
+    out
+}
+
 fn dry_run(workflow: &Workflow, config: &RunConfig, max_parallel: Option<u32>) -> String {
     let parallel = max_parallel.map_or(workflow.max_parallel, |m| m.min(workflow.max_parallel));
     let model = model_name(&config.model);
@@ -450,10 +478,12 @@ fn dry_run(workflow: &Workflow, config: &RunConfig, max_parallel: Option<u32>) -
                     .and_then(|r| config.roles.get(r)?.model.clone())
             })
             .unwrap_or_else(|| model.clone());
+        let role_config = step.role.as_ref().and_then(|r| config.roles.get(r));
         out.push_str(&format!(
-            "- {}: {instances} · mode {} · role {role} · model {model}{}{}\n",
+            "- {}: {instances} · mode {} · role {role} · model {model}{}{}{}\n",
             step.name,
             step.mode,
+            served_by(role_config, &config.model),
             if step.needs.is_empty() {
                 String::new()
             } else {

@@ -59,6 +59,11 @@ pub enum ModelSourceError {
     /// settings must change.
     #[error(transparent)]
     Client(#[from] crate::model::ModelError),
+    /// The role's provider is not configured, or its server has no model
+    /// (`model::providers::ChoiceError`). Not retryable: the configuration
+    /// must change.
+    #[error(transparent)]
+    Choice(#[from] crate::model::providers::ChoiceError),
 }
 
 /// Every role uses the session's client.
@@ -371,6 +376,7 @@ impl ReportBuilder {
             | Event::AssistantDelta { .. }
             | Event::AssistantReasoning { .. }
             | Event::ModelRetry { .. }
+            | Event::ModelParamDropped { .. }
             | Event::PermissionDecision { .. }
             | Event::ApprovalRequested { .. }
             | Event::ApprovalResolved { .. }

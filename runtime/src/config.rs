@@ -24,6 +24,8 @@ use serde::Deserialize;
 
 use crate::mcp::config::{McpServerConfig, McpServerEntry};
 use crate::mode::Mode;
+use crate::model::providers::ProviderConfig;
+use crate::model::{Effort, ModelParams};
 use crate::permission::Posture;
 use crate::permission::rules::{PermissionRules, RuleError, RuleSet, Scope};
 use crate::tool::FileLimits;
@@ -51,6 +53,22 @@ pub struct ConfigFile {
     pub model: Option<String>,
     /// The OpenAI-compatible base URL.
     pub base_url: Option<String>,
+    /// The provider (`[providers.NAME]`, or the built-in `openai`) serving `model`.
+    pub provider: Option<String>,
+    /// Reasoning effort sent with this model's requests.
+    pub reasoning_effort: Option<Effort>,
+    /// The most tokens one answer may have.
+    pub max_output_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Nucleus sampling.
+    pub top_p: Option<f64>,
+    /// Provider-specific fields merged into each request body.
+    pub extra: Option<BTreeMap<String, serde_json::Value>>,
+    /// Named model servers. Never from a project's file: a repository
+    /// cannot choose where a key is sent.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
     /// Sub-agents running at once (clamped to 1..=128).
     pub max_subagents: Option<u32>,
     /// Allow / ask / deny rules.
@@ -85,6 +103,10 @@ pub struct ConfigFile {
     /// The model's context window and when to compact (`docs/context.md`).
     #[serde(default)]
     pub context: ContextSettings,
+    /// `[[hooks.EVENT]]`: commands run at points of every agent's life
+    /// (`docs/hooks.md`). A project's run only once the user trusts it.
+    #[serde(default)]
+    pub hooks: crate::hooks::HookSet,
 }
 
 /// `[context]`: the session model's context window and the compaction
@@ -187,6 +209,12 @@ pub struct LimitSettings {
     /// shared by every session, sub-agent and workflow step of the process;
     /// the rest wait their turn (default: no limit).
     pub model_requests: Option<u32>,
+    /// Managed processes (`process` tool) one agent may run at once (default 4).
+    pub processes_per_agent: Option<usize>,
+    /// Managed processes a session's tree may run at once (default 16).
+    pub processes_per_session: Option<usize>,
+    /// KiB of output kept per managed process (default 1024).
+    pub process_output_kib: Option<usize>,
 }
 
 impl LimitSettings {
@@ -194,6 +222,7 @@ impl LimitSettings {
     pub fn defaults() -> Self {
         let file = FileLimits::default();
         let response = crate::model::ResponseLimits::default();
+        let processes = crate::process::ProcessLimits::default();
         Self {
             bash_output_mib: Some(crate::sandbox::DEFAULT_MAX_OUTPUT / (1024 * 1024)),
             response_mib: Some((response.max_bytes / (1024 * 1024)) as u64),
@@ -207,6 +236,9 @@ impl LimitSettings {
             list_entries: Some(file.list_entries),
             edit_file_bytes: Some(file.edit_file_bytes),
             model_requests: None,
+            processes_per_agent: Some(processes.per_agent),
+            processes_per_session: Some(processes.per_session),
+            process_output_kib: Some(processes.output_bytes / 1024),
         }
     }
 
@@ -274,6 +306,21 @@ impl LimitSettings {
                 project.model_requests,
                 defaults.model_requests,
             ),
+            processes_per_agent: lower(
+                self.processes_per_agent,
+                project.processes_per_agent,
+                defaults.processes_per_agent,
+            ),
+            processes_per_session: lower(
+                self.processes_per_session,
+                project.processes_per_session,
+                defaults.processes_per_session,
+            ),
+            process_output_kib: lower(
+                self.process_output_kib,
+                project.process_output_kib,
+                defaults.process_output_kib,
+            ),
         }
     }
 
@@ -292,6 +339,24 @@ impl LimitSettings {
             list_entries: self.list_entries.or(lower.list_entries),
             edit_file_bytes: self.edit_file_bytes.or(lower.edit_file_bytes),
             model_requests: self.model_requests.or(lower.model_requests),
+            processes_per_agent: self.processes_per_agent.or(lower.processes_per_agent),
+            processes_per_session: self.processes_per_session.or(lower.processes_per_session),
+            process_output_kib: self.process_output_kib.or(lower.process_output_kib),
+        }
+    }
+
+    /// The bounds on managed processes: `base` with the keys that are set,
+    /// each at least 1.
+    pub fn processes(&self, base: crate::process::ProcessLimits) -> crate::process::ProcessLimits {
+        crate::process::ProcessLimits {
+            per_agent: self.processes_per_agent.unwrap_or(base.per_agent).max(1),
+            per_session: self
+                .processes_per_session
+                .unwrap_or(base.per_session)
+                .max(1),
+            output_bytes: self
+                .process_output_kib
+                .map_or(base.output_bytes, |kib| kib.max(1).saturating_mul(1024)),
         }
     }
 
@@ -320,23 +385,49 @@ pub struct PlanSettings {
 }
 
 /// `[guardian]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GuardianSettings {
     /// The model the guardian asks (default: the agent's own).
     pub model: Option<String>,
+    /// The provider serving it (default: the session's server).
+    pub provider: Option<String>,
+    /// Reasoning effort sent with this model's requests.
+    pub reasoning_effort: Option<Effort>,
+    /// The most tokens one answer may have.
+    pub max_output_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Nucleus sampling.
+    pub top_p: Option<f64>,
+    /// Provider-specific fields merged into each request body.
+    pub extra: Option<BTreeMap<String, serde_json::Value>>,
+
     /// The review deadline in seconds (default 90).
     pub timeout_secs: Option<u64>,
 }
 
 /// `[roles.<name>]`: what a sub-agent of this role is.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RoleConfig {
     /// What the role is for, shown in the roster.
     pub description: Option<String>,
     /// The model (default: the session's).
     pub model: Option<String>,
+    /// The provider serving it (default: the session's server).
+    pub provider: Option<String>,
+    /// Reasoning effort sent with this model's requests.
+    pub reasoning_effort: Option<Effort>,
+    /// The most tokens one answer may have.
+    pub max_output_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Nucleus sampling.
+    pub top_p: Option<f64>,
+    /// Provider-specific fields merged into each request body.
+    pub extra: Option<BTreeMap<String, serde_json::Value>>,
+
     /// The role's model's context window in tokens (default: the table's
     /// for a known model name, else the session's).
     pub context_window: Option<u64>,
@@ -360,7 +451,46 @@ pub struct RoleConfig {
     pub permissions: PermissionRules,
 }
 
+/// The [`ModelParams`] of a section's `reasoning_effort`,
+/// `max_output_tokens`, `temperature`, `top_p` and `extra` keys.
+macro_rules! params_of {
+    ($section:expr) => {
+        ModelParams {
+            reasoning_effort: $section.reasoning_effort,
+            max_output_tokens: $section.max_output_tokens,
+            temperature: $section.temperature,
+            top_p: $section.top_p,
+            extra: $section.extra.clone().unwrap_or_default(),
+        }
+    };
+}
+
+impl RoleConfig {
+    /// The role's model parameters (each unset one inherits the session's).
+    pub fn params(&self) -> ModelParams {
+        params_of!(self)
+    }
+
+    /// Whether the role's agents need a model client of their own: another
+    /// server or provider, or parameters of their own.
+    pub fn own_client(&self) -> bool {
+        self.base_url.is_some() || self.provider.is_some() || !self.params().is_empty()
+    }
+}
+
+impl GuardianSettings {
+    /// The guardian's model parameters.
+    pub fn params(&self) -> ModelParams {
+        params_of!(self)
+    }
+}
+
 impl ConfigFile {
+    /// The session's model parameters (the top-level keys).
+    pub fn params(&self) -> ModelParams {
+        params_of!(self)
+    }
+
     /// Parses a file's text; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
         toml::from_str(text).map_err(|e| ConfigError {
@@ -484,6 +614,16 @@ fn review(
 /// A project's file may not name a model server: the API key goes with
 /// every request, and a repository must not choose where it goes.
 fn refuse_endpoints(file: &ConfigFile, path: &Path) -> Result<(), ConfigError> {
+    if let Some(name) = file.providers.keys().next() {
+        return Err(ConfigError {
+            path: path.display().to_string(),
+            message: format!(
+                "providers.{name}: a project's config cannot add or redirect a model provider \
+                 (the API key is sent there); define it in your user config or an uncommitted \
+                 .cadre/config.local.toml, and choose it here with provider = \"{name}\""
+            ),
+        });
+    }
     let role = file
         .roles
         .iter()
@@ -523,6 +663,8 @@ pub struct Config {
     pub roles: BTreeMap<String, RoleConfig>,
     /// The MCP servers, merged (`mcp::config::merge`).
     pub mcp_servers: Vec<McpServerConfig>,
+    /// Every layer's hooks, lowest first (a project's only when trusted).
+    pub hooks: crate::hooks::HookSet,
     /// The posture the project's file asks for. A repository may narrow the
     /// posture the user chose, never widen it, so it is kept apart from
     /// `settings.posture` and applied with [`Config::posture`].
@@ -610,6 +752,14 @@ impl Config {
             let s = &mut merged.settings;
             s.model = file.model.or(s.model.take());
             s.base_url = file.base_url.or(s.base_url.take());
+            s.provider = file.provider.or(s.provider.take());
+            s.reasoning_effort = file.reasoning_effort.or(s.reasoning_effort);
+            s.max_output_tokens = file.max_output_tokens.or(s.max_output_tokens);
+            s.temperature = file.temperature.or(s.temperature);
+            s.top_p = file.top_p.or(s.top_p);
+            s.extra = file.extra.or(s.extra.take());
+            // Only from the user's own files (a project's are refused).
+            s.providers.extend(file.providers);
             s.max_subagents = file.max_subagents.or(s.max_subagents);
             s.context.window = file.context.window.or(s.context.window);
             s.context.compact_percent = file.context.compact_percent.or(s.context.compact_percent);
@@ -617,8 +767,15 @@ impl Config {
             if scope != Scope::Project {
                 // Which model reviews the calls under Auto-Review is the
                 // user's choice, not the reviewed repository's.
-                s.guardian.model = file.guardian.model.or(s.guardian.model.take());
-                s.guardian.timeout_secs = file.guardian.timeout_secs.or(s.guardian.timeout_secs);
+                let (g, lower) = (file.guardian, &mut s.guardian);
+                lower.model = g.model.or(lower.model.take());
+                lower.provider = g.provider.or(lower.provider.take());
+                lower.reasoning_effort = g.reasoning_effort.or(lower.reasoning_effort);
+                lower.max_output_tokens = g.max_output_tokens.or(lower.max_output_tokens);
+                lower.temperature = g.temperature.or(lower.temperature);
+                lower.top_p = g.top_p.or(lower.top_p);
+                lower.extra = g.extra.or(lower.extra.take());
+                lower.timeout_secs = g.timeout_secs.or(lower.timeout_secs);
                 s.sandbox.writable_roots = file
                     .sandbox
                     .writable_roots
@@ -648,6 +805,7 @@ impl Config {
                     message: e.to_string(),
                 })?;
             merged.roles.extend(file.roles);
+            merged.hooks.extend(std::mem::take(&mut file.hooks));
         }
         let layers: Vec<_> = mcp.iter().map(|(e, s, p)| (e, *s, p.as_path())).collect();
         merged.mcp_servers = crate::mcp::config::merge(&layers, trust)?;

@@ -10,7 +10,9 @@
 //!   execution entry point, the built-in tools.
 //! - [`model`]: the streaming client trait, the OpenAI-compatible client, the
 //!   retry policy, the scripted model.
-//! - [`prompt`]: the system prompt and the Plan reminders.
+//! - [`instructions`]: the project's `AGENTS.md` files, read for an agent.
+//! - [`prompt`]: the system prompt (with its environment block) and the
+//!   Plan reminders.
 //! - [`turn`]: the turn loop, `step(input) -> effects`.
 //! - [`lifecycle`]: a session's queue, one turn at a time, `step(input) -> effects`.
 //! - [`paths`]: the data directory and the files of a session.
@@ -27,6 +29,10 @@
 //! - [`snapshot`]: workspace snapshots in a side git repository, and restore.
 //! - [`sandbox`]: commands under Landlock, with a clean environment, bounded
 //!   output and process groups that die with the call.
+//! - [`hooks`]: commands run at points of every agent's life; the
+//!   `pre_tool_use` layer of the permission order.
+//! - [`process`]: managed background processes: their output ring, bounds,
+//!   ownership, and what a killed cadre left running.
 //!
 //! **Invariant:** this crate knows nothing about ractor, and writes nothing to
 //! stdout or stderr.
@@ -37,6 +43,8 @@ pub mod agent;
 pub mod config;
 pub mod context;
 pub mod goal;
+pub mod hooks;
+pub mod instructions;
 pub mod lifecycle;
 pub mod mcp;
 pub mod message;
@@ -45,6 +53,7 @@ pub mod model;
 pub mod paths;
 pub mod permission;
 pub mod plan;
+pub mod process;
 pub mod prompt;
 pub mod protocol;
 pub mod sandbox;

@@ -197,13 +197,26 @@ pub enum ApprovalOutcome {
     Withdrawn,
 }
 
-/// Token counts as the provider reported them.
+/// Token counts as the provider reported them (LLM8). `prompt_tokens`
+/// includes the cached ones and `completion_tokens` the reasoning ones, as
+/// every OpenAI-compatible server counts them; the two details are shown
+/// apart (and sent only when non-zero) so a reader can price them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens in the requests.
     pub prompt_tokens: u64,
     /// Tokens the model produced.
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, those the server read from its prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+    /// Of `completion_tokens`, those spent reasoning before the answer.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -211,6 +224,44 @@ impl Usage {
     pub fn add(&mut self, other: Usage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+    }
+
+    /// Every token, cached and reasoning ones included: what budgets count.
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+/// Which project instructions an agent was given, for `session.started`:
+/// the files (not their text) and the text's hash, so a reader can tell
+/// which version a session ran under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstructionsSummary {
+    /// The files, in the order they were read.
+    pub files: Vec<String>,
+    /// SHA-256 of the text given, hex.
+    pub sha256: String,
+    /// The text's length in bytes.
+    pub bytes: u64,
+    /// Whether the cap cut it.
+    pub truncated: bool,
+}
+
+impl InstructionsSummary {
+    /// The summary of `instructions`; `None` when there are none.
+    pub fn of(instructions: &crate::instructions::Instructions) -> Option<Self> {
+        (!instructions.is_empty()).then(|| Self {
+            files: instructions
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect(),
+            sha256: instructions.sha256.clone(),
+            bytes: instructions.text.len() as u64,
+            truncated: instructions.truncated,
+        })
     }
 }
 
@@ -303,6 +354,10 @@ pub enum Event {
         /// `mode_source`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model_source: Option<ModelSource>,
+        /// The project instructions (`AGENTS.md`) the session read at this
+        /// start (CX5); absent when there were none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        instructions: Option<InstructionsSummary>,
     },
     /// A user message was admitted (stored, in a session with a store).
     #[serde(rename = "input.admitted")]
@@ -415,6 +470,18 @@ pub enum Event {
         /// The wait before the next attempt.
         delay_ms: u64,
         /// What failed.
+        reason: String,
+    },
+    /// The server rejected a model parameter (a 400 naming it): the
+    /// request was sent again without it, and later requests leave it out
+    /// (LLM7).
+    #[serde(rename = "model.param_dropped")]
+    ModelParamDropped {
+        /// The turn.
+        turn_id: u64,
+        /// The body field left out (`reasoning_effort`, `temperature`, …).
+        param: String,
+        /// The server's error, shortened.
         reason: String,
     },
     /// The turn ended with a final answer.

@@ -64,21 +64,25 @@ pub const KNOWN_KEYS: &[KnownKey] = &[
         key: "default_mode",
         kind: Kind::Mode,
         about: "the mode a session starts in: plan, work or operate",
+        default: "\"work\"",
     },
     KnownKey {
         key: "default_posture",
         kind: Kind::Posture,
         about: "the permission posture a session starts in: suggest, auto, bypass or never",
+        default: "\"suggest\"",
     },
     KnownKey {
         key: "model",
         kind: Kind::Text,
         about: "the model name",
+        default: "none (the built-in demo script, unless a flag or OPENAI_* names a model)",
     },
     KnownKey {
         key: "plan.agent_entry",
         kind: Kind::Bool,
         about: "offer the model enter_plan_mode: true or false",
+        default: "false",
     },
 ];
 
@@ -91,6 +95,8 @@ pub struct KnownKey {
     pub kind: Kind,
     /// One line for help texts.
     pub about: &'static str,
+    /// What a run uses when nothing sets it: TOML, or a sentence.
+    pub default: &'static str,
 }
 
 /// The type of a setting's value.

@@ -209,6 +209,13 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         posture,
         model,
         base_url,
+        provider,
+        reasoning_effort,
+        max_output_tokens,
+        temperature,
+        top_p,
+        extra,
+        providers,
         max_subagents,
         permissions,
         guardian,
@@ -220,6 +227,7 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         snapshots,
         cluster,
         context,
+        hooks,
     } = file;
     let PermissionRules { allow, ask, deny } = permissions;
     let PlanSettings { agent_entry } = plan;
@@ -233,12 +241,23 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
     // prompt, model, tools; the verifier's and the guardian's included),
     // allow rules, the model offered a way into Plan.
     lose("model".into(), model.is_some());
+    // Which provider, and what its requests cost or carry.
+    lose("provider".into(), provider.is_some());
+    lose("reasoning_effort".into(), reasoning_effort.is_some());
+    lose("max_output_tokens".into(), max_output_tokens.is_some());
+    lose("temperature".into(), temperature.is_some());
+    lose("top_p".into(), top_p.is_some());
+    lose("extra".into(), extra.is_some());
     lose("max_subagents".into(), max_subagents.is_some());
     lose("permissions.allow".into(), !allow.is_empty());
     for name in roles.keys() {
         lose(format!("roles.{name}"), true);
     }
     lose("plan.agent_entry".into(), agent_entry == Some(true));
+    // Commands a cloned repository would run on this machine.
+    for key in hooks.keys() {
+        lose(key, true);
+    }
     let mut servers = BTreeMap::new();
     for (name, entry) in mcp_servers {
         let (kept, lost) = untrusted_server(entry);
@@ -262,6 +281,7 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         // Never from a project, trusted or not: refused (`base_url`) or
         // ignored by `Config::merge`, which sees them as before.
         base_url,
+        providers,
         guardian,
         sandbox,
         snapshots,
@@ -269,8 +289,15 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         // Only when cadre compacts, never what an agent may do.
         context,
         model: None,
+        provider: None,
+        reasoning_effort: None,
+        max_output_tokens: None,
+        temperature: None,
+        top_p: None,
+        extra: None,
         max_subagents: None,
         roles: BTreeMap::new(),
+        hooks: crate::hooks::HookSet::default(),
     };
     (narrowed, ignored)
 }
@@ -291,8 +318,12 @@ fn untrusted_server(entry: McpServerEntry) -> (McpServerEntry, bool) {
         disabled_tools,
         trusted,
         enabled,
+        url,
+        bearer_token_env_var,
+        env_http_headers,
     } = entry;
     let lost = command.is_some()
+        || url.is_some()
         || startup_timeout.is_some()
         || tool_timeout.is_some()
         || enabled == Some(true);
@@ -308,6 +339,10 @@ fn untrusted_server(entry: McpServerEntry) -> (McpServerEntry, bool) {
         // Never believed from a project (`mcp::config::merge`).
         trusted,
         enabled: enabled.filter(|on| !on),
+        // A project's remote server is never started, trusted or not.
+        url,
+        bearer_token_env_var,
+        env_http_headers,
     };
     (kept, lost)
 }

@@ -55,6 +55,10 @@ pub struct TurnConfig {
     /// Compact before the first request (an `Op::Compact` sent while the
     /// agent was idle).
     pub compact_first: bool,
+    /// How many times the agent's stop hooks may keep this turn going after
+    /// a final answer (the breaker); 0 when it has none, and a final
+    /// answer ends the turn at once.
+    pub stop_checks: u32,
 }
 
 /// How a turn ended.
@@ -99,6 +103,9 @@ pub enum TurnInput {
     /// Finish the turn once the current calls are answered, without asking
     /// the model again (a plan went to the user for approval).
     EndAfterTools,
+    /// The stop hooks answered [`TurnEffect::AskStop`]: `None` lets the
+    /// turn end, a message keeps it going with that message.
+    StopAnswered(Option<String>),
     /// Stop now for another reason (the denial ledger paused autonomy, say).
     Halt {
         /// Why, for machines.
@@ -122,6 +129,12 @@ pub enum TurnEffect {
     Summarize(ModelRequest),
     /// Run a tool call and feed back its outcome.
     RunTool(ToolCall),
+    /// The model gave a final answer: ask the agent's stop hooks whether
+    /// it may stop, and answer with [`TurnInput::StopAnswered`].
+    AskStop {
+        /// The final answer.
+        text: String,
+    },
     /// The turn is over; nothing more will be asked.
     Finish(TurnOutcome),
 }
@@ -133,6 +146,8 @@ enum Phase {
     /// Waiting for a compaction's summary.
     Compacting,
     RunningTools,
+    /// Waiting for the stop hooks' answer to a final answer.
+    AskingStop,
     Finished,
 }
 
@@ -164,6 +179,8 @@ pub struct TurnMachine {
     /// How long the turn has run, as the host last said: the budget guard
     /// reads it (the machine has no clock).
     elapsed: Duration,
+    /// How many more times stop hooks may keep the turn going.
+    stop_checks: u32,
 }
 
 impl TurnMachine {
@@ -175,6 +192,7 @@ impl TurnMachine {
         Self {
             guard,
             elapsed: Duration::ZERO,
+            stop_checks: config.stop_checks,
             config,
             history,
             base,
@@ -233,6 +251,15 @@ impl TurnMachine {
                 self.on_summary(Some(response.text), &mut effects)
             }
             (Phase::Compacting, TurnInput::ModelFailed(_)) => self.on_summary(None, &mut effects),
+            (Phase::AskingStop, TurnInput::StopAnswered(None)) => {
+                let text = std::mem::take(&mut self.last_text);
+                self.finish(TurnOutcome::Completed { text }, &mut effects);
+            }
+            (Phase::AskingStop, TurnInput::StopAnswered(Some(message))) => {
+                self.stop_checks = self.stop_checks.saturating_sub(1);
+                self.record(Message::User { content: message }, &mut effects);
+                self.request_model(&mut effects);
+            }
             (Phase::AwaitingModel, TurnInput::ModelFailed(error))
                 if error.is_context_overflow() =>
             {
@@ -277,13 +304,21 @@ impl TurnMachine {
                 &mut effects,
             ),
             (
-                Phase::NotStarted | Phase::AwaitingModel | Phase::Compacting | Phase::RunningTools,
+                Phase::NotStarted
+                | Phase::AwaitingModel
+                | Phase::Compacting
+                | Phase::RunningTools
+                | Phase::AskingStop,
                 TurnInput::EndAfterTools,
             ) => {
                 self.end_after_tools = true;
             }
             (
-                Phase::NotStarted | Phase::AwaitingModel | Phase::Compacting | Phase::RunningTools,
+                Phase::NotStarted
+                | Phase::AwaitingModel
+                | Phase::Compacting
+                | Phase::RunningTools
+                | Phase::AskingStop,
                 TurnInput::Compact,
             ) => {
                 self.window.requested = true;
@@ -295,11 +330,19 @@ impl TurnMachine {
             // Inputs that do not belong to the current phase are stale (a
             // late answer after a cancel, say) and change nothing.
             (
-                Phase::NotStarted | Phase::AwaitingModel | Phase::Compacting | Phase::RunningTools,
+                Phase::NotStarted
+                | Phase::AwaitingModel
+                | Phase::Compacting
+                | Phase::RunningTools
+                | Phase::AskingStop,
                 TurnInput::Start
                 | TurnInput::ModelResponded(_)
                 | TurnInput::ModelFailed(_)
                 | TurnInput::ToolFinished { .. },
+            ) => {}
+            (
+                Phase::NotStarted | Phase::AwaitingModel | Phase::Compacting | Phase::RunningTools,
+                TurnInput::StopAnswered(_),
             ) => {}
         }
         effects
@@ -413,6 +456,15 @@ impl TurnMachine {
             effects,
         );
         if response.tool_calls.is_empty() {
+            // The stop hooks may keep it going, a bounded number of times;
+            // a turn told to end after its tools ends.
+            if self.stop_checks > 0 && !self.end_after_tools {
+                self.phase = Phase::AskingStop;
+                effects.push(TurnEffect::AskStop {
+                    text: response.text,
+                });
+                return;
+            }
             self.finish(
                 TurnOutcome::Completed {
                     text: response.text,

@@ -16,6 +16,7 @@ use crate::support::mock::{MockServer, Overflow, Reply, text_chunks, tool_call_c
 use crate::support::{SessionBuilder, TestSession, turn_end};
 
 mod agents;
+mod crash;
 mod goal;
 
 /// The size of the file the agent keeps reading.

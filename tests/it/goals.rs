@@ -211,8 +211,17 @@ async fn the_verifier_is_offered_only_read_only_tools_and_its_forged_write_is_re
     assert!(is_verifier(&requests[1]));
     assert_eq!(
         verifier,
-        ["read_file", "list_dir", "glob", "grep", "bash", "run_check"],
-        "the verifier may only read (run_check runs a check: it cannot change the workspace)"
+        [
+            "read_file",
+            "list_dir",
+            "glob",
+            "grep",
+            "bash",
+            "process",
+            "run_check"
+        ],
+        "the verifier may only read (run_check runs a check: it cannot change the workspace; \
+         process only lists and reads)"
     );
     let answers = contents(&requests[2], "tool");
     assert!(

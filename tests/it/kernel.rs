@@ -109,7 +109,15 @@ async fn a_work_session_starts_a_read_only_plan_child_that_cannot_write() {
     child_tools.sort();
     assert_eq!(
         child_tools,
-        ["agent", "bash", "glob", "grep", "list_dir", "read_file"],
+        [
+            "agent",
+            "bash",
+            "glob",
+            "grep",
+            "list_dir",
+            "process",
+            "read_file"
+        ],
         "a Plan child is offered read-only tools only (bash for proven read-only commands, \
          agent for read-only grandchildren), and no plan file writer"
     );
@@ -360,6 +368,7 @@ async fn a_host_offers_only_the_built_in_tools_it_was_given() {
         model: "mock-model".into(),
         api_key: None,
         stream: true,
+        options: Default::default(),
     };
     let refused = Host::builder(data.path())
         .model(server())

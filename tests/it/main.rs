@@ -4,6 +4,7 @@
 // This whole crate is test code: a failed expectation is a failed test.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod acp;
 mod agents;
 mod cancel;
 mod cli;
@@ -15,13 +16,18 @@ mod crash;
 mod durability;
 mod goals;
 mod hermetic;
+mod hooks;
 mod kernel;
 mod mcp;
 mod mcp_cli;
 mod mcp_hostile;
+mod mcp_http;
+mod mcp_serve;
+mod models;
 mod permissions;
 mod plan_lifecycle;
 mod plan_mode;
+mod processes;
 mod protected_paths;
 mod restore;
 mod retries;

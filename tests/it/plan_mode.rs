@@ -55,6 +55,8 @@ async fn plan_offers_read_only_tools_the_plan_writers_and_read_only_bash_while_w
             "write_file",
             "edit_file",
             "bash",
+            // `list`, `output` and `wait` only read.
+            "process",
             "exit_plan_mode",
             // The goal is the session's, not the workspace's: Plan keeps it.
             "create_goal",
@@ -92,6 +94,7 @@ async fn plan_offers_read_only_tools_the_plan_writers_and_read_only_bash_while_w
             "write_file",
             "edit_file",
             "bash",
+            "process",
             "todo_write",
             "create_goal",
             "get_goal",

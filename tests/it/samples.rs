@@ -310,7 +310,40 @@ fn check(
     if usage != expected.usage {
         report("usage", &expected.usage, &usage);
     }
+    // The details budgets need (LLM8), as each server reports them.
+    if expected.usage.is_some() {
+        let want = USAGE_DETAILS
+            .iter()
+            .find(|(name, ..)| *name == sample.name)
+            .map_or((0, 0), |(_, cached, reasoning)| (*cached, *reasoning));
+        let got = response
+            .usage
+            .map_or((0, 0), |u| (u.cached_tokens, u.reasoning_tokens));
+        if got != want {
+            report("usage (cached, reasoning)", &want, &got);
+        }
+    }
 }
+
+/// Cached prompt tokens and reasoning tokens of every sample that reports
+/// either (every other sample with a usage reports neither): OpenAI's
+/// `prompt_tokens_details.cached_tokens` and
+/// `completion_tokens_details.reasoning_tokens` (Azure, Cerebras, Crusoe,
+/// DeepSeek, Groq, xAI, Z.ai, Mistral's streaming API), DeepSeek's
+/// `prompt_cache_hit_tokens`, Mistral's non-streaming `num_cached_tokens`.
+const USAGE_DETAILS: &[(&str, u64, u64)] = &[
+    ("azure-model-router-content-filter", 0, 64),
+    ("cerebras-glm-reasoning-tool-call", 256, 97),
+    ("crusoe-nonstream-reasoning-tool-call", 0, 25),
+    ("deepseek-nonstream-reasoning-tool-call", 512, 60),
+    ("deepseek-reasoner-text-stream", 0, 198),
+    ("deepseek-reasoner-tool-call", 320, 39),
+    ("groq-gpt-oss-reasoning-tool-call", 0, 23),
+    ("mistral-incremental-tool-call", 128, 0),
+    ("mistral-nonstream-tool-call", 76, 0),
+    ("xai-grok-reasoning-tool-call", 290, 196),
+    ("zai-glm-thinking-stream", 0, 561),
+];
 
 #[tokio::test]
 async fn real_captured_responses_assemble_as_expected_whole_in_pieces_and_respelled() {

@@ -78,6 +78,8 @@ impl Host {
             agents: None,
             plans: None,
             snapshots: None,
+            processes: None,
+            hooks: None,
             workflows: None,
             goals: None,
         };
@@ -241,6 +243,7 @@ fn the_text_header_says_when_there_is_no_sandbox() {
             sandbox_walls: Vec::new(),
             mode_source: None,
             model_source: None,
+            instructions: None,
         };
         let piece = cadre::cli::render::TextView::default()
             .event(&event)

@@ -223,7 +223,15 @@ async fn config_get_set_list_and_their_exit_codes() {
     let out = cadre(d, &["config", "list"]).await;
     assert_eq!(
         out.stdout,
-        "default_mode = \"work\"\nmodel = \"gpt-4.1\"\nplan.agent_entry = true\n"
+        format!(
+            "# {}; a run reads {} over it\n\
+             default_mode = \"work\"\n\
+             # default_posture is not set: a run uses \"suggest\"\n\
+             model = \"gpt-4.1\"\n\
+             plan.agent_entry = true\n",
+            d.join("settings.toml").display(),
+            d.join("config.toml").display()
+        )
     );
 
     // A broken file is reported with its line, and a set does not replace it.
@@ -465,8 +473,12 @@ async fn config_says_when_a_config_file_wins_and_where_a_file_key_goes() {
     assert_eq!(
         list.stdout,
         format!(
-            "default_mode = \"operate\"  # a run uses mode = \"plan\" from {file}\n\
-             model = \"a\"  # a run uses model = \"b\" from {file}\n"
+            "# {}; a run reads {file} over it\n\
+             default_mode = \"operate\"  # a run uses mode = \"plan\" from {file}\n\
+             # default_posture is not set: a run uses \"suggest\"\n\
+             model = \"a\"  # a run uses model = \"b\" from {file}\n\
+             # plan.agent_entry is not set: a run uses false\n",
+            d.join("settings.toml").display()
         )
     );
     // Still TOML: the comments are comments.

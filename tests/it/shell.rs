@@ -216,6 +216,49 @@ fn ctrl_c_at_an_idle_prompt_asks_again_and_a_second_one_in_a_row_leaves() {
     exits_0(&mut shell);
 }
 
+/// `/mode plan` and `/quit` typed back to back: the receipt of the saved
+/// startup mode is shown before the shell leaves, and the session, which
+/// was asked nothing, is not kept.
+#[test]
+fn a_mode_receipt_before_quit_is_shown_and_an_unused_session_is_not_kept() {
+    let Shell {
+        pty: mut shell,
+        data,
+        config,
+        ..
+    } = start(SCRIPT);
+    shell.send_line("/mode plan").expect("send");
+    expect(&mut shell, "mode: plan");
+    // (The line editor drops what is typed before it reads the next line.)
+    shell.send_line("/quit").expect("send");
+    let rest = shell.exp_eof().expect("the shell exits");
+    assert!(rest.contains("session stopped after 0 turns"), "{rest}");
+    assert!(
+        rest.contains("saved as the startup mode for new sessions"),
+        "{rest}"
+    );
+    let status = shell.process().wait().expect("wait");
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "exit status {status:?}"
+    );
+    let settings =
+        std::fs::read_to_string(config.path().join("settings.toml")).expect("settings.toml");
+    assert!(settings.contains("default_mode = \"plan\""), "{settings}");
+    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_cadre"))
+        .hermetic()
+        .args(["sessions", "list", "--data-dir", s(data.path())])
+        .output()
+        .expect("sessions list");
+    assert!(listed.status.success());
+    assert_eq!(String::from_utf8_lossy(&listed.stdout), "");
+    assert!(
+        String::from_utf8_lossy(&listed.stderr).contains("no sessions"),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+}
+
 /// One turn that creates a file (the person allows it), for `/restore`.
 const RESTORE_SCRIPT: &str = r###"
 [[response]]

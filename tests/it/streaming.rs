@@ -119,7 +119,8 @@ async fn usage_chunks_are_summed_over_the_turn_and_requests_ask_for_them() {
             turn_id: 1,
             usage: Usage {
                 prompt_tokens: 30,
-                completion_tokens: 12
+                completion_tokens: 12,
+                ..Usage::default()
             },
             iterations: 2,
             context: Some(cadre::runtime::context::ContextUsage {
@@ -173,7 +174,8 @@ async fn the_non_streaming_path_runs_the_same_loop() {
             turn_id: 1,
             usage: Usage {
                 prompt_tokens: 22,
-                completion_tokens: 6
+                completion_tokens: 6,
+                ..Usage::default()
             },
             iterations: 2,
             context: *context,

@@ -69,6 +69,7 @@ impl Harness {
             model: "mock-model".into(),
             api_key: None,
             stream: true,
+            options: Default::default(),
         })
         .await
     }
@@ -84,6 +85,7 @@ impl Harness {
             model: "mock-model".into(),
             api_key: None,
             stream: true,
+            options: Default::default(),
         };
         Self::build(model, Some(max)).await
     }

@@ -31,3 +31,6 @@ pub mod model;
 pub mod scheduler;
 pub mod template;
 pub mod validate;
+
+#[cfg(test)]
+mod hooks_tests;

@@ -356,8 +356,18 @@ impl SessionState {
             out.push_str("roles: none configured; spawn without a role to get a general worker\n");
         }
         for (name, role) in &env.roles {
+            let params = role.params();
+            let served = match (&role.provider, &role.base_url) {
+                (Some(provider), _) => format!(" (provider {provider})"),
+                (None, Some(url)) => format!(" (at {url})"),
+                (None, None) => String::new(),
+            };
+            let params = match params.describe() {
+                described if described.is_empty() => String::new(),
+                described => format!(", {described}"),
+            };
             out.push_str(&format!(
-                "- {name}: model {}, posture ≤ {}, mode ≤ {}, tools {}{}\n",
+                "- {name}: model {}{served}{params}, posture ≤ {}, mode ≤ {}, tools {}{}\n",
                 role.model.as_deref().unwrap_or(self.services.model.model()),
                 role.posture
                     .map_or_else(|| "inherited".to_string(), |p| p.to_string()),

@@ -18,7 +18,8 @@ use cadre_runtime::model::RequestContext;
 use cadre_runtime::permission::guardian::{self, GuardianConfig, HeldCall as ReviewedCall};
 use cadre_runtime::permission::rules::RuleSet;
 use cadre_runtime::permission::{
-    Call, Decision, Evaluation, Layer, Policy, Posture, ProtectedPaths, Verdict, evaluate,
+    Call, Decision, Evaluation, Layer, Policy, Posture, ProtectedPaths, Verdict, denied_by_rule,
+    evaluate, evaluate_with_hook,
 };
 use cadre_runtime::tool::{Authorization, Authorizer, DecisionFuture, Safety};
 use ractor::{Actor, ActorRef, RpcReplyPort};
@@ -95,6 +96,7 @@ pub(super) fn task_policy(spec: &AgentSpec, live: &Arc<LiveAuthority>) -> Arc<Ta
         protected: spec.protected.clone(),
         root: spec.workspace.root().to_path_buf(),
         live: live.clone(),
+        hooks: crate::hooks::AgentHooks::of(spec),
     })
 }
 
@@ -108,10 +110,12 @@ pub(crate) struct TaskPolicy {
     protected: Arc<ProtectedPaths>,
     root: PathBuf,
     live: Arc<LiveAuthority>,
+    /// The agent's `pre_tool_use` hooks, the layer after the rules.
+    hooks: crate::hooks::AgentHooks,
 }
 
 impl TaskPolicy {
-    fn evaluate(&self, request: &Authorization) -> Evaluation {
+    async fn evaluate(&self, request: &Authorization) -> Evaluation {
         let policy = Policy {
             posture: self.live.posture(),
             rules: &self.rules,
@@ -126,7 +130,15 @@ impl TaskPolicy {
             &self.root,
         )
         .with_real_paths(&request.paths);
-        evaluate(&policy, &call)
+        // A deny rule decides before any hook runs.
+        if !self.hooks.has_pre_tool_use() || denied_by_rule(&policy, &call) {
+            return evaluate(&policy, &call);
+        }
+        let hook = self
+            .hooks
+            .pre_tool_use(self.live.mode(), policy.posture, &call)
+            .await;
+        evaluate_with_hook(&policy, &call, &hook)
     }
 }
 
@@ -149,10 +161,10 @@ impl Authorizer for SessionAuthorizer {
         Box::pin(async move {
             // The parsing and the floor run here, in the tool's task.
             let mut request = request;
-            let evaluation = request
-                .refused
-                .is_none()
-                .then(|| Box::new(policy.evaluate(&request)));
+            let evaluation = match request.refused {
+                None => Some(Box::new(policy.evaluate(&request).await)),
+                Some(_) => None,
+            };
             // A person will be asked: what they should see of the call's
             // effect is read here too, off the session's mailbox.
             if let Some(Evaluation::AskPerson { .. }) = evaluation.as_deref() {
@@ -258,8 +270,23 @@ impl SessionState {
                 });
             }
         };
+        // A guardian with a provider or parameters of its own has a client
+        // of its own, built like a role's.
+        let model = match (&config.choice, &self.spec.subagents) {
+            (Some(choice), Some(subagents)) => match subagents.models.client(choice) {
+                Ok(client) => client,
+                Err(error) => {
+                    let why = format!("the guardian's model: {error}");
+                    return Some(AgentInput::Reviewed {
+                        review_id,
+                        decision: guardian::failed(&why),
+                    });
+                }
+            },
+            _ => self.services.model.clone(),
+        };
         let args = GuardianArgs {
-            model: self.services.model.clone(),
+            model,
             request,
             timeout: config.timeout,
             asker: myself.get_derived(),

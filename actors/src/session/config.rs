@@ -47,6 +47,8 @@ pub struct SessionConfig {
     pub posture_given: bool,
     /// How `bash` commands are sandboxed; sub-agents share it.
     pub sandbox: Arc<SandboxConfig>,
+    /// The hooks every agent of the session runs.
+    pub hooks: Arc<cadre_runtime::hooks::HookSet>,
     /// The workspace's snapshots, one before each turn that may change
     /// files; sub-agents record under the session. `None` takes none.
     pub snapshots: Option<Arc<Snapshots>>,
@@ -76,6 +78,7 @@ impl SessionConfig {
             mode_given: true,
             posture_given: true,
             sandbox: Arc::default(),
+            hooks: Arc::default(),
             snapshots: None,
             first_message: None,
             context: ContextBudget::default(),
@@ -106,6 +109,7 @@ impl SessionConfig {
         spec.mode_given = self.mode_given;
         spec.posture_given = self.posture_given;
         spec.sandbox = self.sandbox;
+        spec.hooks = self.hooks;
         spec.protected = Arc::new(permissions.protected);
         spec.snapshots = self.snapshots;
         spec.context = self.context;

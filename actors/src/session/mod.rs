@@ -395,6 +395,12 @@ impl Actor for SessionActor {
             sandbox_walls: cadre_runtime::sandbox::walls(),
             mode_source: None,
             model_source: None,
+            instructions: state
+                .spec
+                .grounding
+                .instructions
+                .as_deref()
+                .and_then(cadre_runtime::protocol::InstructionsSummary::of),
         });
         Ok(state)
     }
@@ -552,6 +558,9 @@ impl Actor for SessionActor {
         _myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        // What the agent started ends with it (its whole tree's, for a
+        // session).
+        state.spec.end_processes();
         if state.spec.is_session() {
             // Written with the session's last appends, without a commit of
             // its own.

@@ -164,6 +164,13 @@ impl SessionState {
     /// Runs a write against the store; a failure is logged (the agent
     /// keeps its state in memory; the turn's end reports a lost write).
     async fn write(&mut self, write: Write) {
+        if let Write::Goal(goal) = &write
+            && goal.status == cadre_runtime::goal::GoalStatus::Complete
+        {
+            // A met goal's processes are done: the verifier has read them
+            // (`docs/processes.md`).
+            self.spec.processes.end(None);
+        }
         let session_id = self.row.to_string();
         let (written, what) = match write {
             Write::Append { seq, message } => {

@@ -408,6 +408,8 @@ pub fn own(event: &Event, agent: &str) -> bool {
         Event::ApprovalRequested { id, agent_id, .. } => agent_ok(agent_id) && prompt_ok(id),
         Event::ApprovalResolved { id, .. } => prompt_ok(id),
         Event::PermissionDecision { agent_id, .. } => agent_ok(agent_id),
+        // Its own compactions, so the coordinator's host sees them.
+        Event::ContextCompacted { agent: who, .. } => agent_ok(who),
         // A remote child starts no children of its own.
         Event::AgentSpawned { .. }
         | Event::AgentStatusChanged { .. }
@@ -424,6 +426,7 @@ pub fn own(event: &Event, agent: &str) -> bool {
         | Event::ToolCall { .. }
         | Event::ToolResult { .. }
         | Event::ModelRetry { .. }
+        | Event::ModelParamDropped { .. }
         | Event::TurnCompleted { .. }
         | Event::TurnFailed { .. }
         | Event::PostureChanged { .. }

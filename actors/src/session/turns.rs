@@ -14,7 +14,7 @@ use cadre_runtime::Mode;
 use cadre_runtime::agent::core::{AgentInput, First, Opened, RestoredChild, TurnStart};
 use cadre_runtime::context::Pinned;
 use cadre_runtime::model::RequestContext;
-use cadre_runtime::prompt::system_prompt;
+use cadre_runtime::prompt::{PromptInput, system_prompt};
 use cadre_runtime::snapshot::{Mark, TurnSnapshotter};
 use cadre_runtime::store::StoreError;
 use cadre_runtime::tool::{Offer, ToolContext};
@@ -147,14 +147,21 @@ impl SessionState {
             Arc::from(Vec::new())
         };
         let root = spec.workspace.root();
-        let system = match &spec.prompt {
-            Some(role) => format!("{}\n\n{role}", system_prompt(mode, root)),
-            None => system_prompt(mode, root),
-        };
+        let system = system_prompt(&PromptInput {
+            mode,
+            posture: self.live.posture(),
+            session: spec.is_session(),
+            delegates: spec.subagents.is_some(),
+            environment: spec.grounding.environment.as_deref(),
+            workspace: root,
+            instructions: spec.grounding.instructions.as_deref(),
+            role: spec.prompt.as_deref(),
+        });
         let shown_plan_file = plan_file
             .as_ref()
             .map(|p| p.display().to_string())
             .unwrap_or_default();
+        let turn_hooks = crate::hooks::AgentTurnHooks::of(spec, &self.live);
         let turn = TurnConfig {
             turn_id,
             mode,
@@ -180,8 +187,19 @@ impl SessionState {
                 mode,
                 goal: start.goal.clone(),
                 plan: plan_file.as_ref().map(|p| p.display().to_string()),
+                instructions: spec
+                    .grounding
+                    .instructions
+                    .as_deref()
+                    .filter(|i| !i.is_empty())
+                    .map(|i| {
+                        let files: Vec<String> =
+                            i.files.iter().map(|f| f.display().to_string()).collect();
+                        format!("{} (SHA-256 {})", files.join(", "), i.sha256)
+                    }),
             },
             compact_first: start.compact_first,
+            stop_checks: turn_hooks.as_ref().map_or(0, |h| h.stop_checks()),
         };
         let tool_context = ToolContext {
             workspace: spec.workspace.clone(),
@@ -228,6 +246,9 @@ impl SessionState {
                 Arc::new(TurnSnapshotter::new(snapshots, mark))
                     as Arc<dyn cadre_runtime::tool::Snapshotter>
             }),
+            processes: Some(spec.process_scope()),
+            hooks: turn_hooks
+                .map(|hooks| Arc::new(hooks) as Arc<dyn cadre_runtime::hooks::TurnHooks>),
         };
         TurnArgs {
             machine: TurnMachine::new(turn, start.conversation.clone()),

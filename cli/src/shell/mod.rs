@@ -75,6 +75,9 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
     // The mode last asked for with `/mode`: persisted when the session
     // accepts it, forgotten when it refuses.
     let mut chosen: Option<Mode> = None;
+    // Startup modes being saved: their receipts are shown before the shell
+    // leaves, even after a `/quit` typed right behind the `/mode`.
+    let mut saving: Vec<tokio::task::JoinHandle<()>> = Vec::new();
     // A `/workflow` run shown over the session, while it runs.
     let mut overlay: Option<workflow::Overlay> = None;
     let mut shell = Controller::new(Facts {
@@ -105,7 +108,7 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
                 match &event {
                     Event::ModeChanged { mode } if chosen == Some(*mode) => {
                         chosen = None;
-                        persist_default_mode(settings.clone(), *mode, lookups.found.clone());
+                        saving.extend(persist_default_mode(settings.clone(), *mode, lookups.found.clone()));
                     }
                     Event::OpRejected { op, .. } if op == "set_mode" || op == "plan" => chosen = None,
                     _ => {}
@@ -221,6 +224,19 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
     handle.stopped().await;
     lookups.attached.mcp.shutdown().await;
     host.close().await;
+    // The receipts of startup modes still being saved, and what lookups
+    // found, before the terminal goes.
+    for save in saving {
+        let _ = save.await;
+    }
+    while let Ok(notice) = found.try_recv() {
+        terminal.show(view.notice(&notice));
+    }
+    // A new session nothing was asked of (a shell opened and left) is not
+    // kept: `sessions list` and `--continue` show sessions that did work.
+    if config.resume == crate::config::Resume::New {
+        forget_if_unused(&config.data_dir, &lookups.session_id).await;
+    }
     terminal.finish();
     if model_source == ModelSource::Demo {
         crate::errln!("{}", crate::exec::DEMO_END);
@@ -361,26 +377,41 @@ fn snapshot_lines(listed: &[cadre_runtime::snapshot::SnapshotInfo]) -> String {
 }
 
 /// Writes `default_mode` off the async threads and says how it went (the
-/// receipt, or why it was not saved); the session goes on either way.
+/// receipt, or why it was not saved); the session goes on either way. The
+/// task writing it, if one was started.
 fn persist_default_mode(
     settings: Option<Settings>,
     mode: Mode,
     receipts: tokio::sync::mpsc::UnboundedSender<Notice>,
-) {
+) -> Option<tokio::task::JoinHandle<()>> {
     let Some(settings) = settings else {
         let _ = receipts.send(Notice::ModeSaved {
             mode,
             error: Some("there is no configuration directory".into()),
         });
-        return;
+        return None;
     };
-    tokio::task::spawn_blocking(move || {
+    Some(tokio::task::spawn_blocking(move || {
         let error = settings
             .set("default_mode", mode.as_str())
             .err()
             .map(|e| e.to_string());
         let _ = receipts.send(Notice::ModeSaved { mode, error });
-    });
+    }))
+}
+
+/// Removes the session from the store if nothing was asked of it; a store
+/// that cannot be opened keeps it (it is only clutter).
+async fn forget_if_unused(data_dir: &std::path::Path, session_id: &str) {
+    let path = cadre_runtime::store::store_path(data_dir);
+    let id = session_id.to_string();
+    let forgotten = tokio::task::spawn_blocking(move || {
+        cadre_runtime::store::Store::open(&path)?.forget_if_unused(&id)
+    })
+    .await;
+    if let Ok(Err(err)) = forgotten {
+        tracing::debug!(%err, "an unused session was kept");
+    }
 }
 
 /// SIGINTs, for a Ctrl-C typed while the terminal is not in raw mode. The

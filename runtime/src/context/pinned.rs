@@ -1,7 +1,8 @@
 //! What a compaction never loses (CX3): re-stated in every compaction
 //! record from cadre's own records — the goal, the verifier's gaps, the
 //! todo list, the approved plan, the files changed, the commands run and
-//! their exit codes, the agent's role and mode — and never taken from the
+//! their exit codes, the agent's role and mode, the project instructions in
+//! force — and never taken from the
 //! model's prose, which may have dropped or bent them.
 
 use std::collections::HashMap;
@@ -39,6 +40,10 @@ pub struct Pinned {
     /// The canonical plan file (a session's; a sub-agent has none): named
     /// with the approved plan's SHA-256 when the turn implements one.
     pub plan: Option<String>,
+    /// The project instructions in force (CX5): the files and their hash.
+    /// Their text stays in the system prompt, which no compaction touches;
+    /// the record says they still hold.
+    pub instructions: Option<String>,
 }
 
 impl Pinned {
@@ -52,6 +57,11 @@ impl Pinned {
         );
         if let Some(goal) = &self.goal {
             text.push_str(goal);
+        }
+        if let Some(instructions) = &self.instructions {
+            text.push_str(&format!(
+                "- Project instructions still in force (in the system prompt): {instructions}\n"
+            ));
         }
 
         match todo_list(raw) {

@@ -223,11 +223,13 @@ fn the_pinned_state_comes_from_the_calls_that_succeeded() {
         mode: crate::mode::Mode::Work,
         goal: Some("- Session goal (active, none): ship\n".into()),
         plan: None,
+        instructions: Some("/repo/AGENTS.md (SHA-256 ab12)".into()),
     };
     assert_eq!(
         pinned.render(&raw),
         "- Agent: role `main`, mode `work`.\n\
          - Session goal (active, none): ship\n\
+         - Project instructions still in force (in the system prompt): /repo/AGENTS.md (SHA-256 ab12)\n\
          - Todo list (from your last todo_write):\n  - [in_progress] write\n\
          - Files your calls wrote or edited: src/a.rs\n\
          - Recent commands (oldest first):\n  - `cargo test` → exit code: 101\n\

@@ -9,6 +9,12 @@
 //! replaces the command of a server the user declared. Until the user
 //! trusts the workspace (`trust.rs`), a project's server does not start even
 //! when enabled: a pull may have changed its command.
+//!
+//! A remote server (`url`, MCP over streamable HTTP) is declared only in
+//! the user's own files: a project's `url` is listed and never started.
+//! Its credentials are never in a file: `bearer_token_env_var` and
+//! `env_http_headers` name environment variables, which the host reads
+//! ([`Remote::resolve`]; the runtime reads no environment).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -51,6 +57,64 @@ pub struct McpServerEntry {
     /// Start it (default: yes for the user's servers, no for a project's).
     /// A project's file may only turn a server off.
     pub enabled: Option<bool>,
+    /// A remote server's endpoint (`https://…/mcp`), spoken to over MCP's
+    /// streamable HTTP instead of a child's stdio. Only in the user's own
+    /// files.
+    pub url: Option<String>,
+    /// The environment variable holding the bearer token sent as
+    /// `Authorization: Bearer …` (the token itself is never in a file).
+    pub bearer_token_env_var: Option<String>,
+    /// Further headers, each read from the environment variable named:
+    /// `{ "X-Api-Key" = "SEARCH_KEY" }`.
+    pub env_http_headers: Option<BTreeMap<String, String>>,
+}
+
+/// A remote server: where it is and which variables hold its credentials.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Remote {
+    /// Its endpoint.
+    pub url: String,
+    /// The variable holding the bearer token, if it takes one.
+    pub bearer_token_env_var: Option<String>,
+    /// Header name → the variable holding its value.
+    pub env_http_headers: BTreeMap<String, String>,
+    /// The values, read by the host with [`Remote::resolve`]; empty until
+    /// then.
+    pub secrets: Secrets,
+}
+
+/// Credentials read from the environment. Never printed.
+#[derive(Clone, Default, PartialEq)]
+pub struct Secrets {
+    /// The bearer token.
+    pub bearer: Option<String>,
+    /// Header name → value.
+    pub headers: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secrets(..)")
+    }
+}
+
+impl Remote {
+    /// Reads the credentials with `lookup` (the host's environment); says
+    /// which variable is missing when one is.
+    pub fn resolve(&mut self, lookup: impl Fn(&str) -> Option<String>) -> Result<(), String> {
+        let read = |var: &str| {
+            lookup(var)
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| format!("the environment variable {var} is not set"))
+        };
+        if let Some(var) = &self.bearer_token_env_var {
+            self.secrets.bearer = Some(read(var)?);
+        }
+        for (header, var) in &self.env_http_headers {
+            self.secrets.headers.insert(header.clone(), read(var)?);
+        }
+        Ok(())
+    }
 }
 
 /// A server as a session starts it.
@@ -80,6 +144,9 @@ pub struct McpServerConfig {
     pub declared_in: PathBuf,
     /// Why it does not start, when it does not.
     pub disabled: Option<String>,
+    /// A remote server's endpoint and credentials; `None` for a stdio
+    /// server (`command`).
+    pub remote: Option<Remote>,
 }
 
 impl McpServerConfig {
@@ -98,7 +165,20 @@ impl McpServerConfig {
             trusted: false,
             declared_in: PathBuf::new(),
             disabled: None,
+            remote: None,
         }
+    }
+
+    /// A remote server at `url` with the defaults (for hosts and tests).
+    pub fn remote(name: impl Into<String>, url: impl Into<String>) -> Self {
+        let mut config = Self::new(name, "");
+        config.remote = Some(Remote {
+            url: url.into(),
+            bearer_token_env_var: None,
+            env_http_headers: BTreeMap::new(),
+            secrets: Secrets::default(),
+        });
+        config
     }
 
     /// Whether a remote tool of this server is offered.
@@ -155,7 +235,8 @@ pub fn read_mcp_json(path: &Path) -> Result<BTreeMap<String, McpServerEntry>, Co
             .or(server.url.as_ref().map(|_| "url"));
         if let Some(kind) = kind.filter(|k| *k != "stdio") {
             return Err(error(format!(
-                "mcpServers.{name}.type: '{kind}' servers are not supported; only stdio"
+                "mcpServers.{name}.type: '{kind}' servers are not supported here: a project \
+                 cannot add a remote server; declare it (url) in your own config"
             )));
         }
         if server.command.is_none() || !server.headers.is_empty() {
@@ -207,6 +288,29 @@ pub fn merge(
                     "args, env and cwd need the command in the same file",
                 ));
             }
+            if entry.url.is_none()
+                && (entry.bearer_token_env_var.is_some() || entry.env_http_headers.is_some())
+            {
+                return Err(at(
+                    "url",
+                    "bearer_token_env_var and env_http_headers need the url in the same file",
+                ));
+            }
+            if entry.url.is_some() && entry.command.is_some() {
+                return Err(at("url", "a server has a command or a url, not both"));
+            }
+            if let Some(url) = &entry.url {
+                let remote = remote(entry).map_err(|message| at("url", &message))?;
+                let user_declared = merged
+                    .as_ref()
+                    .is_some_and(|(_, from_project)| !from_project);
+                if !(project && user_declared) {
+                    let mut config = McpServerConfig::remote(name.as_str(), url.as_str());
+                    config.remote = Some(remote);
+                    config.declared_in = path.to_path_buf();
+                    merged = Some((config, project));
+                }
+            }
             if let Some(command) = &entry.command {
                 if command.trim().is_empty() {
                     return Err(at("command", "empty"));
@@ -254,7 +358,7 @@ pub fn merge(
                 .unwrap_or((&BTreeMap::new(), Scope::User, Path::new("")));
             return Err(ConfigError {
                 path: path.display().to_string(),
-                message: format!("mcp_servers.{name}: no file gives its 'command'"),
+                message: format!("mcp_servers.{name}: no file gives its 'command' (or 'url')"),
             });
         };
         if let Some(bad) = name
@@ -277,6 +381,13 @@ pub fn merge(
         config.trusted = trusted.unwrap_or(false);
         config.disabled = match (enabled, project_off, from_project) {
             (Some(false), _, _) => Some("enabled = false".into()),
+            // Whatever the user's config says: it would send the user's
+            // requests, and maybe credentials, where the project chose.
+            (_, _, true) if config.remote.is_some() => Some(format!(
+                "declared by the project ({}): a project cannot add a remote server; \
+                 declare it in your own config",
+                config.declared_in.display()
+            )),
             (None, true, _) => Some("enabled = false in the project's config".into()),
             // Even one the user enabled: the command may have changed since.
             (Some(true) | None, _, true) if !trust.is_trusted() => Some(format!(
@@ -294,4 +405,38 @@ pub fn merge(
         servers.push(config);
     }
     Ok(servers)
+}
+
+/// An entry's remote server, its url and variable names checked.
+fn remote(entry: &McpServerEntry) -> Result<Remote, String> {
+    let url = entry.url.clone().unwrap_or_default();
+    let scheme_ok = url.starts_with("https://") || url.starts_with("http://");
+    if !scheme_ok || url.len() <= "https://".len() {
+        return Err(format!("'{url}' is not an http:// or https:// URL"));
+    }
+    let headers = entry.env_http_headers.clone().unwrap_or_default();
+    let names = entry.bearer_token_env_var.iter().chain(headers.values());
+    if let Some(bad) = names
+        .into_iter()
+        .find(|v| v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    {
+        return Err(format!(
+            "'{bad}' is not an environment variable's name (credentials are named by their \
+             variable, never written here)"
+        ));
+    }
+    if let Some(bad) = headers.keys().find(|h| {
+        h.is_empty()
+            || !h
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    }) {
+        return Err(format!("'{bad}' is not a header name"));
+    }
+    Ok(Remote {
+        url,
+        bearer_token_env_var: entry.bearer_token_env_var.clone(),
+        env_http_headers: headers,
+        secrets: Secrets::default(),
+    })
 }

@@ -45,7 +45,7 @@ pub enum Outcome {
 pub struct ServerReport {
     /// Its name.
     pub name: String,
-    /// Its command line.
+    /// Its command line (`url …` for a remote server).
     pub command: String,
     /// The file that declares it.
     pub declared_in: String,
@@ -192,7 +192,10 @@ impl McpHub {
                     ServerState::Down(why) => format!("stopped: {why}"),
                 },
             };
-            let mut command = config.command.clone();
+            let mut command = match &config.remote {
+                Some(remote) => format!("url {}", remote.url),
+                None => config.command.clone(),
+            };
             for arg in &config.args {
                 command.push(' ');
                 command.push_str(arg);

@@ -1,6 +1,7 @@
-//! One MCP server over stdio: started in its own process group, restarted
+//! One MCP server: over stdio, started in its own process group, restarted
 //! (a bounded number of times) at the next call after it died, killed with
-//! the session.
+//! the session; or remote, over streamable HTTP, connected again (with
+//! backoff, as many times) at the next call after the connection was lost.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -21,6 +22,8 @@ use crate::tool::ToolError;
 
 /// How often a server that died is started again in one session.
 pub const MAX_RESTARTS: u32 = 3;
+/// The wait before a remote server's first reconnection; doubled at each.
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(250);
 /// How much of a server's stderr is kept for reports.
 const STDERR_TAIL: usize = 2048;
 
@@ -77,7 +80,8 @@ struct Connection {
     reader: Option<tokio::task::JoinHandle<()>>,
     // Dropped after the service: the group is killed, then the child reaped.
     _group: Option<GroupGuard>,
-    _child: Child,
+    /// `None` for a remote server.
+    _child: Option<Child>,
 }
 
 impl Connection {
@@ -87,7 +91,10 @@ impl Connection {
         if let Some(group) = &self._group {
             group.kill();
         }
-        let _ = self._child.start_kill();
+        let Some(child) = &mut self._child else {
+            return "the connection was lost".into();
+        };
+        let _ = child.start_kill();
         if let Some(reader) = self.reader.take() {
             let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
         }
@@ -172,6 +179,9 @@ impl McpServer {
         let link = self.link.lock().await;
         match (&link.connection, &link.down) {
             (Some(c), _) if !c.service.is_closed() => ServerState::Running,
+            (Some(c), _) if c._child.is_none() => {
+                ServerState::Down("the connection was lost".into())
+            }
             (Some(c), _) => ServerState::Down(exited(&c.stderr)),
             (None, Some(why)) => ServerState::Down(why.clone()),
             (None, None) => ServerState::Down("not started".into()),
@@ -215,10 +225,14 @@ impl McpServer {
                     self.config.name
                 )))
             }
-            Err(err) => Err(ToolError::failed(format!(
-                "MCP server '{}': {err}",
-                self.config.name
-            ))),
+            Err(err) => Err(ToolError::failed(match &self.config.remote {
+                Some(remote) => format!(
+                    "the remote MCP server '{}' ({}) failed this call: {err}; it is asked \
+                     again (and connected again when it comes back) at the next call",
+                    self.config.name, remote.url
+                ),
+                None => format!("MCP server '{}': {err}", self.config.name),
+            })),
         }
     }
 
@@ -250,6 +264,11 @@ impl McpServer {
             )));
         }
         link.restarts += 1;
+        if self.config.remote.is_some() {
+            // A remote server that went away may be back in a moment: wait
+            // a little longer before each reconnection.
+            tokio::time::sleep(RECONNECT_BACKOFF * 2u32.pow(link.restarts - 1)).await;
+        }
         match self.connect().await {
             Ok((connection, _)) => {
                 let peer = connection.service.peer().clone();
@@ -285,6 +304,9 @@ impl McpServer {
     /// Spawns the server in its own process group and runs the MCP
     /// handshake and the tool listing, within the startup timeout.
     async fn connect(&self) -> Result<(Connection, Vec<Value>), StartFailure> {
+        if let Some(remote) = &self.config.remote {
+            return self.connect_remote(remote).await;
+        }
         let config = &self.config;
         let mut command = Command::new(&config.command);
         command
@@ -334,15 +356,7 @@ impl McpServer {
             return Err(failed("its stdio could not be opened".into(), &mut child).await);
         };
         let limit = config.startup_timeout;
-        let handshake = async {
-            let service = ().serve((stdout, stdin)).await.map_err(|e| e.to_string())?;
-            let tools = service
-                .peer()
-                .list_all_tools()
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok::<_, String>((service, tools))
-        };
+        let handshake = listed(().serve((stdout, stdin)));
         let (service, tools) = match tokio::time::timeout(limit, handshake).await {
             Ok(Ok(done)) => done,
             Ok(Err(err)) => {
@@ -367,9 +381,98 @@ impl McpServer {
                 stderr,
                 reader,
                 _group: group,
-                _child: child,
+                _child: Some(child),
             },
             tools,
         ))
+    }
+
+    /// Connects to a remote server over streamable HTTP and lists its
+    /// tools, within the startup timeout.
+    async fn connect_remote(
+        &self,
+        remote: &super::config::Remote,
+    ) -> Result<(Connection, Vec<Value>), StartFailure> {
+        use rmcp::transport::StreamableHttpClientTransport;
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let failure = |message: String| StartFailure {
+            message,
+            stderr: String::new(),
+        };
+        let url = &remote.url;
+        let mut headers = std::collections::HashMap::new();
+        for (name, value) in &remote.secrets.headers {
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| failure(format!("header {name}: {e}")))?;
+            let mut value = reqwest::header::HeaderValue::from_str(value)
+                .map_err(|_| failure(format!("header {name}: its value is not a header value")))?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        let mut transport =
+            StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers);
+        if let Some(token) = &remote.secrets.bearer {
+            transport = transport.auth_header(token.clone());
+        }
+        let limit = self.config.startup_timeout;
+        let http = reqwest::Client::builder()
+            .connect_timeout(limit)
+            .build()
+            .map_err(|e| failure(format!("the HTTP client could not be built: {e}")))?;
+        let transport = StreamableHttpClientTransport::with_client(http, transport);
+        let handshake = listed(().serve(transport));
+        let (service, tools) = match tokio::time::timeout(limit, handshake).await {
+            Ok(Ok(done)) => done,
+            Ok(Err(err)) => return Err(failure(unreachable(url, &err))),
+            Err(_) => {
+                return Err(failure(format!(
+                    "{url} did not answer `initialize` and list its tools within {} s",
+                    limit.as_secs_f64()
+                )));
+            }
+        };
+        let tools = tools
+            .iter()
+            .filter_map(|tool| serde_json::to_value(tool).ok())
+            .collect();
+        Ok((
+            Connection {
+                service,
+                stderr: Tail::default(),
+                reader: None,
+                _group: None,
+                _child: None,
+            },
+            tools,
+        ))
+    }
+}
+
+/// The MCP handshake (`serving`), then the server's whole tool list.
+async fn listed<E: std::fmt::Display>(
+    serving: impl Future<Output = Result<RunningService<RoleClient, ()>, E>>,
+) -> Result<(RunningService<RoleClient, ()>, Vec<rmcp::model::Tool>), String> {
+    let service = serving.await.map_err(|e| e.to_string())?;
+    let tools = service
+        .peer()
+        .list_all_tools()
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((service, tools))
+}
+
+/// Why a remote server did not start, said plainly: rmcp's message names
+/// its transport's types before the cause.
+fn unreachable(url: &str, err: &str) -> String {
+    let cause = err.rsplit_once("] error: ").map_or(err, |(_, cause)| cause);
+    let cause = cause
+        .trim_end_matches(", when send initialize request")
+        .trim_end_matches(": ");
+    if cause.contains("401") || cause.contains("403") {
+        format!("{url} refused the credentials ({cause}): check the token in its variable")
+    } else if cause.contains("error sending request") || cause.contains("Connect") {
+        format!("{url} could not be reached ({cause}): is the server up?")
+    } else {
+        format!("{url} refused the MCP handshake: {cause}")
     }
 }

@@ -352,3 +352,189 @@ fn a_projects_mcp_json_is_read_and_checked() {
             .is_empty()
     );
 }
+
+#[test]
+fn a_project_cannot_add_or_redirect_a_remote_server() {
+    let url =
+        |servers: &[McpServerConfig], i: usize| servers[i].remote.as_ref().map(|r| r.url.clone());
+    // The user's remote server starts.
+    let servers = merged(&[user(
+        "[mcp_servers.web]\nurl = \"https://mcp.example.com/mcp\"\nbearer_token_env_var = \"WEB_TOKEN\"\n",
+    )])
+    .unwrap();
+    assert_eq!(
+        url(&servers, 0).as_deref(),
+        Some("https://mcp.example.com/mcp")
+    );
+    assert_eq!(servers[0].disabled, None);
+    // A project's is listed and never started, even enabled and trusted by
+    // the user.
+    let servers = merged(&[
+        project("[mcp_servers.web]\nurl = \"https://evil.example/mcp\"\n"),
+        local("[mcp_servers.web]\nenabled = true\ntrusted = true\n"),
+    ])
+    .unwrap();
+    assert!(
+        servers[0]
+            .disabled
+            .as_deref()
+            .is_some_and(|why| why.contains("cannot add a remote server")),
+        "{:?}",
+        servers[0].disabled
+    );
+    // A project never moves the user's server elsewhere, nor turns a stdio
+    // server into a remote one.
+    let servers = merged(&[
+        user("[mcp_servers.web]\nurl = \"https://mine.example/mcp\"\n"),
+        project("[mcp_servers.web]\nurl = \"https://theirs.example/mcp\"\n"),
+        user("[mcp_servers.fs]\ncommand = \"a\"\n"),
+        project("[mcp_servers.fs]\nurl = \"https://theirs.example/mcp\"\n"),
+    ])
+    .unwrap();
+    assert_eq!(url(&servers, 0), None, "fs stays a command");
+    assert_eq!(servers[0].command, "a");
+    assert_eq!(
+        url(&servers, 1).as_deref(),
+        Some("https://mine.example/mcp")
+    );
+    // Nor names which variable's value is sent to it.
+    check_error(
+        &[
+            user("[mcp_servers.web]\nurl = \"https://mine.example/mcp\"\n"),
+            project("[mcp_servers.web]\nbearer_token_env_var = \"OPENAI_API_KEY\"\n"),
+        ],
+        "project.toml",
+        "need the url in the same file",
+    );
+}
+
+#[test]
+fn a_remote_entry_is_checked_and_its_secrets_come_from_the_environment() {
+    check_error(
+        &[user("[mcp_servers.web]\nurl = \"ftp://x\"\n")],
+        "user.toml",
+        "not an http:// or https:// URL",
+    );
+    check_error(
+        &[user(
+            "[mcp_servers.web]\nurl = \"https://x/mcp\"\ncommand = \"a\"\n",
+        )],
+        "user.toml",
+        "a command or a url, not both",
+    );
+    check_error(
+        &[user(
+            "[mcp_servers.web]\nurl = \"https://x/mcp\"\nbearer_token_env_var = \"sk-live-123\"\n",
+        )],
+        "user.toml",
+        "not an environment variable's name",
+    );
+    let mut servers = merged(&[user(
+        "[mcp_servers.web]\nurl = \"https://x/mcp\"\nbearer_token_env_var = \"T\"\nenv_http_headers = { X-Key = \"K\" }\n",
+    )])
+    .unwrap();
+    let remote = servers[0].remote.as_mut().unwrap();
+    let missing = remote.resolve(|var| (var == "T").then(|| "tok".to_string()));
+    assert_eq!(missing, Err("the environment variable K is not set".into()));
+    remote
+        .resolve(|var| Some(format!("value-of-{var}")))
+        .unwrap();
+    assert_eq!(remote.secrets.bearer.as_deref(), Some("value-of-T"));
+    assert_eq!(remote.secrets.headers["X-Key"], "value-of-K");
+    assert!(
+        !format!("{remote:?}").contains("value-of"),
+        "secrets are never printed"
+    );
+}
+
+/// One file's entry for server `s` in the generated layers.
+#[derive(Debug, Clone)]
+struct Declared {
+    scope: Scope,
+    /// 0: nothing, 1: a url, 2: a command.
+    kind: u8,
+    enabled: Option<bool>,
+    trusted: Option<bool>,
+    bearer: bool,
+}
+
+fn declared() -> impl proptest::strategy::Strategy<Value = Declared> {
+    use proptest::prelude::*;
+    (
+        prop_oneof![Just(Scope::User), Just(Scope::Project), Just(Scope::Local)],
+        0u8..3,
+        proptest::option::of(any::<bool>()),
+        proptest::option::of(any::<bool>()),
+        any::<bool>(),
+    )
+        .prop_map(|(scope, kind, enabled, trusted, bearer)| Declared {
+            scope,
+            kind,
+            enabled,
+            trusted,
+            bearer,
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+    /// Whatever the files say, in any order: a server that starts with a
+    /// url has the url a user's own file gave, its token variable comes
+    /// from that same file, and it is trusted only by the user's word.
+    #[test]
+    fn a_started_remote_server_is_always_the_users_own(
+        files in proptest::collection::vec(declared(), 1..6),
+        trusted_workspace in proptest::prelude::any::<bool>(),
+    ) {
+        let layers: Vec<Layer> = files
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let mut text = String::from("[mcp_servers.s]\n");
+                let owner = if d.scope == Scope::Project { "project" } else { "user" };
+                match d.kind {
+                    1 => {
+                        text.push_str(&format!("url = \"https://{owner}-{i}.example/mcp\"\n"));
+                        if d.bearer {
+                            text.push_str(&format!("bearer_token_env_var = \"{}_{i}\"\n", owner.to_uppercase()));
+                        }
+                    }
+                    2 => text.push_str(&format!("command = \"{owner}-{i}\"\n")),
+                    _ => {}
+                }
+                if let Some(on) = d.enabled {
+                    text.push_str(&format!("enabled = {on}\n"));
+                }
+                if let Some(on) = d.trusted {
+                    text.push_str(&format!("trusted = {on}\n"));
+                }
+                (entry(&text), d.scope, format!("file-{i}.toml").into())
+            })
+            .collect();
+        let trust = if trusted_workspace {
+            crate::trust::Trust::Trusted
+        } else {
+            crate::trust::Trust::Untrusted(crate::trust::Untrusted::Never)
+        };
+        let Ok(servers) = merged_with(&layers, trust) else {
+            // A file without a command or url (or with nothing to merge)
+            // is an error: nothing starts.
+            return Ok(());
+        };
+        for server in servers.iter().filter(|s| s.disabled.is_none()) {
+            if let Some(remote) = &server.remote {
+                proptest::prop_assert!(remote.url.contains("//user-"), "{server:?}");
+                if let Some(var) = &remote.bearer_token_env_var {
+                    proptest::prop_assert!(var.starts_with("USER_"), "{server:?}");
+                }
+            }
+            if server.trusted {
+                proptest::prop_assert!(
+                    files.iter().any(|d| d.scope != Scope::Project && d.trusted == Some(true)),
+                    "{server:?}"
+                );
+            }
+        }
+    }
+}

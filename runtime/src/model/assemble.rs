@@ -13,7 +13,8 @@
 //!   previous call unless it brings a new id; an empty id or name never
 //!   overwrites a real one; calls without a usable id get one made up;
 //! - finish reason: the last non-empty one, as sent;
-//! - usage: the last non-empty `usage` object;
+//! - usage: the last non-empty `usage` object, with cached and reasoning
+//!   tokens from every detail shape the captured servers send;
 //! - an `error` object (or string) anywhere at the top level is an error;
 //! - past the content limit ([`ResponseLimits::max_bytes`] of text,
 //!   reasoning and tool-call arguments together) the answer is an error.
@@ -233,16 +234,32 @@ fn usage(chunk: &Value) -> Option<ProviderUsage> {
         return None;
     }
     let field = |name: &str| u.get(name).and_then(Value::as_u64);
+    let detail = |outer: &str, name: &str| {
+        u.get(outer)
+            .and_then(|d| d.get(name))
+            .and_then(Value::as_u64)
+    };
     let prompt = field("prompt_tokens");
     let completion = field("completion_tokens");
     if prompt.is_none() && completion.is_none() {
         return None;
     }
     let (prompt, completion) = (prompt.unwrap_or(0), completion.unwrap_or(0));
+    let cached = detail("prompt_tokens_details", "cached_tokens")
+        .or_else(|| field("prompt_cache_hit_tokens"))
+        .or_else(|| field("num_cached_tokens"))
+        .or_else(|| field("cached_tokens"))
+        .unwrap_or(0);
+    let reasoning = detail("completion_tokens_details", "reasoning_tokens").unwrap_or(0);
     Some(ProviderUsage {
         prompt_tokens: prompt,
         completion_tokens: completion,
         total_tokens: field("total_tokens").unwrap_or(prompt + completion),
+        // Never more than the prompt it is part of. Reasoning is not
+        // capped: xAI counts it apart from `completion_tokens` (its total
+        // is the sum of all three), which `Usage` accounts for.
+        cached_tokens: cached.min(prompt),
+        reasoning_tokens: reasoning,
     })
 }
 

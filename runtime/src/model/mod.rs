@@ -7,6 +7,8 @@
 //! - `limits`: [`ResponseLimits`], how large and how long one response may be.
 //! - `openai`: [`OpenAiClient`], async-openai over any base URL.
 //! - `overflow`: recognising a context-window error from any known server.
+//! - `params`: [`ModelParams`], what a model choice sends besides its name.
+//! - `providers`: named model servers and their keys ([`providers::Providers`]).
 //! - `retry`: [`RetryPolicy`] and [`Retrying`], the only place retries happen.
 //! - `script`: [`Script`] and [`ScriptedModel`], scripted responses with no network.
 //!
@@ -16,6 +18,8 @@ mod assemble;
 mod limits;
 mod openai;
 mod overflow;
+pub mod params;
+pub mod providers;
 mod retry;
 mod script;
 
@@ -32,6 +36,7 @@ use serde::{Deserialize, Serialize};
 pub use assemble::{Assembler, parse_completion};
 pub use limits::ResponseLimits;
 pub use openai::{OpenAiClient, OpenAiConfig};
+pub use params::{Effort, MaxTokensField, ModelParams};
 pub use retry::{RetryPolicy, Retrying};
 pub use script::{DEMO_SCRIPT, Script, ScriptError, ScriptedModel};
 
@@ -107,13 +112,35 @@ pub struct ProviderUsage {
     pub completion_tokens: u64,
     /// As sent, even where it is not the sum.
     pub total_tokens: u64,
+    /// Of the prompt tokens, those read from the server's prompt cache
+    /// (`prompt_tokens_details.cached_tokens`, DeepSeek's
+    /// `prompt_cache_hit_tokens`, Mistral's `num_cached_tokens`, Together's
+    /// top-level `cached_tokens`).
+    #[serde(default)]
+    pub cached_tokens: u64,
+    /// Of the completion tokens, those spent reasoning
+    /// (`completion_tokens_details.reasoning_tokens`).
+    #[serde(default)]
+    pub reasoning_tokens: u64,
 }
 
 impl From<ProviderUsage> for Usage {
+    /// Most servers count reasoning within `completion_tokens`; xAI counts
+    /// it apart (its total is prompt + completion + reasoning). Either way
+    /// `Usage::completion_tokens` includes it, so budgets count every token
+    /// the model produced.
     fn from(u: ProviderUsage) -> Self {
+        let apart = u.reasoning_tokens > u.completion_tokens
+            || (u.reasoning_tokens > 0
+                && u.total_tokens == u.prompt_tokens + u.completion_tokens + u.reasoning_tokens);
         Usage {
             prompt_tokens: u.prompt_tokens,
-            completion_tokens: u.completion_tokens,
+            completion_tokens: match apart {
+                true => u.completion_tokens + u.reasoning_tokens,
+                false => u.completion_tokens,
+            },
+            cached_tokens: u.cached_tokens,
+            reasoning_tokens: u.reasoning_tokens,
         }
     }
 }
@@ -148,6 +175,14 @@ pub enum ModelEvent {
         /// The wait before the next one.
         delay: Duration,
         /// What failed.
+        reason: String,
+    },
+    /// The server rejected a parameter (a 400 naming it): the request was
+    /// sent once more without it, and the client leaves it out from now on.
+    ParamDropped {
+        /// The body field left out (`reasoning_effort`, `temperature`, …).
+        param: String,
+        /// The server's error, shortened.
         reason: String,
     },
     /// The whole answer.
@@ -296,7 +331,8 @@ pub async fn complete(mut stream: ModelStream) -> Result<ModelResponse, ModelErr
             ModelEvent::Completed(response) => return Ok(response),
             ModelEvent::TextDelta(_)
             | ModelEvent::ReasoningDelta(_)
-            | ModelEvent::Retrying { .. } => {}
+            | ModelEvent::Retrying { .. }
+            | ModelEvent::ParamDropped { .. } => {}
         }
     }
     Err(ModelError::Malformed(

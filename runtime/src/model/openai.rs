@@ -23,19 +23,20 @@
 //!   bound on a body.
 //! - `errors`: a failure as a [`ModelError`], naming the URL that answered.
 
-use std::collections::VecDeque;
-use std::sync::Arc;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_openai::config::{Config, OpenAIConfig};
 use futures::StreamExt;
 
+use super::params::{MaxTokensField, ModelParams, WireParams};
 use super::{
     Assembler, ModelClient, ModelError, ModelEvent, ModelRequest, ModelStream, ResponseLimits,
     parse_completion,
 };
-use errors::{located, map_error, stream_error, with_hint};
+use errors::{Keys, located, map_error, stream_error, with_hint};
 use request::{WireRequest, chat_request};
 use wire::{ChunkStream, OVERSIZE, Wire};
 
@@ -61,6 +62,23 @@ pub struct OpenAiConfig {
     pub idle_timeout: Duration,
     /// How large and how long one response may be.
     pub limits: ResponseLimits,
+    /// Reasoning effort, output limit, sampling and extra body fields.
+    pub params: ModelParams,
+    /// Which field carries `params.max_output_tokens`; `None` picks by the
+    /// base URL ([`MaxTokensField::for_url`]).
+    pub max_tokens_field: Option<MaxTokensField>,
+    /// Headers sent with every request besides the key (a provider's
+    /// `headers`).
+    pub headers: BTreeMap<String, String>,
+    /// Query parameters added to the URL (a provider's `query_params`,
+    /// e.g. Azure's `api-version`).
+    pub query_params: BTreeMap<String, String>,
+    /// The provider's name, for messages (`None`: the session's own
+    /// server, named by its URL).
+    pub provider: Option<String>,
+    /// The environment variable the key is read from, for messages: a 401
+    /// with no key says which variable is unset.
+    pub key_env: Option<String>,
 }
 
 impl OpenAiConfig {
@@ -75,6 +93,12 @@ impl OpenAiConfig {
             connect_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(120),
             limits: ResponseLimits::default(),
+            params: ModelParams::default(),
+            max_tokens_field: None,
+            headers: BTreeMap::new(),
+            query_params: BTreeMap::new(),
+            provider: None,
+            key_env: None,
         }
     }
 }
@@ -117,14 +141,33 @@ impl OpenAiClient {
         // async-openai reads OPENAI_API_KEY itself when no key is set; an
         // explicit empty key keeps configuration in the caller's hands.
         api = api.with_api_key(config.api_key.clone().unwrap_or_default());
-        let url = reqwest::Url::parse(&api.url("/chat/completions"))
+        let mut url = reqwest::Url::parse(&api.url("/chat/completions"))
             .map_err(|e| ModelError::Request(format!("base URL {}: {e}", config.base_url)))?;
+        if !config.query_params.is_empty() {
+            url.query_pairs_mut().extend_pairs(&config.query_params);
+        }
+        let mut headers = api.headers();
+        for (name, value) in &config.headers {
+            let bad = |what: &str| ModelError::Request(format!("header {name}: {what}"));
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| bad("not a valid header name"))?;
+            let value = reqwest::header::HeaderValue::from_str(value).map_err(|_| {
+                bad("its value cannot be sent (a control character or a line break)")
+            })?;
+            headers.insert(name, value);
+        }
+        let field = config
+            .max_tokens_field
+            .unwrap_or_else(|| MaxTokensField::for_url(&config.base_url));
+        let params = WireParams::new(&config.params, field)
+            .map_err(|e| ModelError::Request(e.to_string()))?;
         let wire = Wire {
             http,
             url,
-            headers: Arc::new(api.headers()),
+            headers: Arc::new(headers),
             max_wire_bytes: config.limits.max_wire_bytes(),
             tools: Arc::default(),
+            params: Arc::new(SentParams(Mutex::new(Arc::new(params)))),
         };
         Ok(Self {
             wire,
@@ -144,24 +187,51 @@ impl ModelClient for OpenAiClient {
     }
 
     fn stream(&self, request: ModelRequest) -> ModelStream {
-        let body = chat_request(request, &self.config, &self.wire.tools);
+        let body = chat_request(request, &self.config, &self.wire);
         let limits = self.config.limits;
+        let keys = Keys::of(&self.config);
         if !self.config.stream {
             let wire = self.wire.clone();
-            let base_url = self.config.base_url.clone();
-            return Box::pin(futures::stream::once(async move {
-                let oversize = Arc::new(AtomicBool::new(false));
-                let call = OVERSIZE.scope(oversize.clone(), with_hint(wire.whole(body)));
-                let Ok((result, hint)) = tokio::time::timeout(limits.max_duration, call).await
-                else {
-                    return Err(limits.too_long());
-                };
-                let value = result.map_err(|e| match oversize.load(Ordering::Relaxed) {
-                    true => limits.too_large_on_the_wire(),
-                    false => located(map_error(e, hint), &base_url),
-                })?;
-                parse_completion(&value, Some(limits)).map(ModelEvent::Completed)
-            }));
+            let (base_url, params) = (self.config.base_url.clone(), self.config.params.clone());
+            return Box::pin(
+                futures::stream::once(async move {
+                    let mut body = body;
+                    let mut events = Vec::new();
+                    loop {
+                        let oversize = Arc::new(AtomicBool::new(false));
+                        let call = OVERSIZE.scope(oversize.clone(), with_hint(wire.whole(&body)));
+                        let Ok((result, hint)) =
+                            tokio::time::timeout(limits.max_duration, call).await
+                        else {
+                            events.push(Err(limits.too_long()));
+                            return events;
+                        };
+                        let error = match result {
+                            Ok(value) => {
+                                events.push(
+                                    parse_completion(&value, Some(limits))
+                                        .map(ModelEvent::Completed),
+                                );
+                                return events;
+                            }
+                            Err(_) if oversize.load(Ordering::Relaxed) => {
+                                limits.too_large_on_the_wire()
+                            }
+                            Err(e) => map_error(e, hint),
+                        };
+                        match rejected(&error, &body, &params, events.is_empty()) {
+                            Some(param) => {
+                                events.push(Ok(wire.params.dropped(&mut body, param, &error)));
+                            }
+                            None => {
+                                events.push(Err(keys.explain(located(error, &base_url))));
+                                return events;
+                            }
+                        }
+                    }
+                })
+                .flat_map(futures::stream::iter),
+            );
         }
         let state = StreamState {
             phase: Phase::Connect(self.wire.clone(), Box::new(body)),
@@ -169,12 +239,65 @@ impl ModelClient for OpenAiClient {
             limits,
             deadline: None,
             oversize: Arc::new(AtomicBool::new(false)),
+            params: self.config.params.clone(),
+            resent: false,
         };
         let base_url = self.config.base_url.clone();
         Box::pin(
             futures::stream::unfold(state, StreamState::next)
-                .map(move |item| item.map_err(|e| located(e, &base_url))),
+                .map(move |item| item.map_err(|e| keys.explain(located(e, &base_url)))),
         )
+    }
+}
+
+/// The parameters a client sends, shared by its requests: a parameter the
+/// server rejected is left out of every later request too, so it is
+/// rejected (and reported) once.
+pub(super) struct SentParams(Mutex<Arc<WireParams>>);
+
+impl SentParams {
+    /// The parameters sent now.
+    pub(super) fn current(&self) -> Arc<WireParams> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Leaves `param` out of `body` and of every later request; the event
+    /// that says so.
+    fn dropped(&self, body: &mut WireRequest, param: String, error: &ModelError) -> ModelEvent {
+        let without = Arc::new(body.params().without(&param));
+        {
+            let mut sent = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            if sent.names().any(|n| n == param) {
+                *sent = Arc::new(sent.without(&param));
+            }
+        }
+        body.set_params(without);
+        ModelEvent::ParamDropped {
+            param,
+            reason: error.to_string().chars().take(300).collect(),
+        }
+    }
+}
+
+/// The parameter `error` says the server rejects, when it is a 400 naming
+/// one `body` sent and no parameter was dropped for this request yet
+/// (`first`): the request is sent once more without it (LLM7).
+fn rejected(
+    error: &ModelError,
+    body: &WireRequest,
+    params: &ModelParams,
+    first: bool,
+) -> Option<String> {
+    match error {
+        ModelError::Http {
+            status: 400 | 422,
+            message,
+            ..
+        } if first => body.params().rejected(message, params),
+        _ => None,
     }
 }
 
@@ -192,6 +315,11 @@ struct StreamState {
     deadline: Option<tokio::time::Instant>,
     /// Set by the transport when the body went past the wire limit.
     oversize: Arc<AtomicBool>,
+    /// The client's parameters as configured (to tell a typed one, which
+    /// may be dropped, from an `extra` field, which never is).
+    params: ModelParams,
+    /// A rejected parameter was already dropped and the request sent again.
+    resent: bool,
 }
 
 impl StreamState {
@@ -206,19 +334,30 @@ impl StreamState {
                 .get_or_insert_with(|| tokio::time::Instant::now() + limits.max_duration);
             match std::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Done => return None,
-                Phase::Connect(wire, body) => {
+                Phase::Connect(wire, mut body) => {
                     // Boxed: this future is large, and only connecting needs
                     // it; the rest of the read (waiting for the answer, the
                     // long part) keeps a small one.
                     let connect = Box::pin(
-                        OVERSIZE.scope(self.oversize.clone(), with_hint(wire.open(*body))),
+                        OVERSIZE.scope(self.oversize.clone(), with_hint(wire.open(&body))),
                     );
                     match tokio::time::timeout_at(deadline, connect).await {
                         Err(_) => self.pending.push_back(Err(limits.too_long())),
                         Ok((Ok(chunks), _)) => {
                             self.phase = Phase::Reading(chunks, Assembler::limited(limits));
                         }
-                        Ok((Err(e), hint)) => self.pending.push_back(Err(map_error(e, hint))),
+                        Ok((Err(e), hint)) => {
+                            let error = map_error(e, hint);
+                            match rejected(&error, &body, &self.params, !self.resent) {
+                                Some(param) => {
+                                    self.resent = true;
+                                    let event = wire.params.dropped(&mut body, param, &error);
+                                    self.pending.push_back(Ok(event));
+                                    self.phase = Phase::Connect(wire, body);
+                                }
+                                None => self.pending.push_back(Err(error)),
+                            }
+                        }
                     }
                 }
                 Phase::Reading(mut chunks, mut assembler) => {

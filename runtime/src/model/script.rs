@@ -55,6 +55,8 @@ struct Entry {
     mode: Option<Mode>,
     turn: Option<u64>,
     iteration: Option<u32>,
+    /// Matches only a turn whose latest user message holds this text.
+    prompt: Option<String>,
     #[serde(default)]
     repeat: bool,
     #[serde(default)]
@@ -76,11 +78,12 @@ struct ScriptedCall {
 }
 
 impl Entry {
-    fn matches(&self, ctx: &RequestContext) -> bool {
+    fn matches(&self, ctx: &RequestContext, prompt: &str) -> bool {
         self.role.as_deref().is_none_or(|r| r == &*ctx.role)
             && self.mode.is_none_or(|m| m == ctx.mode)
             && self.turn.is_none_or(|t| t == ctx.turn)
             && self.iteration.is_none_or(|i| i == ctx.iteration)
+            && self.prompt.as_deref().is_none_or(|p| prompt.contains(p))
     }
 }
 
@@ -192,7 +195,7 @@ impl ScriptedModel {
         }
     }
 
-    fn pick(&self, ctx: &RequestContext) -> Option<Entry> {
+    fn pick(&self, ctx: &RequestContext, prompt: &str) -> Option<Entry> {
         let mut used = self
             .used
             .lock()
@@ -205,7 +208,7 @@ impl ScriptedModel {
             .entries
             .iter()
             .enumerate()
-            .find(|(n, entry)| !mine[*n] && entry.matches(ctx))?;
+            .find(|(n, entry)| !mine[*n] && entry.matches(ctx, prompt))?;
         if !entry.repeat {
             mine[n] = true;
         }
@@ -229,7 +232,15 @@ impl ModelClient for ScriptedModel {
             return Box::pin(futures::stream::iter([Ok(ModelEvent::Completed(response))]));
         }
         let ctx = &request.context;
-        let Some(entry) = self.pick(ctx) else {
+        let prompt = request
+            .messages()
+            .filter_map(|m| match m {
+                Message::User { content } => Some(content.as_str()),
+                Message::Assistant { .. } | Message::Tool { .. } | Message::Compaction(_) => None,
+            })
+            .last()
+            .unwrap_or_default();
+        let Some(entry) = self.pick(ctx, prompt) else {
             let message = format!(
                 "the model script has no response left for role '{}' in {} mode, turn {}, iteration {}",
                 ctx.role, ctx.mode, ctx.turn, ctx.iteration
@@ -305,6 +316,7 @@ fn answer(entry: &Entry, request: &ModelRequest) -> ModelResponse {
         prompt_tokens: (prompt_chars / 4) as u64,
         completion_tokens: (completion_chars / 4).max(1) as u64,
         total_tokens: ((prompt_chars + completion_chars) / 4) as u64,
+        ..ProviderUsage::default()
     };
     ModelResponse {
         finish_reason: Some(

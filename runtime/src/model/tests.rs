@@ -221,3 +221,55 @@ fn a_key_that_cannot_be_a_header_is_refused_at_build_not_a_panic() {
         }
     }
 }
+
+#[test]
+fn usage_details_are_read_in_every_shape_and_never_exceed_their_totals() {
+    // (cached, reasoning, completion as budgets count it)
+    fn check(usage: Value, expected: (u64, u64, u64)) {
+        let mut assembler = Assembler::new();
+        assembler.push(&json!({ "usage": usage.clone() })).unwrap();
+        let got = assembler.finish().usage.map(crate::protocol::Usage::from);
+        let got = got.map(|u| (u.cached_tokens, u.reasoning_tokens, u.completion_tokens));
+        assert_eq!(got, Some(expected), "{usage}");
+    }
+    // OpenAI (and most servers).
+    check(
+        json!({"prompt_tokens": 100, "completion_tokens": 50,
+               "prompt_tokens_details": {"cached_tokens": 64},
+               "completion_tokens_details": {"reasoning_tokens": 30}}),
+        (64, 30, 50),
+    );
+    // DeepSeek with only its own fields.
+    check(
+        json!({"prompt_tokens": 100, "completion_tokens": 5,
+               "prompt_cache_hit_tokens": 96, "prompt_cache_miss_tokens": 4}),
+        (96, 0, 5),
+    );
+    // Mistral's non-streaming API, Together's top level.
+    check(
+        json!({"prompt_tokens": 77, "completion_tokens": 1, "num_cached_tokens": 76}),
+        (76, 0, 1),
+    );
+    check(
+        json!({"prompt_tokens": 10, "completion_tokens": 1, "cached_tokens": 8}),
+        (8, 0, 1),
+    );
+    // Nulls; a cache count past its prompt; reasoning counted apart
+    // (xAI: the total is the sum of all three).
+    check(
+        json!({"prompt_tokens": 40, "completion_tokens": 2,
+               "prompt_tokens_details": null, "completion_tokens_details": null}),
+        (0, 0, 2),
+    );
+    check(
+        json!({"prompt_tokens": 10, "completion_tokens": 2,
+               "prompt_tokens_details": {"cached_tokens": 99},
+               "completion_tokens_details": {"reasoning_tokens": 1}}),
+        (10, 1, 2),
+    );
+    check(
+        json!({"prompt_tokens": 291, "completion_tokens": 26, "total_tokens": 513,
+               "completion_tokens_details": {"reasoning_tokens": 196}}),
+        (0, 196, 222),
+    );
+}

@@ -1,6 +1,8 @@
-//! The order one call is decided in (P3): rules → deterministic floor
-//! (protected paths first, then `floor::assess`) → posture. (The execution
-//! gate runs before, in the tool runner.)
+//! The order one call is decided in (P3): rules → `pre_tool_use` hooks →
+//! deterministic floor (protected paths first, then `floor::assess`) →
+//! posture. (The execution gate runs before, in the tool runner.) A hook
+//! may deny or have a person asked; its "allow" is no objection, so it
+//! never lifts a deny rule, a protected path, the floor or the mode.
 //!
 //! A call the floor finds unplaced (it writes a path known only when it
 //! runs, `floor::FloorVerdict::Unplaced`) is decided like an unproven one,
@@ -21,6 +23,7 @@ use super::call::Call;
 use super::floor::{self, FloorVerdict};
 use super::protected::{self, ProtectedPaths};
 use super::rules::{RuleKind, RuleMatch, RuleSet, Scope};
+use crate::hooks::HookVerdict;
 
 /// Allow or deny.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +46,8 @@ pub enum Layer {
     Scope,
     /// A configured allow / ask / deny rule.
     Rule,
+    /// A `pre_tool_use` hook (it may deny or ask, never allow).
+    Hook,
     /// The deterministic floor.
     Floor,
     /// The posture itself (Full Access allows, Never denies, a host that
@@ -63,6 +68,7 @@ impl Layer {
             Layer::Mode => "mode gate",
             Layer::Scope => "file-scope gate",
             Layer::Rule => "rule",
+            Layer::Hook => "hook",
             Layer::Floor => "deterministic floor",
             Layer::Posture => "posture",
             Layer::Guardian => "model guardian",
@@ -212,8 +218,27 @@ pub enum Evaluation {
     },
 }
 
-/// Decides one call that passed the execution gate and its schema.
+/// Decides one call that passed the execution gate and its schema, with
+/// no hook.
 pub fn evaluate(policy: &Policy<'_>, call: &Call<'_>) -> Evaluation {
+    evaluate_with_hook(policy, call, &HookVerdict::NoObjection)
+}
+
+/// Whether a deny rule decides `call`: its hooks need not run.
+pub fn denied_by_rule(policy: &Policy<'_>, call: &Call<'_>) -> bool {
+    let call = &Call {
+        home: call.home.or(policy.protected.home_dir()),
+        ..*call
+    };
+    policy
+        .rules
+        .decide(call)
+        .is_some_and(|m| m.kind == RuleKind::Deny)
+}
+
+/// Decides one call that passed the execution gate and its schema, given
+/// what its `pre_tool_use` hooks concluded.
+pub fn evaluate_with_hook(policy: &Policy<'_>, call: &Call<'_>, hook: &HookVerdict) -> Evaluation {
     // `~` in a command line is the home the host named.
     let call = &Call {
         home: call.home.or(policy.protected.home_dir()),
@@ -228,9 +253,23 @@ pub fn evaluate(policy: &Policy<'_>, call: &Call<'_>) -> Evaluation {
             format!("denied by the {} rule {}", m.scope, m.rule),
         ));
     }
+    let hook_ask = match hook {
+        HookVerdict::NoObjection => None,
+        HookVerdict::Deny { hook, reason } => {
+            return Evaluation::Decided(Decision::new(
+                Verdict::Deny,
+                Layer::Hook,
+                format!("denied by the pre_tool_use hook `{hook}`: {reason}"),
+            ));
+        }
+        HookVerdict::Ask { hook, reason } => Some(format!(
+            "the pre_tool_use hook `{hook}` asks a person: {reason}"
+        )),
+    };
     let ask_rule = matched.clone().filter(|m| m.kind == RuleKind::Ask);
     let allow_rule = matched.filter(|m| m.kind == RuleKind::Allow);
     if ask_rule.is_none()
+        && hook_ask.is_none()
         && let Some(reason) = own_state(policy, call)
     {
         return Evaluation::Decided(Decision::new(Verdict::Allow, Layer::Floor, reason));
@@ -246,11 +285,11 @@ pub fn evaluate(policy: &Policy<'_>, call: &Call<'_>) -> Evaluation {
         FloorVerdict::Blocked { reason } => {
             return Evaluation::Decided(Decision::new(Verdict::Deny, Layer::Floor, reason));
         }
-        FloorVerdict::ProvenSafe { reason } => match ask_rule {
-            None => {
+        FloorVerdict::ProvenSafe { reason } => match (&ask_rule, &hook_ask) {
+            (None, None) => {
                 return Evaluation::Decided(Decision::new(Verdict::Allow, Layer::Floor, reason));
             }
-            Some(_) => (Vec::new(), None),
+            (Some(_), _) | (_, Some(_)) => (Vec::new(), None),
         },
         FloorVerdict::Unproven { observations } => (observations, None),
         FloorVerdict::Unplaced {
@@ -260,6 +299,7 @@ pub fn evaluate(policy: &Policy<'_>, call: &Call<'_>) -> Evaluation {
     };
     // Never means never: an allow rule does not lift it.
     if ask_rule.is_none()
+        && hook_ask.is_none()
         && unplaced.is_none()
         && policy.posture != Posture::Never
         && let Some(m) = &allow_rule
@@ -276,6 +316,16 @@ pub fn evaluate(policy: &Policy<'_>, call: &Call<'_>) -> Evaluation {
             format!("the {} rule {} asks a person", m.scope, m.rule),
             Some(m),
         );
+    }
+    if let Some(reason) = hook_ask {
+        // Refused where no one can answer: by the hook's layer.
+        return match person_or_deny(policy, reason, None) {
+            Evaluation::Decided(decision) => Evaluation::Decided(Decision {
+                layer: Layer::Hook,
+                ..decision
+            }),
+            asked @ (Evaluation::AskPerson { .. } | Evaluation::Review { .. }) => asked,
+        };
     }
     match policy.posture {
         Posture::Never => Evaluation::Decided(Decision::new(

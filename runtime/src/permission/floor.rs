@@ -109,6 +109,17 @@ pub fn assess(
     workspace_root: &Path,
 ) -> FloorVerdict {
     if def.shell {
+        // A shell tool's call with no command line at all, where its schema
+        // allows one without (`process list`, `process stop`), runs nothing
+        // new: it reads or ends what an allowed call started.
+        let optional = !def.input_schema["required"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|name| name == "command"));
+        if optional && args.get("command").is_none() {
+            return FloorVerdict::ProvenSafe {
+                reason: format!("'{}' runs no command line", def.name),
+            };
+        }
         return assess_bash(safety, args, workspace_root);
     }
     if safety == Safety::ReadOnly {

@@ -18,10 +18,14 @@ use super::engine::{Decision, Layer, Risk, Verdict};
 use crate::model::{ModelRequest, RequestContext};
 
 /// How the guardian works.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GuardianConfig {
     /// The model name to ask, when not the agent's own.
     pub model: Option<String>,
+    /// The guardian's model choice when it needs a client of its own (a
+    /// provider, or parameters such as a reasoning effort): built like a
+    /// role's. `None`: the agent's client answers.
+    pub choice: Option<crate::config::RoleConfig>,
     /// How long the review may take before it denies.
     pub timeout: Duration,
     /// The largest held call (its JSON) that is reviewed; larger ones are
@@ -34,6 +38,7 @@ impl Default for GuardianConfig {
     fn default() -> Self {
         Self {
             model: None,
+            choice: None,
             timeout: Duration::from_secs(90),
             max_call_bytes: 16 * 1024,
         }

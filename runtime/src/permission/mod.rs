@@ -29,7 +29,10 @@ pub mod rules;
 pub mod shell;
 
 pub use call::{Call, RealPaths};
-pub use engine::{Decision, Evaluation, Layer, Policy, Risk, Verdict, evaluate};
+pub use engine::{
+    Decision, Evaluation, Layer, Policy, Risk, Verdict, denied_by_rule, evaluate,
+    evaluate_with_hook,
+};
 pub use protected::ProtectedPaths;
 
 use std::fmt;

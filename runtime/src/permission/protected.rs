@@ -68,6 +68,10 @@ const CONTROL_DIRS: &[(&str, &str)] = &[
 pub struct ProtectedPaths {
     roots: Vec<(PathBuf, Root)>,
     home: Option<PathBuf>,
+    /// The configuration directory named last: the one in use (a
+    /// `--config-dir` after the platform's), where the user's own
+    /// `AGENTS.md` is.
+    config: Option<PathBuf>,
 }
 
 /// What a protected root is, for messages.
@@ -101,8 +105,10 @@ impl ProtectedPaths {
 
     /// Protects one of cadre's configuration directories (the user's
     /// `config.toml` and `settings.toml`).
-    pub fn config_dir(self, dir: impl Into<PathBuf>) -> Self {
-        self.root(dir.into(), Root::ConfigDir)
+    pub fn config_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        self.config = Some(dir.clone());
+        self.root(dir, Root::ConfigDir)
     }
 
     /// Protects the settings file, wherever it is.
@@ -114,6 +120,12 @@ impl ProtectedPaths {
     pub fn home(mut self, home: impl Into<PathBuf>) -> Self {
         self.home = Some(normalize(&home.into()));
         self
+    }
+
+    /// cadre's configuration directory, when the host named it (where the
+    /// user's own `AGENTS.md` is).
+    pub fn config_dir_path(&self) -> Option<&Path> {
+        self.config.as_deref()
     }
 
     /// The user's home, when the host named it.

@@ -119,6 +119,7 @@ pub async fn run_check(
             tail: KEPT,
             kill_after: sandbox.max_output,
         },
+        stdin: None,
     };
     match tokio::time::timeout(timeout, run(spec)).await {
         Err(_) => CheckRun::TimedOut(format!(

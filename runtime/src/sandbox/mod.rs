@@ -53,7 +53,7 @@ pub use landlock::{PINNED, SandboxStatus, sandbox_status};
 pub use limits::Limits;
 pub use output::Capture;
 pub use policy::{Policy, Reach, cover};
-pub use run::{CommandSpec, Finished, OutputLimits, RunError, run, session_tmp};
+pub use run::{CommandSpec, Finished, OutputLimits, RunError, Started, run, session_tmp, start};
 pub use walls::{WallReport, WallState, walls};
 
 /// The default hard limit on one command's output: past it the command's
@@ -86,6 +86,9 @@ pub struct SandboxConfig {
     /// Commands get their own namespaces where the host can make them;
     /// off only to try the other walls alone.
     pub namespaces: bool,
+    /// Bounds on managed processes (the `process` tool), per agent and per
+    /// session, and the output each keeps.
+    pub processes: crate::process::ProcessLimits,
 }
 
 impl Default for SandboxConfig {
@@ -100,6 +103,7 @@ impl Default for SandboxConfig {
             check_cache: None,
             limits: Limits::default(),
             namespaces: true,
+            processes: crate::process::ProcessLimits::default(),
         }
     }
 }

@@ -38,6 +38,9 @@ pub struct CommandSpec<'a> {
     pub tmp: &'a Path,
     /// Bounds on what is kept of the output.
     pub limits: OutputLimits,
+    /// What the command reads on stdin (a hook's event); `/dev/null` when
+    /// `None`.
+    pub stdin: Option<&'a [u8]>,
 }
 
 /// Bounds on a command's output.
@@ -85,6 +88,25 @@ pub enum RunError {
     Wait(String),
 }
 
+/// A command started and still running, with everything that must live
+/// as long as it does: what [`run`] reads to its end, and what a managed
+/// process (`crate::process`) keeps until it is stopped.
+///
+/// Dropping it kills the command and its group, ends the spawning thread
+/// (bubblewrap's `--die-with-parent`) and removes its temp dir, in that
+/// order (fields drop in declaration order).
+#[derive(Debug)]
+pub struct Started {
+    /// The shell (or bubblewrap), its pipes not yet taken.
+    pub child: Child,
+    /// Its process group, registered until dropped.
+    pub group: GroupGuard,
+    /// The command runs under a kernel wall (namespaces or Landlock).
+    pub confined: bool,
+    _spawner: Spawner,
+    _tmp: Option<CommandTmp>,
+}
+
 /// Runs one command to its end.
 ///
 /// Where the host can (see `walls`), the command runs in its own
@@ -94,6 +116,48 @@ pub enum RunError {
 /// and, with a PID namespace, everything it started, whatever it did to
 /// detach; its per-command temp dir goes with it.
 pub async fn run(spec: CommandSpec<'_>) -> Result<Finished, RunError> {
+    let mut started = start(&spec).await?;
+    let (Some(stdout), Some(stderr)) = (started.child.stdout.take(), started.child.stderr.take())
+    else {
+        return Err(RunError::Spawn("bash's output pipes are missing".into()));
+    };
+    if let (Some(input), Some(mut pipe)) = (spec.stdin, started.child.stdin.take()) {
+        let input = input.to_vec();
+        // Written beside the reading; a command that does not read it
+        // closes the pipe, which ends the write.
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = pipe.write_all(&input).await;
+        });
+    }
+    let mut reading = Reading {
+        stdout: Stream::new(stdout, spec.limits),
+        stderr: Stream::new(stderr, spec.limits),
+        limits: spec.limits,
+        killed_for_output: false,
+    };
+    let status = reading
+        .until_exit(&mut started.child, &started.group)
+        .await?;
+    // Whatever the shell left running in its group ends with it.
+    started.group.kill();
+    let output_abandoned = tokio::time::timeout(DRAIN_AFTER_EXIT, reading.drain(&started.group))
+        .await
+        .is_err();
+    Ok(Finished {
+        status,
+        stdout: reading.stdout.capture,
+        stderr: reading.stderr.capture,
+        killed_for_output: reading.killed_for_output,
+        output_abandoned,
+        confined: started.confined,
+    })
+}
+
+/// Starts one command confined as [`run`] does, and returns it running,
+/// its output pipes open (stdin is `/dev/null`). `spec.limits` is not
+/// applied: whoever reads the pipes bounds what it keeps.
+pub async fn start(spec: &CommandSpec<'_>) -> Result<Started, RunError> {
     ensure_private_dir(spec.tmp).map_err(|e| {
         RunError::Spawn(format!(
             "cannot create the temp dir {}: {e}",
@@ -108,7 +172,6 @@ pub async fn run(spec: CommandSpec<'_>) -> Result<Finished, RunError> {
     if bwrap.is_some() {
         prepare_read_only(policy)?;
     }
-    // Declared first so it is removed last, once the command is dead.
     let cmd_tmp = match bwrap {
         Some(_) => None,
         None => Some(CommandTmp::create(spec.tmp)?),
@@ -161,7 +224,10 @@ pub async fn run(spec: CommandSpec<'_>) -> Result<Finished, RunError> {
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .env("TMPDIR", &tmpdir)
-        .stdin(Stdio::null())
+        .stdin(match spec.stdin {
+            Some(_) => Stdio::piped(),
+            None => Stdio::null(),
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -171,29 +237,13 @@ pub async fn run(spec: CommandSpec<'_>) -> Result<Finished, RunError> {
         files: bwrap.is_none(),
         drop_capabilities: bwrap.is_none(),
     };
-    let (mut child, group, _spawner) = spawn(command, walls).await?;
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err(RunError::Spawn("bash's output pipes are missing".into()));
-    };
-    let mut reading = Reading {
-        stdout: Stream::new(stdout, spec.limits),
-        stderr: Stream::new(stderr, spec.limits),
-        limits: spec.limits,
-        killed_for_output: false,
-    };
-    let status = reading.until_exit(&mut child, &group).await?;
-    // Whatever the shell left running in its group ends with it.
-    group.kill();
-    let output_abandoned = tokio::time::timeout(DRAIN_AFTER_EXIT, reading.drain(&group))
-        .await
-        .is_err();
-    Ok(Finished {
-        status,
-        stdout: reading.stdout.capture,
-        stderr: reading.stderr.capture,
-        killed_for_output: reading.killed_for_output,
-        output_abandoned,
+    let (child, group, spawner) = spawn(command, walls).await?;
+    Ok(Started {
+        child,
+        group,
         confined: landlock || bwrap.is_some(),
+        _spawner: spawner,
+        _tmp: cmd_tmp,
     })
 }
 
@@ -211,6 +261,7 @@ struct ThreadWalls {
 /// Keeps the spawning thread alive until dropped: bubblewrap's
 /// `--die-with-parent` fires when that *thread* ends, so it must outlive
 /// the command, and end (killing the sandbox) when the call does.
+#[derive(Debug)]
 struct Spawner {
     _alive: std::sync::mpsc::Sender<()>,
 }
@@ -313,6 +364,7 @@ fn prepare_read_only(policy: &Policy) -> Result<(), RunError> {
 
 /// A command's own temp dir under the session's, when it has no private
 /// `/tmp`: removed when dropped, however the command ended.
+#[derive(Debug)]
 struct CommandTmp {
     path: PathBuf,
 }

@@ -14,10 +14,11 @@ use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError, now};
+use crate::model::ModelParams;
 use crate::permission::rules::PermissionRules;
 
 /// The model a session or run was started with.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ModelRecord {
     /// An OpenAI-compatible server.
@@ -32,6 +33,14 @@ pub enum ModelRecord {
         /// a resume without it fails naming it rather than sending no key.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         key_env: Option<String>,
+        /// The provider it was chosen by (`[providers.NAME]`): a resume
+        /// takes its URL, headers and key variable from the configuration
+        /// again, never from the store.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider: Option<String>,
+        /// Its model parameters (reasoning effort, output limit, …).
+        #[serde(default, skip_serializing_if = "ModelParams::is_empty")]
+        params: ModelParams,
     },
     /// A model script file, by absolute path.
     Script {
@@ -48,6 +57,12 @@ impl ModelRecord {
     pub fn describe(&self) -> String {
         match self {
             ModelRecord::Server {
+                base_url,
+                model,
+                provider: Some(provider),
+                ..
+            } => format!("{model} at {base_url} (provider {provider})"),
+            ModelRecord::Server {
                 base_url, model, ..
             } => format!("{model} at {base_url}"),
             ModelRecord::Script { path } => format!("the script {}", path.display()),
@@ -57,7 +72,7 @@ impl ModelRecord {
 }
 
 /// What a resume takes from the run that started a session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaunchRecord {
     /// The model.
     pub model: ModelRecord,

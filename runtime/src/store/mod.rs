@@ -17,12 +17,14 @@
 //! - `leases`: one process runs a session at a time.
 //! - `runs`: workflow runs, their step instances, cancel requests.
 //! - `goals`: a session's goal, and continuations admitted with it.
+//! - `processes`: managed processes while they run; what a killed cadre left.
 
 mod agents;
 mod goals;
 mod launch;
 mod leases;
 mod plans;
+mod processes;
 mod queue;
 mod runs;
 mod schema;

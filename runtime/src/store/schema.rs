@@ -181,6 +181,22 @@ const MIGRATIONS: &[&str] = &[
         updated_at  REAL NOT NULL
     );
     "#,
+    // 7: managed background processes while they run
+    // (`process::ProcessRecord`), so the next cadre kills what a cadre
+    // killed with SIGKILL left running.
+    r#"
+    CREATE TABLE processes (
+        key          TEXT PRIMARY KEY,
+        session_id   TEXT NOT NULL,
+        owner        TEXT NOT NULL,
+        command      TEXT NOT NULL,
+        pid          INTEGER NOT NULL,
+        started      INTEGER NOT NULL,
+        host_pid     INTEGER NOT NULL,
+        host_started INTEGER NOT NULL,
+        created_at   REAL NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this cadre writes.

@@ -236,6 +236,53 @@ impl Store {
         self.session(new_id)?
             .ok_or_else(|| StoreError::Sql("the fork vanished".into()))
     }
+
+    /// Removes session `id` if nothing was ever asked of it: no message
+    /// admitted, no conversation, no goal, questionnaire, sub-agent, fork
+    /// or workflow run under it (a shell opened and left). Its start's
+    /// events, audit, lease and launch record go with it. True when it was
+    /// removed; a session with anything else stored is kept whole (a row
+    /// this does not know of keeps it too: the foreign keys refuse).
+    pub fn forget_if_unused(&mut self, id: &str) -> Result<bool, StoreError> {
+        let used: bool = self
+            .conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM queue WHERE session_id = ?1)
+                 OR EXISTS (SELECT 1 FROM conversation WHERE session_id = ?1)
+                 OR EXISTS (SELECT 1 FROM goals WHERE session_id = ?1)
+                 OR EXISTS (SELECT 1 FROM questionnaires WHERE session_id = ?1)
+                 OR EXISTS (SELECT 1 FROM agents WHERE parent_id = ?1)
+                 OR EXISTS (SELECT 1 FROM sessions WHERE parent_id = ?1)
+                 OR EXISTS (SELECT 1 FROM workflow_runs WHERE id = ?1)
+                 OR NOT EXISTS (SELECT 1 FROM sessions WHERE id = ?1 AND kind = 'session')",
+            )?
+            .query_row([id], |r| r.get(0))?;
+        if used {
+            return Ok(false);
+        }
+        let tx = self.begin()?;
+        for sql in [
+            "DELETE FROM events WHERE session_id = ?1",
+            "DELETE FROM audit WHERE session_id = ?1",
+            "DELETE FROM leases WHERE session_id = ?1",
+            "DELETE FROM launches WHERE owner = ?1",
+            "DELETE FROM sessions WHERE id = ?1",
+        ] {
+            if let Err(err) = tx.prepare_cached(sql)?.execute([id]) {
+                // Dropped uncommitted: nothing was removed.
+                return match err {
+                    rusqlite::Error::SqliteFailure(e, _)
+                        if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+                    {
+                        Ok(false)
+                    }
+                    other => Err(other.into()),
+                };
+            }
+        }
+        tx.commit()?;
+        Ok(true)
+    }
 }
 
 /// The fewest characters a shown session id has: a prefix that is unique

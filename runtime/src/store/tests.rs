@@ -277,6 +277,27 @@ fn short_ids_distinguish_time_ordered_ids_and_resolve_back() {
 }
 
 #[test]
+fn only_a_session_nothing_was_asked_of_is_forgotten() {
+    let (_dir, mut store) = store();
+    session(&mut store, "empty", "/ws");
+    session(&mut store, "asked", "/ws");
+    session(&mut store, "forked", "/ws");
+    admit(&mut store, "asked", "do something", "k");
+    store.fork("forked", "fork-of-it").expect("fork");
+    store
+        .acquire_lease("empty", &owner("t", std::process::id(), 1))
+        .expect("lease");
+    assert!(store.forget_if_unused("empty").expect("forget"));
+    assert!(store.session("empty").expect("read").is_none());
+    // Asked something; the parent of a fork.
+    for kept in ["asked", "forked"] {
+        assert!(!store.forget_if_unused(kept).expect("forget"), "{kept}");
+        assert!(store.session(kept).expect("read").is_some(), "{kept}");
+    }
+    assert!(!store.forget_if_unused("no-such-session").expect("forget"));
+}
+
+#[test]
 fn a_store_from_a_newer_cadre_is_refused_with_a_clear_message() {
     let dir = tempfile::TempDir::new().expect("dir");
     let path = store_path(dir.path());
@@ -510,6 +531,7 @@ fn a_version_4_store_moves_its_agents_out_of_the_workspace_index_and_keeps_its_s
     raw.execute_batch(
         "DROP INDEX sessions_by_workspace;
          DROP TABLE launches;
+         DROP TABLE processes;
          CREATE INDEX sessions_by_workspace ON sessions(workspace, updated_at);
          INSERT INTO sessions (id, workspace, mode, posture, kind, created_at, updated_at)
              VALUES ('a1', '/ws', 'work', 'never', 'agent', 9e9, 9e9);
@@ -648,7 +670,12 @@ fn a_launch_record_round_trips_is_replaced_and_holds_no_key() {
             base_url: "http://127.0.0.1:9/v1".into(),
             model: "m".into(),
             stream: true,
-            key_env: Some("OPENAI_API_KEY".into()),
+            key_env: Some("LOCAL_LLM_KEY".into()),
+            provider: Some("local".into()),
+            params: crate::model::ModelParams {
+                reasoning_effort: Some(crate::model::Effort::High),
+                ..Default::default()
+            },
         },
         rules: PermissionRules {
             allow: vec!["bash(cargo test:*)".into()],

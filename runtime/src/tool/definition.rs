@@ -80,6 +80,9 @@ pub struct ToolDefinition {
     /// (`create_goal`, `get_goal`, `update_goal`): it needs the host's
     /// goal (a session, never a sub-agent, verifier or workflow step).
     pub goal_control: bool,
+    /// What Plan's offer says of a tool that classifies its calls, instead
+    /// of the note on read-only command lines.
+    pub plan_note: Option<String>,
 }
 
 impl ToolDefinition {
@@ -107,6 +110,7 @@ impl ToolDefinition {
             runs_checks: false,
             plan_control: false,
             goal_control: false,
+            plan_note: None,
         }
     }
 
@@ -175,6 +179,12 @@ impl ToolDefinition {
     /// safety to read-only for the calls it proves read-only.
     pub fn classifying_calls(mut self) -> Self {
         self.classifies_calls = true;
+        self
+    }
+
+    /// Sets what Plan's offer says of the calls it lets through.
+    pub fn with_plan_note(mut self, note: impl Into<String>) -> Self {
+        self.plan_note = Some(note.into());
         self
     }
 
@@ -332,6 +342,11 @@ pub struct ToolContext {
     /// Records the workspace before the turn's first call that may change
     /// files (ST4); `None` where nothing is recorded.
     pub snapshots: Option<Arc<dyn Snapshotter>>,
+    /// The managed processes of the agent's tree (the `process` tool);
+    /// `None` where there are none.
+    pub processes: Option<crate::process::ProcessScope>,
+    /// The agent's stop and `post_tool_use` hooks; `None` where none run.
+    pub hooks: Option<Arc<dyn crate::hooks::TurnHooks>>,
 }
 
 /// The future a [`Snapshotter`] returns.

@@ -64,13 +64,16 @@ pub fn definition_gate(
                 Mode::Work | Mode::Operate => def.description.clone(),
                 Mode::Plan => match plan_access(def) {
                     PlanAccess::Full => def.description.clone(),
-                    PlanAccess::ReadOnlyCalls => format!(
-                        "Plan mode: read-only commands only (ls, cat, head, wc, grep, rg, \
-                         find without -delete/-exec, git status|diff|log|show, …), with no \
-                         redirection to files, no `$(…)` and no `&`; anything else is \
-                         refused. {}",
-                        def.description
-                    ),
+                    PlanAccess::ReadOnlyCalls => match &def.plan_note {
+                        Some(note) => format!("{note} {}", def.description),
+                        None => format!(
+                            "Plan mode: read-only commands only (ls, cat, head, wc, grep, rg, \
+                             find without -delete/-exec, git status|diff|log|show, …), with no \
+                             redirection to files, no `$(…)` and no `&`; anything else is \
+                             refused. {}",
+                            def.description
+                        ),
+                    },
                     // An agent without a plan file (a sub-agent) writes nothing.
                     PlanAccess::PlanFileOnly => match plan_file {
                         Some(plan_file) => format!(

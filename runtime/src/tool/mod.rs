@@ -20,8 +20,8 @@ mod runner;
 mod workspace;
 
 pub use builtin::{
-    AGENT_TOOL, ENTER_PLAN_TOOL, FileLimits, RUN_CHECK, RunCheck, TodoItem, WORKFLOW_TOOL,
-    builtin_tools, builtin_tools_with, truncate_middle,
+    AGENT_TOOL, ENTER_PLAN_TOOL, FileLimits, PROCESS_TOOL, RUN_CHECK, RunCheck, TodoItem,
+    WORKFLOW_TOOL, builtin_tools, builtin_tools_with, check_edit, replace_exact, truncate_middle,
 };
 pub use definition::{
     AgentHost, AgentRequest, Authorization, Authorizer, DecisionFuture, ErrorCode, GoalHost,

@@ -163,8 +163,12 @@ impl ToolRunner {
             })?;
         }
         let limit = def.timeout.unwrap_or(self.default_timeout);
+        let after = ctx
+            .hooks
+            .as_ref()
+            .map(|hooks| (hooks.clone(), args.clone()));
         let run = AssertUnwindSafe(entry.tool.run(args, ctx)).catch_unwind();
-        match tokio::time::timeout(limit, run).await {
+        let outcome = match tokio::time::timeout(limit, run).await {
             Err(_) => Err(ToolError::new(
                 ErrorCode::Timeout,
                 format!("'{}' did not finish within {}", def.name, human(limit)),
@@ -175,6 +179,31 @@ impl ToolRunner {
                 panic_message(panic.as_ref())
             ))),
             Ok(Ok(outcome)) => outcome,
+        };
+        // The `post_tool_use` hooks see what ran; their context goes to
+        // the model with the result.
+        let Some((hooks, args)) = after else {
+            return outcome;
+        };
+        let result = match &outcome {
+            Ok(text) => Ok(text.clone()),
+            Err(err) => Err(err.to_string()),
+        };
+        match hooks
+            .after_tool(entry.tool.clone(), args, safety, result)
+            .await
+        {
+            None => outcome,
+            Some(context) => {
+                let note = format!("\n[post_tool_use hook]\n{context}");
+                match outcome {
+                    Ok(text) => Ok(format!("{text}{note}")),
+                    Err(mut err) => {
+                        err.message.push_str(&note);
+                        Err(err)
+                    }
+                }
+            }
         }
     }
 }

@@ -110,7 +110,7 @@ fn registry_of(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> ToolRegistry {
     registry
 }
 
-const BUILTINS: [&str; 15] = [
+const BUILTINS: [&str; 16] = [
     "read_file",
     "list_dir",
     "glob",
@@ -118,6 +118,7 @@ const BUILTINS: [&str; 15] = [
     "write_file",
     "edit_file",
     "bash",
+    "process",
     "todo_write",
     "agent",
     "workflow",
@@ -159,6 +160,8 @@ impl Env {
             goals: None,
             rules: None,
             snapshots: None,
+            processes: None,
+            hooks: None,
         };
         let mut registry = ToolRegistry::with_builtins();
         for fake in [

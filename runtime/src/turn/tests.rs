@@ -42,6 +42,8 @@ enum Fx {
     },
     /// A tool call, by id.
     RunTool(String),
+    /// The stop hooks are asked about this final answer.
+    AskStop(String),
     Finish(TurnOutcome),
 }
 
@@ -76,6 +78,7 @@ fn fx(effect: TurnEffect) -> Fx {
         }
         TurnEffect::Summarize(_) => panic!("no test here compacts"),
         TurnEffect::RunTool(call) => Fx::RunTool(call.id),
+        TurnEffect::AskStop { text } => Fx::AskStop(text),
         TurnEffect::Finish(outcome) => Fx::Finish(outcome),
     }
 }
@@ -103,6 +106,7 @@ fn config(mode: Mode, max_iterations: u32) -> TurnConfig {
         context_budget: crate::context::ContextBudget::default(),
         pinned: crate::context::Pinned::default(),
         compact_first: false,
+        stop_checks: 0,
     }
 }
 
@@ -130,6 +134,7 @@ fn usage(prompt_tokens: u64, completion_tokens: u64) -> Option<ProviderUsage> {
         prompt_tokens,
         completion_tokens,
         total_tokens: prompt_tokens + completion_tokens,
+        ..ProviderUsage::default()
     })
 }
 
@@ -329,7 +334,8 @@ fn a_final_text_completes_the_turn_with_summed_usage() {
                     turn_id: TURN,
                     usage: Usage {
                         prompt_tokens: 15,
-                        completion_tokens: 3
+                        completion_tokens: 3,
+                        ..Usage::default()
                     },
                     iterations: 2,
                     context: Some(ContextUsage {
@@ -707,3 +713,5 @@ fn a_spent_goal_budget_refuses_calls_asks_for_a_summary_then_ends_the_turn() {
     assert!(effects.iter().any(|e| matches!(e,
         Fx::Emit(Event::ToolResult { output, .. }) if output.starts_with("tools are disabled"))));
 }
+
+mod stop;

@@ -81,6 +81,7 @@ impl Scene {
                 tail: 16 * 1024,
                 kill_after: 1 << 20,
             },
+            stdin: None,
         })
         .await
         .unwrap()

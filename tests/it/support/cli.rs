@@ -18,6 +18,11 @@ pub struct Output {
 
 /// Runs `cadre` with `args`, in a clean environment.
 pub async fn cadre(args: &[&str]) -> Output {
+    cadre_with(args, &[]).await
+}
+
+/// Runs `cadre` with `args`, in a clean environment but for `vars`.
+pub async fn cadre_with(args: &[&str], vars: &[(&str, &str)]) -> Output {
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_cadre"))
         .hermetic()
         .args(args)
@@ -26,6 +31,7 @@ pub async fn cadre(args: &[&str]) -> Output {
         .env_remove("OPENAI_MODEL")
         .env_remove("CADRE_HOME")
         .env_remove("RUST_LOG")
+        .envs(vars.iter().copied())
         .kill_on_drop(true)
         .output()
         .await

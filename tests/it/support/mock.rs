@@ -233,6 +233,9 @@ struct Shared {
     queue: Mutex<VecDeque<Reply>>,
     responder: Mutex<Option<Responder>>,
     requests: Mutex<Vec<Value>>,
+    /// Each request's URI, `Authorization` and other headers, in the
+    /// order of `requests`.
+    seen: Mutex<Vec<Seen>>,
     violations: Mutex<Vec<String>>,
     window: Mutex<Option<Window>>,
     /// Requests refused for their length.
@@ -240,6 +243,25 @@ struct Shared {
     /// Requests being answered now, and the most there ever were.
     in_flight: std::sync::atomic::AtomicUsize,
     most_in_flight: std::sync::atomic::AtomicUsize,
+}
+
+/// What a request carried besides its body.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// The path and query.
+    pub uri: String,
+    /// Every header, names lower-case.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Seen {
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// Counts a request in flight until its response body is done.
@@ -321,6 +343,12 @@ impl MockServer {
         self.shared.requests.lock().expect("lock").clone()
     }
 
+    /// What each request carried besides its body, in arrival order
+    /// (aligned with [`MockServer::requests`]).
+    pub fn seen(&self) -> Vec<Seen> {
+        self.shared.seen.lock().expect("lock").clone()
+    }
+
     /// The most requests that were being answered at once.
     pub fn most_in_flight(&self) -> usize {
         self.shared
@@ -348,13 +376,28 @@ impl MockServer {
     }
 }
 
-async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    let _ = headers;
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let request: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => return plain(400, &format!("mock: request is not JSON: {e}")),
     };
-    shared.requests.lock().expect("lock").push(request.clone());
+    {
+        // One lock order for both lists, so they stay aligned.
+        let mut requests = shared.requests.lock().expect("lock");
+        shared.seen.lock().expect("lock").push(Seen {
+            uri: uri.to_string(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
+                .collect(),
+        });
+        requests.push(request.clone());
+    }
     if let Err(violation) = check_tool_protocol(&request) {
         shared
             .violations

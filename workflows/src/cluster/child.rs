@@ -119,5 +119,7 @@ fn order(child: &RemoteChild, live: &cadre_runtime::agent::LiveAuthority) -> Ord
         workspace: spec.workspace.root().to_path_buf(),
         interactive: spec.interactive,
         prompt: child.prompt.clone(),
+        hooks: (*spec.hooks).clone(),
+        step: spec.step.clone(),
     }
 }

@@ -336,6 +336,9 @@ impl NodeState {
         spec.max_iterations = order.max_iterations;
         spec.workspace = workspace;
         spec.interactive = order.interactive;
+        // The coordinator's hooks, run here: a step on a node skips none.
+        spec.hooks = std::sync::Arc::new(order.hooks.clone());
+        spec.step = order.step.clone();
         // A remote step starts no sub-agents of its own, and takes no
         // snapshots.
         spec.subagents = None;

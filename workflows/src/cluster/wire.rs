@@ -7,6 +7,7 @@
 //! answered on their reply ports) and `Op`, `Check` and `Stop` (casts); the
 //! rest are the node's own messages to itself and never leave it.
 
+use cadre_runtime::hooks::HookSet;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -147,6 +148,13 @@ pub struct Order {
     pub interactive: bool,
     /// The rendered prompt.
     pub prompt: String,
+    /// The coordinator's hooks, which the node runs for this agent as the
+    /// coordinator would (`docs/hooks.md`).
+    #[serde(default)]
+    pub hooks: HookSet,
+    /// The workflow step it runs, if it is one (for its hooks' events).
+    #[serde(default)]
+    pub step: Option<String>,
 }
 
 /// A coordinator's poll for what its agents on a node did; it is also the

@@ -127,4 +127,24 @@ fn a_remote_childs_events_naming_another_agent_are_dropped() {
         false,
     );
     check(said("x"), true);
+    // Its own compaction, not one under another agent's name.
+    let compacted = |agent: &str| Event::ContextCompacted {
+        agent: agent.into(),
+        tokens_before: 10,
+        tokens_after: 5,
+        kind: cadre_runtime::protocol::CompactionKind::Model,
+    };
+    check(compacted("1"), true);
+    check(compacted("main"), false);
+    check(compacted("2"), false);
+    // Another agent's forwarded calls never come from a remote child.
+    check(
+        Event::AgentToolCall {
+            agent_id: "1".into(),
+            call_id: "c".into(),
+            name: "bash".into(),
+            arguments: serde_json::json!({}),
+        },
+        false,
+    );
 }

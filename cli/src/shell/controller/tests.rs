@@ -391,6 +391,7 @@ fn config_shows_what_the_events_said() {
                 sandbox_walls: Vec::new(),
                 mode_source: None,
                 model_source: None,
+                instructions: None,
             }),
             Step::Event(Event::ModeChanged { mode: Mode::Plan }),
             Step::Event(Event::PostureChanged {

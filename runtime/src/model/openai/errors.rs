@@ -47,6 +47,59 @@ pub(super) fn located(err: ModelError, base_url: &str) -> ModelError {
     }
 }
 
+/// Where a client's key comes from, so a refused request can say what to
+/// fix: `OPENAI_API_KEY is unset`, `LOCAL_LLM_KEY is unset (provider local)`.
+#[derive(Debug, Clone)]
+pub(super) struct Keys {
+    /// The provider's name, when the client is a named provider's.
+    provider: Option<String>,
+    /// The variable the key is read from.
+    key_env: Option<String>,
+    /// Whether a key was set.
+    has_key: bool,
+}
+
+impl Keys {
+    pub(super) fn of(config: &super::OpenAiConfig) -> Self {
+        Self {
+            provider: config.provider.clone(),
+            key_env: config.key_env.clone(),
+            has_key: config.api_key.as_deref().is_some_and(|k| !k.is_empty()),
+        }
+    }
+
+    /// A 401 or 403 says which variable is unset, or that its key was
+    /// refused; any other error is left as it is.
+    pub(super) fn explain(&self, err: ModelError) -> ModelError {
+        let ModelError::Http {
+            status: status @ (401 | 403),
+            message,
+            retry_after,
+            kind,
+        } = err
+        else {
+            return err;
+        };
+        let provider = self
+            .provider
+            .as_ref()
+            .map(|p| format!(" (provider {p})"))
+            .unwrap_or_default();
+        let why = match (&self.key_env, self.has_key) {
+            (Some(var), false) => format!("{var} is unset{provider}"),
+            (Some(var), true) => format!("the key in {var} was refused{provider}"),
+            (None, false) => format!("no API key is set{provider}"),
+            (None, true) => format!("the API key was refused{provider}"),
+        };
+        ModelError::Http {
+            status,
+            message: format!("{why}: {message}"),
+            retry_after,
+            kind,
+        }
+    }
+}
+
 /// What the transport saw of an error response, which async-openai's error
 /// types do not carry: the status (for bodies it could not parse) and the
 /// `Retry-After` hint.

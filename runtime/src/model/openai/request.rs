@@ -8,7 +8,9 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use super::super::ModelRequest;
+use super::super::params::WireParams;
 use super::OpenAiConfig;
+use super::wire::Wire;
 use crate::message::Message;
 use crate::tool::ToolSpec;
 
@@ -74,22 +76,37 @@ pub(super) struct WireRequest {
     stream: bool,
     /// The request's tools, serialized once per list.
     tools: Option<Arc<RawValue>>,
+    /// The client's parameters, serialized once per client.
+    params: Arc<WireParams>,
+}
+
+impl WireRequest {
+    /// The parameters this request sends.
+    pub(super) fn params(&self) -> &WireParams {
+        &self.params
+    }
+
+    /// Sends `params` instead (a rejected one left out).
+    pub(super) fn set_params(&mut self, params: Arc<WireParams>) {
+        self.params = params;
+    }
 }
 
 pub(super) fn chat_request(
     request: ModelRequest,
     config: &OpenAiConfig,
-    tools: &ToolsJson,
+    wire: &Wire,
 ) -> WireRequest {
     let model = request
         .model
         .clone()
         .unwrap_or_else(|| Arc::from(config.model.as_str()));
     WireRequest {
-        tools: tools.of(&request.tools),
+        tools: wire.tools.of(&request.tools),
         request,
         model,
         stream: config.stream,
+        params: wire.params.current(),
     }
 }
 
@@ -108,6 +125,9 @@ impl Serialize for WireRequest {
         map.serialize_entry("stream", &self.stream)?;
         if self.stream {
             map.serialize_entry("stream_options", &json!({"include_usage": true}))?;
+        }
+        for (name, value) in self.params.entries() {
+            map.serialize_entry(name, value)?;
         }
         map.end()
     }

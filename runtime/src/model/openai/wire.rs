@@ -9,6 +9,7 @@ use async_openai::error::OpenAIError;
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 
+use super::SentParams;
 use super::errors::{HINT, Hint, error_chain, error_response, retry_after};
 use super::request::{ToolsJson, WireRequest};
 
@@ -33,6 +34,8 @@ pub(super) struct Wire {
     pub(super) max_wire_bytes: u64,
     /// The tool lists sent, as JSON.
     pub(super) tools: Arc<ToolsJson>,
+    /// The model parameters sent, less any a server rejected.
+    pub(super) params: Arc<SentParams>,
 }
 
 tokio::task_local! {
@@ -77,8 +80,8 @@ impl Wire {
     }
 
     /// A whole response, read as JSON.
-    pub(super) async fn whole(self, body: WireRequest) -> Result<Value, OpenAIError> {
-        let response = self.send(&body).await?;
+    pub(super) async fn whole(&self, body: &WireRequest) -> Result<Value, OpenAIError> {
+        let response = self.send(body).await?;
         let mut body = std::pin::pin!(guarded_bytes(response, self.max_wire_bytes, false));
         let mut bytes = Vec::new();
         while let Some(chunk) = body.next().await {
@@ -96,8 +99,8 @@ impl Wire {
     }
 
     /// A streamed response, as its chunks.
-    pub(super) async fn open(self, body: WireRequest) -> Result<ChunkStream, OpenAIError> {
-        let response = self.send(&body).await?;
+    pub(super) async fn open(&self, body: &WireRequest) -> Result<ChunkStream, OpenAIError> {
+        let response = self.send(body).await?;
         let is_event_stream = is_event_stream(&response);
         let bytes = guarded_bytes(response, self.max_wire_bytes, is_event_stream)
             .map(|chunk| chunk.map_err(std::io::Error::other));

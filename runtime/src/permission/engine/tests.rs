@@ -354,3 +354,5 @@ fn decisions_say_how_the_call_reached_a_denied_or_protected_path() {
          and no rule lets a shell command write there"
     );
 }
+
+mod hooks;

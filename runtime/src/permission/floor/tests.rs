@@ -553,10 +553,30 @@ fn other_tools_by_safety_and_path() {
             "blocked: `git push` publishes",
         ),
         (
-            tool("bash", SideEffect).as_shell(),
+            ToolDefinition::new(
+                "bash",
+                "",
+                json!({"type": "object", "required": ["command"]}),
+                SideEffect,
+            )
+            .as_shell(),
             json!({}),
             SideEffect,
             "unproven: 'bash' call without a string 'command'",
+        ),
+        // A shell tool whose schema lets a call run no command line
+        // (`process stop`) starts nothing.
+        (
+            tool("process", SideEffect).as_shell(),
+            json!({"action": "stop", "id": "p1"}),
+            SideEffect,
+            "safe: 'process' runs no command line",
+        ),
+        (
+            tool("process", SideEffect).as_shell(),
+            json!({"action": "start", "command": "setsid sleep 9"}),
+            SideEffect,
+            "blocked: ",
         ),
     ]);
 }

@@ -537,7 +537,7 @@ fn parse_errors_quote_the_rule() {
         "todo_write(x)",
         "permission rule 'todo_write(x)': 'todo_write' takes no argument pattern other than '*' \
          (argument patterns are read for shell tools and for the tools with a path: read_file, \
-         list_dir, glob, grep, write_file, edit_file, bash)",
+         list_dir, glob, grep, write_file, edit_file, bash, process)",
     );
     let wildcard = Rule::parse(RuleKind::Deny, Scope::User, "*_file(src/**)");
     assert!(matches!(

@@ -151,6 +151,7 @@ impl Scene {
                 tail: 4096,
                 kill_after: 1 << 20,
             },
+            stdin: None,
         })
         .await
         .unwrap()

@@ -108,6 +108,7 @@ impl Ws {
                 tail: 8192,
                 kill_after: 1 << 20,
             },
+            stdin: None,
         }
     }
 

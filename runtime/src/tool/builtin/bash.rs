@@ -79,6 +79,7 @@ impl Tool for Bash {
                     tail: MAX_OUTPUT / 4,
                     kill_after: ctx.sandbox.max_output,
                 },
+                stdin: None,
             })
             .await
             .map_err(|e| ToolError::failed(e.to_string()))?;

@@ -342,14 +342,7 @@ impl Tool for EditFile {
                 .get("replace_all")
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
-            if old.is_empty() {
-                return Err(ToolError::invalid("'old_string' must not be empty"));
-            }
-            if old == new {
-                return Err(ToolError::invalid(
-                    "'old_string' and 'new_string' are the same",
-                ));
-            }
+            check_edit(old, new)?;
             let path = ctx.resolve(arg)?;
             refuse_hard_links(&path, arg).await?;
             let size = tokio::fs::metadata(&path)
@@ -366,23 +359,7 @@ impl Tool for EditFile {
             let text = tokio::fs::read_to_string(&path)
                 .await
                 .map_err(|e| ToolError::io(arg, &e))?;
-            let count = text.matches(old).count();
-            let updated = match (count, replace_all) {
-                (0, _) => {
-                    return Err(ToolError::new(
-                        ErrorCode::Failed,
-                        format!(
-                            "'old_string' does not occur in {arg}; read the file and copy the text exactly"
-                        ),
-                    ));
-                }
-                (1, _) | (_, true) => text.replace(old, new),
-                (n, false) => {
-                    return Err(ToolError::failed(format!(
-                        "'old_string' occurs {n} times in {arg}; include more context to make it unique or set replace_all"
-                    )));
-                }
-            };
+            let (updated, count) = replace_exact(&text, arg, old, new, replace_all)?;
             tokio::fs::write(&path, updated)
                 .await
                 .map_err(|e| ToolError::io(arg, &e))?;
@@ -392,5 +369,44 @@ impl Tool for EditFile {
                 shown(ctx.workspace.root(), &path)
             ))
         })
+    }
+}
+
+/// Refuses an edit that cannot change anything: an empty `old`, or `new`
+/// the same as `old`.
+pub fn check_edit(old: &str, new: &str) -> Result<(), ToolError> {
+    if old.is_empty() {
+        return Err(ToolError::invalid("'old_string' must not be empty"));
+    }
+    if old == new {
+        return Err(ToolError::invalid(
+            "'old_string' and 'new_string' are the same",
+        ));
+    }
+    Ok(())
+}
+
+/// `edit_file`'s replacement in `text` (the file `arg`): `old` must occur
+/// exactly once unless `replace_all`. Returns the new text and how many
+/// occurrences were replaced.
+pub fn replace_exact(
+    text: &str,
+    arg: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+) -> Result<(String, usize), ToolError> {
+    let count = text.matches(old).count();
+    match (count, replace_all) {
+        (0, _) => Err(ToolError::new(
+            ErrorCode::Failed,
+            format!(
+                "'old_string' does not occur in {arg}; read the file and copy the text exactly"
+            ),
+        )),
+        (1, _) | (_, true) => Ok((text.replace(old, new), count)),
+        (n, false) => Err(ToolError::failed(format!(
+            "'old_string' occurs {n} times in {arg}; include more context to make it unique or set replace_all"
+        ))),
     }
 }

@@ -9,6 +9,8 @@
 //! - `bash`: `bash`, a shell command in the workspace under the sandbox
 //!   (`crate::sandbox`), killed with its process group when it ends, on
 //!   timeout or cancel.
+//! - `process`: `process`, long-running commands cadre supervises
+//!   (`crate::process`): start, list, output, wait, stop.
 //! - `todo`: `todo_write`, the agent's task list in the session directory.
 //! - `agent`: `agent`, delegation to sub-agents through the host.
 //! - `workflow`: `workflow` (Operate only), delegation of a multi-step plan
@@ -32,6 +34,7 @@ mod files;
 mod goal;
 mod limits;
 mod plan;
+mod process;
 mod search;
 mod todo;
 mod workflow;
@@ -43,8 +46,10 @@ use serde_json::Value;
 
 pub use agent::AGENT_TOOL;
 pub use check::{RUN_CHECK, RunCheck};
+pub use files::{check_edit, replace_exact};
 pub use limits::FileLimits;
 pub use plan::ENTER_PLAN_TOOL;
+pub use process::PROCESS_TOOL;
 pub use todo::TodoItem;
 pub use workflow::WORKFLOW_TOOL;
 
@@ -66,6 +71,7 @@ pub fn builtin_tools_with(limits: FileLimits) -> Vec<Arc<dyn Tool>> {
         Arc::new(files::WriteFile::new()),
         Arc::new(files::EditFile::new(limits)),
         Arc::new(bash::Bash::new()),
+        Arc::new(process::Process::new()),
         Arc::new(todo::TodoWrite::new()),
         Arc::new(agent::Agent::new()),
         Arc::new(workflow::Workflow::new()),

@@ -42,6 +42,8 @@ fn definition_gate_offers_plan_only_readers_plan_file_writers_and_read_only_bash
             ("write_file", true),
             ("edit_file", true),
             ("bash", false),
+            // `list`, `output` and `wait` only read.
+            ("process", false),
             // Delegating changes nothing itself; a sub-agent inherits Plan.
             ("agent", false),
             // The plan lifecycle: submit the plan for approval.
@@ -64,6 +66,17 @@ fn definition_gate_offers_plan_only_readers_plan_file_writers_and_read_only_bash
             .starts_with("Plan mode: read-only commands only (ls, cat,"),
         "{}",
         bash.description
+    );
+    let process = definition_gate(&registry, Mode::Plan, None, Some(plan_file))
+        .into_iter()
+        .find(|spec| spec.name == "process")
+        .unwrap();
+    assert!(
+        process
+            .description
+            .starts_with("Plan mode: only `list`, `output` and `wait`;"),
+        "{}",
+        process.description
     );
     // exit_plan_mode exists only in Plan, enter_plan_mode only in Work,
     // workflow only in Operate.

@@ -48,6 +48,7 @@ fn asks(effects: Vec<TurnEffect>) -> Vec<Ask> {
             }) => Some(Ask::Failed(category, retryable)),
             TurnEffect::Finish(TurnOutcome::Completed { .. }) => Some(Ask::Completed),
             TurnEffect::Emit(_) | TurnEffect::Record(_) => None,
+            TurnEffect::AskStop { .. } => panic!("no test here has stop hooks"),
         })
         .collect()
 }

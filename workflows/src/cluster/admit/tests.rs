@@ -40,6 +40,8 @@ fn order(caller: &Authority, step: &Authority, live: (Mode, Posture), workspace:
         workspace: PathBuf::from(workspace),
         interactive: false,
         prompt: "do it".into(),
+        hooks: Default::default(),
+        step: None,
     }
 }
 

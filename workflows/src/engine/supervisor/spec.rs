@@ -29,6 +29,8 @@ impl SupervisorState {
             workspace: spec.workspace.root().to_path_buf(),
             interactive: spec.interactive,
             prompt: prompt.to_string(),
+            hooks: (*spec.hooks).clone(),
+            step: spec.step.clone(),
         }
     }
 
@@ -84,6 +86,7 @@ impl SupervisorState {
         });
         // A step's rows are the run's.
         spec.session_id = self.run_id.clone();
+        spec.step = Some(step.name.clone());
         // Steps take no snapshots of their own: the calling turn took one
         // before it could change the workspace, and a step's concurrent
         // snapshots of one repository would race.
