@@ -121,7 +121,7 @@ pub fn system_prompt(input: &PromptInput<'_>) -> String {
     out.push_str("\n\n");
     out.push_str(BASE);
     out.push_str("\n\n");
-    out.push_str(mode_section(input.mode, input.delegates));
+    out.push_str(mode_section(input.mode, input.delegates, input.session));
     out.push_str("\n\n");
     out.push_str(posture_section(input.posture, input.session));
     if let Some(instructions) = input.instructions.filter(|i| !i.is_empty()) {
@@ -164,13 +164,19 @@ End with a short answer: what you changed (files), what you ran to check it and 
 that showed (the command and its result, quoted briefly), and anything left undone or \
 uncertain. Never claim a check passed that you did not run.";
 
-/// What the mode asks of the agent.
-fn mode_section(mode: Mode, delegates: bool) -> &'static str {
+/// What the mode asks of the agent. Only a session writes a plan: a Plan
+/// sub-agent or a verifier has no plan file, and reports instead.
+fn mode_section(mode: Mode, delegates: bool, session: bool) -> &'static str {
     match (mode, delegates) {
-        (Mode::Plan, _) => {
+        (Mode::Plan, _) if session => {
             "# Mode: Plan\n\
              Investigate with read-only tools and write a plan; change nothing else. The \
              reminders each request carries say where the plan goes."
+        }
+        (Mode::Plan, _) => {
+            "# Mode: Plan (read-only)\n\
+             Investigate with read-only tools and report what you found in your final \
+             answer; create, modify or delete nothing."
         }
         (Mode::Work, _) => {
             "# Mode: Work\n\

@@ -122,7 +122,7 @@ async fn a_work_session_starts_a_read_only_plan_child_that_cannot_write() {
          agent for read-only grandchildren), and no plan file writer"
     );
     let system = contents(child, "system").join("\n");
-    assert!(system.contains("Plan mode"), "{system}");
+    assert!(system.contains("# Mode: Plan (read-only)"), "{system}");
 
     let forged: Vec<(ToolStatus, Option<String>)> = events
         .iter()

@@ -1,6 +1,6 @@
 //! `cadre mcp list`, `cadre restore list|apply`, and MCP servers in `cadre
 //! exec`: the rmcp fixture and the official Python SDK's server that
-//! `.ci/run` installs.
+//! `.ci/run` installs, over stdio and over streamable HTTP.
 
 use std::path::Path;
 
@@ -192,6 +192,131 @@ text = "done"
         std::fs::read_to_string(ws.path().join("out.txt")).expect("out"),
         "written by python"
     );
+}
+
+/// The Python SDK's server over streamable HTTP on a free loopback port,
+/// killed when dropped.
+struct PythonHttp {
+    _child: tokio::process::Child,
+    url: String,
+}
+
+impl PythonHttp {
+    /// Starts it and waits until it accepts connections (the SDK imports
+    /// slowly on a loaded machine).
+    async fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let (python, script) = python_server();
+        let child = tokio::process::Command::new(python)
+            .args([script.as_str(), "--http", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the Python server");
+        for _ in 0..600 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                return Self {
+                    _child: child,
+                    url: format!("http://127.0.0.1:{port}/mcp"),
+                };
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!("the Python server never listened on port {port}");
+    }
+}
+
+#[tokio::test]
+async fn a_third_party_server_over_streamable_http_is_listed_and_its_tools_run_through_the_gates() {
+    if !python_mcp() {
+        return;
+    }
+    let server = PythonHttp::start().await;
+    let (ws, data) = dirs();
+    let config = data.path().join("cadre.toml");
+    std::fs::write(
+        &config,
+        format!("[mcp_servers.pyhttp]\nurl = \"{}\"\n", server.url),
+    )
+    .expect("config");
+    let config = config.display().to_string();
+    let out = cadre(&[
+        "mcp",
+        "list",
+        "--workspace",
+        s(ws.path()),
+        "--config",
+        &config,
+    ])
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for line in [
+        "pyhttp  running  untrusted",
+        "  server: notes",
+        "  mcp_pyhttp_read_note  side_effect",
+        "  mcp_pyhttp_multiply  side_effect",
+    ] {
+        assert!(out.stdout.contains(line), "no {line:?} in:\n{}", out.stdout);
+    }
+
+    let script = data.path().join("script.toml");
+    std::fs::write(
+        &script,
+        r#"
+[[response]]
+iteration = 1
+[[response.tool_calls]]
+name = "mcp_pyhttp_multiply"
+arguments = { a = 6, b = 7 }
+
+[[response]]
+iteration = 2
+text = "done"
+"#,
+    )
+    .expect("script");
+    let results = |out: &crate::support::cli::Output| -> Vec<String> {
+        of_type(&events(out), "tool.result")
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e["status"].as_str().unwrap_or_default(),
+                    e["output"].as_str().unwrap_or_default()
+                )
+            })
+            .collect()
+    };
+    // Untrusted, its tool may change things: exec has no one to ask, and
+    // Plan refuses it whatever the rules say.
+    let flags = ["--script", s(&script), "--config", &config];
+    let out = exec_json(None, (&ws, &data), &flags, "multiply").await;
+    assert!(
+        results(&out)[0].starts_with("error "),
+        "{:?}",
+        results(&out)
+    );
+    let mut plan = flags.to_vec();
+    plan.extend(["--allow", "mcp_pyhttp_multiply", "--mode", "plan"]);
+    let out = exec_json(None, (&ws, &data), &plan, "multiply").await;
+    assert!(
+        results(&out)[0].starts_with("error "),
+        "{:?}",
+        results(&out)
+    );
+    // Allowed by a rule in Work, it runs on the remote server.
+    let mut allowed = flags.to_vec();
+    allowed.extend(["--allow", "mcp_pyhttp_multiply"]);
+    let out = exec_json(None, (&ws, &data), &allowed, "multiply").await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(results(&out), ["ok 42".to_string()]);
 }
 
 #[tokio::test]

@@ -1,6 +1,10 @@
 """A third-party MCP server for cadre's tests: the official Python SDK's
-FastMCP (`MCPServer` since the SDK's 2.0), over stdio. `.ci/run` installs
+FastMCP (`MCPServer` since the SDK's 2.0), over stdio, or over streamable
+HTTP at http://127.0.0.1:PORT/mcp with `--http PORT`. `.ci/run` installs
 the SDK (`pip install mcp`)."""
+
+import inspect
+import sys
 
 from mcp.types import ToolAnnotations
 
@@ -34,4 +38,14 @@ def multiply(a: int, b: int) -> int:
 
 
 if __name__ == "__main__":
-    server.run()
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        port = int(sys.argv[2])
+        accepts = inspect.signature(server.run_streamable_http_async).parameters
+        if "port" in accepts:
+            server.run(transport="streamable-http", host="127.0.0.1", port=port)
+        else:
+            # The SDK before 2.0 reads the address from its settings.
+            server.settings.host, server.settings.port = "127.0.0.1", port
+            server.run(transport="streamable-http")
+    else:
+        server.run()
