@@ -14,13 +14,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cadre_runtime::Mode;
-use cadre_runtime::agent::{ModelSource, ModelSourceError};
+use cadre_runtime::agent::ModelSource;
 use cadre_runtime::config::{Config, ConfigPaths, ContextSettings, RoleConfig};
 use cadre_runtime::hooks::HookSet;
-use cadre_runtime::model::providers::{Providers, ServerChoice, ServerOptions, choose_server};
+use cadre_runtime::model::providers::{Providers, ServerChoice, ServerOptions};
 use cadre_runtime::model::{
-    ModelClient, OpenAiClient, Priced, Prices, ResponseLimits, RetryPolicy, Retrying, Script,
-    ScriptedModel,
+    ModelClient, Priced, Prices, ResponseLimits, RetryPolicy, Script, ScriptedModel,
 };
 use cadre_runtime::paths::DataDir;
 use cadre_runtime::permission::guardian::GuardianConfig;
@@ -30,7 +29,6 @@ use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::store::{Store, StoreError, store_path};
 use cadre_runtime::tool::{FileLimits, Tool, ToolRegistry, ToolRunner, Workspace};
-use tokio::sync::Semaphore;
 
 use cadre_runtime::agent::{Authority, DEFAULT_MAX_DEPTH, LiveAuthority};
 
@@ -43,8 +41,10 @@ use crate::session::{
 use crate::store::StoreHandle;
 
 mod error;
+mod models;
 
 pub use error::HostError;
+use models::{Endpoints, RoleModels, server_client};
 
 /// Which model a host talks to.
 #[derive(Clone)]
@@ -633,7 +633,7 @@ impl Host {
         let mode = options.mode.unwrap_or_default();
         let posture = options.posture.unwrap_or_default();
         let authority = Authority::root(mode, posture, options.rules.clone(), DEFAULT_MAX_DEPTH);
-        let mut spec = AgentSpec::root(
+        let mut spec = AgentSpec::session(
             String::new(),
             workspace,
             self.data.session("workflows"),
@@ -706,146 +706,6 @@ impl Host {
         if let Some(task) = self.store_task {
             self.store.close(task).await;
         }
-    }
-}
-
-/// Model clients for roles (and the guardian, the verifier, steps): a
-/// choice naming a provider, a server or parameters of its own gets a
-/// client for it (`model::providers::choose_server`), one per distinct
-/// choice; the others share the host's.
-struct RoleModels {
-    default: Arc<dyn ModelClient>,
-    /// The session's server, when it talks to one.
-    session: Option<ServerChoice>,
-    providers: Providers,
-    retry: RetryPolicy,
-    limits: ResponseLimits,
-    endpoints: Endpoints,
-    prices: Arc<Prices>,
-    /// The clients built, by their choice's identity: agents of one role
-    /// share a client (its tool lists' JSON, a parameter a server refused).
-    built: std::sync::Mutex<BTreeMap<String, Arc<dyn ModelClient>>>,
-}
-
-impl ModelSource for RoleModels {
-    fn client(&self, role: &RoleConfig) -> Result<Arc<dyn ModelClient>, ModelSourceError> {
-        if !role.own_client() {
-            return Ok(self.default.clone());
-        }
-        let chosen = choose_server(
-            self.session.as_ref(),
-            role.provider.as_deref(),
-            role.base_url.as_deref(),
-            role.model.as_deref(),
-            &role.params(),
-            &self.providers,
-        )?;
-        let Some(server) = chosen else {
-            return Ok(self.default.clone());
-        };
-        let mut built = self
-            .built
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(client) = built.get(&server.identity()) {
-            return Ok(client.clone());
-        }
-        let client = server_client(&server, self.limits, self.retry, &self.endpoints)?;
-        let client = Priced::wrap(client, &self.prices);
-        built.insert(server.identity(), client.clone());
-        Ok(client)
-    }
-}
-
-/// A retrying client for `server`, limited with its endpoint's slots.
-fn server_client(
-    server: &ServerChoice,
-    limits: ResponseLimits,
-    retry: RetryPolicy,
-    endpoints: &Endpoints,
-) -> Result<Arc<dyn ModelClient>, cadre_runtime::model::ModelError> {
-    let client = OpenAiClient::new(server.config(limits))?;
-    let client = endpoints.limit(&server.base_url, &server.model, Arc::new(client));
-    Ok(Arc::new(Retrying::new(client, retry)))
-}
-
-/// The slots of each endpoint, by (base URL, model).
-type Slots = BTreeMap<(String, String), Arc<Semaphore>>;
-
-/// One request limiter per model endpoint (W9): every client this host
-/// builds for the same base URL and model shares its slots.
-#[derive(Clone, Default)]
-struct Endpoints {
-    max: Option<u32>,
-    slots: Arc<std::sync::Mutex<Slots>>,
-}
-
-impl Endpoints {
-    fn new(max: Option<u32>) -> Self {
-        Self {
-            max,
-            slots: Arc::default(),
-        }
-    }
-
-    /// `client`, limited with the endpoint's shared slots when there is a limit.
-    fn limit(
-        &self,
-        base_url: &str,
-        model: &str,
-        client: Arc<dyn ModelClient>,
-    ) -> Arc<dyn ModelClient> {
-        let Some(max) = self.max else {
-            return client;
-        };
-        let slots = self
-            .slots
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry((base_url.to_string(), model.to_string()))
-            .or_insert_with(|| Arc::new(Semaphore::new(max as usize)))
-            .clone();
-        Arc::new(Limited {
-            inner: client,
-            slots,
-        })
-    }
-}
-
-/// A client whose requests wait for a slot of their endpoint, held until
-/// the response stream ends (or is dropped). A retry waits for a slot again,
-/// so a backoff holds none.
-struct Limited {
-    inner: Arc<dyn ModelClient>,
-    slots: Arc<Semaphore>,
-}
-
-impl ModelClient for Limited {
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-
-    fn stream(
-        &self,
-        request: cadre_runtime::model::ModelRequest,
-    ) -> cadre_runtime::model::ModelStream {
-        use futures::StreamExt;
-        let (inner, slots) = (self.inner.clone(), self.slots.clone());
-        let mut request = Some(request);
-        Box::pin(
-            futures::stream::once(async move { slots.acquire_owned().await.ok() }).flat_map(
-                move |permit| {
-                    let stream = match request.take() {
-                        Some(request) => inner.stream(request),
-                        None => Box::pin(futures::stream::empty()),
-                    };
-                    stream.map(move |item| {
-                        let _held = &permit;
-                        item
-                    })
-                },
-            ),
-        )
     }
 }
 

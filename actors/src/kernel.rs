@@ -121,7 +121,7 @@ impl AgentSpec {
     /// caller): the root path, role `main`, no parent, no sub-agents,
     /// nobody to prompt, the default guardian, sandbox and protected paths,
     /// 50 model requests per turn; the host sets what it configures.
-    pub fn root(
+    pub fn session(
         session_id: impl Into<String>,
         workspace: Workspace,
         paths: SessionPaths,
@@ -193,6 +193,30 @@ impl AgentSpec {
             step: None,
             grounding: self.grounding.clone(),
         }
+    }
+
+    /// The verifier of this agent's work (goals, workflow checks): a
+    /// child that no person answers (what would ask is denied), that
+    /// starts nothing and, changing nothing, takes no snapshots.
+    pub fn verifier(&self, child: Child) -> Self {
+        let mut spec = self.child(child);
+        spec.interactive = false;
+        spec.subagents = None;
+        spec.snapshots = None;
+        spec
+    }
+
+    /// A workflow step under this caller: a child whose rows are the
+    /// run's (`run_id`), named `step` in its hooks' events. Steps take no
+    /// snapshots of their own: the calling turn took one before it could
+    /// change the workspace, and concurrent snapshots of one repository
+    /// would race.
+    pub fn step(&self, child: Child, run_id: String, step: Option<String>) -> Self {
+        let mut spec = self.child(child);
+        spec.session_id = run_id;
+        spec.step = step;
+        spec.snapshots = None;
+        spec
     }
 
     /// The agent's own row in the store: the session id, or

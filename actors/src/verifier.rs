@@ -117,7 +117,7 @@ pub fn verifier(seat: Seat<'_>) -> Result<(AgentSpec, AgentServices), VerifierEr
         None => VERIFIER_PROMPT.to_string(),
     };
     let judged = seat.judged;
-    let mut spec = judged.child(Child {
+    let spec = judged.verifier(Child {
         path: seat.path,
         role: VERIFIER_ROLE.into(),
         authority,
@@ -131,11 +131,6 @@ pub fn verifier(seat: Seat<'_>) -> Result<(AgentSpec, AgentServices), VerifierEr
         prompt: Some(prompt),
         dir: seat.dir,
     });
-    // No person answers a verifier (what would ask is denied), it starts
-    // nothing, and it changes nothing to take snapshots of.
-    spec.interactive = false;
-    spec.subagents = None;
-    spec.snapshots = None;
     let services = AgentServices {
         model,
         tools: with_run_check(&seat.services.tools)?,

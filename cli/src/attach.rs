@@ -55,7 +55,7 @@ pub fn with_credentials(
             && server.disabled.is_none()
             && let Err(missing) = remote.resolve(&lookup)
         {
-            server.disabled = Some(missing);
+            server.disabled = Some(missing.to_string());
         }
     }
     servers

@@ -101,7 +101,7 @@ pub async fn launch_with(
     // session keeps from the store.
     let (resume, workspace) = match resume {
         HostResume::New => (HostResume::New, config.workspace.clone()),
-        other => {
+        other @ (HostResume::Session(_) | HostResume::LatestInWorkspace) => {
             let (id, workspace) =
                 host.find(&other, &config.workspace)
                     .await

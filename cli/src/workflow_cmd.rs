@@ -428,7 +428,10 @@ fn served_by(
 ) -> String {
     let options = match session {
         crate::config::ModelChoice::Server { options, .. } => Some(options),
-        _ => None,
+        crate::config::ModelChoice::Script(_)
+        | crate::config::ModelChoice::ScriptText { .. }
+        | crate::config::ModelChoice::Demo
+        | crate::config::ModelChoice::Client(_) => None,
     };
     let provider = role
         .and_then(|r| r.provider.clone())

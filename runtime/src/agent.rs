@@ -11,6 +11,7 @@
 //! the property tests check.
 
 pub mod children;
+pub mod core;
 pub mod live;
 pub mod path;
 

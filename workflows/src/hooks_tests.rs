@@ -132,7 +132,7 @@ fn below(parent: &AgentSpec, hop: Hop, n: u32) -> AgentSpec {
             };
             let wire = serde_json::to_string(&order).expect("an order serializes");
             let received: Order = serde_json::from_str(&wire).expect("and reads back");
-            let mut template = AgentSpec::root(
+            let mut template = AgentSpec::session(
                 "node",
                 spec.workspace.clone(),
                 SessionPaths {
@@ -180,7 +180,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().expect("temp dir");
         let workspace = Workspace::new(dir.path()).expect("workspace");
-        let mut root = AgentSpec::root(
+        let mut root = AgentSpec::session(
             "s",
             workspace,
             SessionPaths { dir: dir.path().join("data") },

@@ -407,7 +407,7 @@ impl Scheduler {
             .flat_map(|t| t.refs())
             .filter_map(|(r, _)| match r {
                 Ref::Var(name) => Some(name.as_str()),
-                _ => None,
+                Ref::Item | Ref::Index | Ref::Output(_) | Ref::Outputs(_) => None,
             });
         let vars = var_env_names(
             self.workflow

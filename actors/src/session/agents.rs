@@ -18,16 +18,16 @@
 
 mod pump;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use cadre_runtime::agent::core::{AgentInput, ChildStart, Ticket, child_refusal};
 use cadre_runtime::agent::{
-    AgentPath, AgentReport, Authority, ChildRefusal, ChildState, ChildTable, ModelSource,
-    SpawnRefusal, Wait,
+    AgentPath, Authority, ChildRefusal, ChildState, ModelSource, SpawnRefusal,
 };
 use cadre_runtime::config::RoleConfig;
 use cadre_runtime::context::known_window;
-use cadre_runtime::protocol::{Event, Op};
+use cadre_runtime::protocol::Op;
 use cadre_runtime::tool::{AgentHost, AgentRequest, ErrorCode, ToolError, ToolFuture, ToolOutcome};
 use ractor::{ActorRef, RpcReplyPort};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -35,7 +35,6 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::remote::{ChildPlacement, RemoteMsg};
 use super::{SessionMsg, SessionState};
 use crate::kernel::{AgentServices, AgentSpec, Child, SpawnedAgent, spawn_agent};
-use crate::store::StoreRequest;
 
 /// What a tree of agents shares for its sub-agents.
 pub struct Subagents {
@@ -172,16 +171,36 @@ impl ChildHandle {
     }
 }
 
-/// An agent's children.
+/// An agent's live children, by path (the core's table decides; this is
+/// how the actor reaches them).
+#[derive(Default)]
 pub(super) struct Children {
-    pub(super) table: ChildTable<ChildHandle, RpcReplyPort<ToolOutcome>>,
+    live: HashMap<AgentPath, ChildHandle>,
 }
 
 impl Children {
-    pub(super) fn new(me: AgentPath) -> Self {
-        Self {
-            table: ChildTable::new(me),
+    /// Sends the child an op; false when it is gone.
+    pub(super) fn send(&self, path: &AgentPath, op: Op) -> bool {
+        self.live.get(path).is_some_and(|child| child.actor.op(op))
+    }
+
+    /// Its run ended: its place among the tree's running sub-agents is
+    /// free.
+    pub(super) fn free_slot(&mut self, path: &AgentPath) {
+        if let Some(child) = self.live.get_mut(path) {
+            child.slot = None;
         }
+    }
+
+    /// The child whose actor is `id` failed: it is gone; its path.
+    pub(super) fn crashed(&mut self, id: ractor::ActorId) -> Option<AgentPath> {
+        let path = self
+            .live
+            .iter()
+            .find(|(_, child)| child.actor.id() == id)
+            .map(|(path, _)| path.clone())?;
+        self.live.remove(&path);
+        Some(path)
     }
 }
 
@@ -235,14 +254,6 @@ fn refusal(refusal: SpawnRefusal) -> ToolError {
     ToolError::new(ErrorCode::ToolNotAllowed, refusal.to_string())
 }
 
-fn child_refusal(refusal: ChildRefusal) -> ToolError {
-    let code = match refusal {
-        ChildRefusal::NotFound(_) => ErrorCode::NotFound,
-        ChildRefusal::Busy(_) | ChildRefusal::Crashed(_) => ErrorCode::Failed,
-    };
-    ToolError::new(code, refusal.to_string())
-}
-
 impl SessionState {
     /// This agent's authority now: its mode and posture as in force (after
     /// the ledger and its ancestors), its tools, scopes, rules and depth.
@@ -284,62 +295,47 @@ impl SessionState {
         });
     }
 
-    /// Carries out an `agent` tool request.
+    /// An `agent` tool request: what the core takes of it, once its
+    /// mechanics (the role, the authority, the slot, the start) are done.
     pub(super) async fn agent_request(
         &mut self,
         myself: &ActorRef<SessionMsg>,
         request: AgentRequest,
         reply: RpcReplyPort<ToolOutcome>,
-    ) {
-        let mut reply = Some(reply);
-        let answered = match request {
-            AgentRequest::Roster => Ok(Answer::Now(self.roster())),
+    ) -> Option<AgentInput> {
+        match request {
+            AgentRequest::Roster => {
+                let _ = reply.send(Ok(self.roster()));
+                None
+            }
             AgentRequest::Spawn {
                 prompt,
                 role,
                 background,
             } => {
-                self.spawn_child(myself, prompt, role, background, &mut reply)
+                self.spawn_child(myself, prompt, role, background, reply)
                     .await
             }
             AgentRequest::Followup {
                 agent_id,
                 prompt,
                 background,
-            } => self.followup(myself, &agent_id, prompt, background).await,
-            AgentRequest::Wait { agent_id } => {
-                if let Some(reply) = reply.take() {
-                    self.wait_for(&agent_id, reply);
+            } => match self.followup_check(&agent_id) {
+                Ok(path) => Some(AgentInput::FollowUp {
+                    ticket: self.replies.tool(reply),
+                    path,
+                    prompt,
+                    background,
+                }),
+                Err(error) => {
+                    let _ = reply.send(Err(error));
+                    None
                 }
-                return;
-            }
-        };
-        self.answer_agent(answered, reply);
-    }
-
-    /// Sends an `agent` request its answer; nothing when the reply went
-    /// elsewhere (a placement under way carries it).
-    pub(super) fn answer_agent(
-        &mut self,
-        answered: Result<Answer, ToolError>,
-        reply: Option<RpcReplyPort<ToolOutcome>>,
-    ) {
-        let Some(reply) = reply else {
-            return;
-        };
-        match answered {
-            Ok(Answer::Now(text)) => {
-                let _ = reply.send(Ok(text));
-            }
-            // A foreground run: the caller waits for the report.
-            Ok(Answer::Later(path)) => self.wait_for(&path.to_string(), reply),
-            // The placement took the reply it answers on; one left here
-            // (never, by construction) is dropped, which the tool reads as
-            // a failure.
-            Ok(Answer::Placing) => {}
-            Err(error) => {
-                let _ = reply.send(Err(error));
-            }
+            },
+            AgentRequest::Wait { agent_id } => Some(AgentInput::Wait {
+                ticket: self.replies.tool(reply),
+                agent_id,
+            }),
         }
     }
 
@@ -386,7 +382,7 @@ impl SessionState {
                     .unwrap_or_default()
             ));
         }
-        let mut children = self.children.table.iter().peekable();
+        let mut children = self.core.children().iter().peekable();
         if children.peek().is_some() {
             out.push_str("agents under this one:\n");
         }
@@ -439,8 +435,43 @@ impl SessionState {
         prompt: String,
         role_name: Option<String>,
         background: bool,
-        reply: &mut Option<RpcReplyPort<ToolOutcome>>,
-    ) -> Result<Answer, ToolError> {
+        reply: RpcReplyPort<ToolOutcome>,
+    ) -> Option<AgentInput> {
+        let child = match self.new_child(prompt, role_name, background) {
+            Ok(child) => child,
+            Err(error) => {
+                let _ = reply.send(Err(error));
+                return None;
+            }
+        };
+        // A session's new child may run on a node: the placement answers
+        // later, as a message, and the spawn goes on from there.
+        let placement = self
+            .spec
+            .subagents
+            .as_ref()
+            .and_then(|s| s.placement.clone());
+        if let Some(placement) = placement.filter(|_| self.spec.is_session()) {
+            self.place_child(myself, placement, child, reply);
+            return None;
+        }
+        match self.start_local(myself, &child).await {
+            Ok(handle) => Some(self.spawned(child, handle, false, reply)),
+            Err(error) => {
+                let _ = reply.send(Err(error));
+                None
+            }
+        }
+    }
+
+    /// Everything a new child's start needs: its role, its authority
+    /// narrowed from this agent's now, its slot, its model, its spec.
+    fn new_child(
+        &mut self,
+        prompt: String,
+        role_name: Option<String>,
+        background: bool,
+    ) -> Result<NewChild, ToolError> {
         let role_name = role_name.unwrap_or_else(|| "worker".to_string());
         let role = self.role(&role_name)?;
         let authority = self
@@ -453,7 +484,7 @@ impl SessionState {
             ));
         };
         let slot = env.slot()?;
-        let path = self.children.table.next_path();
+        let path = self.core.next_child_path();
         let model = env
             .models
             .client(&role)
@@ -463,7 +494,7 @@ impl SessionState {
             .model
             .clone()
             .unwrap_or_else(|| model.model().to_string());
-        let child = NewChild {
+        Ok(NewChild {
             path,
             role_name,
             spec,
@@ -472,62 +503,43 @@ impl SessionState {
             slot,
             prompt,
             background,
-        };
-        // A session's new child may run on a node: the placement answers
-        // later, as a message, and the spawn goes on from there.
-        if let Some(placement) = env.placement.clone().filter(|_| self.spec.is_session())
-            && let Some(reply) = reply.take()
-        {
-            self.place_child(myself, placement, child, reply);
-            return Ok(Answer::Placing);
-        }
-        let handle = self.start_local(myself, &child).await?;
-        Ok(self.spawned(child, handle, false))
+        })
     }
 
-    /// Records a child that started (here, or on a node that sent it its
-    /// prompt: `prompted`) and says what the `agent` request answers.
+    /// Keeps a child that started (here, or on a node that sent it its
+    /// prompt: `prompted`) and says so to the core, which answers `reply`.
     pub(super) fn spawned(
         &mut self,
         child: NewChild,
         handle: ChildHandle,
         prompted: bool,
-    ) -> Answer {
+        reply: RpcReplyPort<ToolOutcome>,
+    ) -> AgentInput {
         let NewChild {
             path,
             role_name,
             spec,
             model_name,
-            slot: child_slot,
+            slot,
             prompt,
             background,
             ..
         } = child;
-        self.emit(Event::AgentSpawned {
-            agent_id: path.to_string(),
-            role: role_name.clone(),
+        let handle = ChildHandle {
+            slot: Some(slot),
+            ..handle
+        };
+        self.children.live.insert(path.clone(), handle);
+        AgentInput::ChildStarted(Box::new(ChildStart {
+            ticket: self.replies.tool(reply),
+            path,
+            role: role_name,
             model: model_name,
             posture: spec.authority.posture,
             depth: spec.authority.depth,
-        });
-        if !prompted {
-            handle.actor.op(Op::user(prompt));
-        }
-        let handle = ChildHandle {
-            slot: Some(child_slot),
-            ..handle
-        };
-        self.children
-            .table
-            .started(&path, handle, role_name.clone());
-        if background {
-            Answer::Now(format!(
-                "started agent {path} (role {role_name}) in the background; \
-                 collect its report with action=wait, agent_id={path}"
-            ))
-        } else {
-            Answer::Later(path)
-        }
+            prompt: (!prompted).then_some(prompt),
+            background,
+        }))
     }
 
     /// Starts `child` here through the kernel, with its pump.
@@ -581,197 +593,117 @@ impl SessionState {
         spec
     }
 
-    async fn followup(
-        &mut self,
-        myself: &ActorRef<SessionMsg>,
-        agent_id: &str,
-        prompt: String,
-        background: bool,
-    ) -> Result<Answer, ToolError> {
+    /// A follow-up's mechanics before the core sees it: the child's id,
+    /// and its role narrowed from this agent as it is now.
+    fn followup_check(&self, agent_id: &str) -> Result<AgentPath, ToolError> {
         let path: AgentPath =
             agent_id
                 .parse()
                 .map_err(|e: cadre_runtime::agent::path::BadAgentId| {
                     ToolError::new(ErrorCode::NotFound, e.to_string())
                 })?;
-        let Some(child) = self.children.table.get(&path) else {
+        let Some(child) = self.core.children().get(&path) else {
             return Err(child_refusal(ChildRefusal::NotFound(agent_id.to_string())));
         };
         // Authority is re-derived from this agent as it is now.
         let role_name = child.role.clone();
         let role = self.role(&role_name).unwrap_or_default();
-        let authority = self
-            .current_authority()
+        self.current_authority()
             .narrow(&role_name, &role)
             .map_err(refusal)?;
+        if self.spec.subagents.is_none() {
+            return Err(ToolError::failed(
+                "sub-agents are not available in this host",
+            ));
+        }
+        Ok(path)
+    }
+
+    /// Starts a follow-up the core allowed: the child's slot, and a new
+    /// actor on its stored conversation for a child read back from the
+    /// store.
+    pub(super) async fn resume_child(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        ticket: Ticket,
+        path: AgentPath,
+        live: bool,
+        prompt: String,
+        background: bool,
+    ) -> AgentInput {
+        match self.resume_mechanics(myself, &path, live, background).await {
+            Ok(()) => AgentInput::ChildResumed {
+                ticket,
+                path,
+                prompt,
+                background,
+            },
+            Err(error) => AgentInput::ChildNotResumed {
+                ticket,
+                path,
+                error,
+            },
+        }
+    }
+
+    async fn resume_mechanics(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        path: &AgentPath,
+        live: bool,
+        background: bool,
+    ) -> Result<(), ToolError> {
         let Some(env) = self.spec.subagents.clone() else {
             return Err(ToolError::failed(
                 "sub-agents are not available in this host",
             ));
         };
-        let live = child.handle.is_some();
-        self.children
-            .table
-            .follow_up(&path)
-            .map_err(child_refusal)?;
-        let slot = match env.slot() {
-            Ok(slot) => slot,
-            Err(full) => {
-                // Nothing started: the child goes back to how it was.
-                if let Some(child) = self.children.table.get_mut(&path) {
-                    child.state = ChildState::Idle;
-                }
-                return Err(full);
-            }
-        };
-        let handle = if live {
-            let child = self.children.table.get_mut(&path);
-            match child.and_then(|c| c.handle.as_mut()) {
+        let slot = env.slot()?;
+        if live {
+            return match self.children.live.get_mut(path) {
                 Some(handle) => {
                     handle.slot = Some(slot);
-                    handle.actor.clone()
+                    Ok(())
                 }
-                None => return Err(child_refusal(ChildRefusal::NotFound(agent_id.to_string()))),
-            }
-        } else {
-            // A child read back from the store: a new actor on its stored
-            // conversation, here.
-            let model = env
-                .models
-                .client(&role)
-                .map_err(|e| ToolError::failed(format!("role '{role_name}': {e}")))?;
-            let spec = self.child_spec(&path, &role_name, &role, authority);
-            let child = NewChild {
-                path: path.clone(),
-                role_name: role_name.clone(),
-                model_name: String::new(),
-                spec,
-                model,
-                slot,
-                prompt: String::new(),
-                background,
+                None => Err(child_refusal(ChildRefusal::NotFound(path.to_string()))),
             };
-            let handle = self.start_local(myself, &child).await?;
-            let actor = handle.actor.clone();
-            if let Some(stored) = self.children.table.get_mut(&path) {
-                stored.handle = Some(ChildHandle {
-                    slot: Some(child.slot),
-                    ..handle
-                });
-            }
-            actor
+        }
+        let role_name = self
+            .core
+            .children()
+            .get(path)
+            .map(|c| c.role.clone())
+            .unwrap_or_default();
+        let role = self.role(&role_name).unwrap_or_default();
+        let authority = self
+            .current_authority()
+            .narrow(&role_name, &role)
+            .map_err(refusal)?;
+        let model = env
+            .models
+            .client(&role)
+            .map_err(|e| ToolError::failed(format!("role '{role_name}': {e}")))?;
+        let spec = self.child_spec(path, &role_name, &role, authority);
+        let child = NewChild {
+            path: path.clone(),
+            role_name,
+            model_name: String::new(),
+            spec,
+            model,
+            slot,
+            prompt: String::new(),
+            background,
         };
-        self.record_child(&path, ChildState::Running, None).await;
-        handle.op(Op::user(prompt));
-        Ok(if background {
-            Answer::Now(format!(
-                "agent {path} is working on the follow-up in the background"
-            ))
-        } else {
-            Answer::Later(path)
-        })
+        let handle = self.start_local(myself, &child).await?;
+        self.children.live.insert(
+            path.clone(),
+            ChildHandle {
+                slot: Some(child.slot),
+                ..handle
+            },
+        );
+        Ok(())
     }
-
-    fn wait_for(&mut self, agent_id: &str, reply: RpcReplyPort<ToolOutcome>) {
-        let Ok(path) = agent_id.parse::<AgentPath>() else {
-            let _ = reply.send(Err(child_refusal(ChildRefusal::NotFound(
-                agent_id.to_string(),
-            ))));
-            return;
-        };
-        match self.children.table.wait(&path, reply) {
-            Wait::Later => {}
-            Wait::Report(report, reply) => {
-                let _ = reply.send(Ok(report.render()));
-            }
-            Wait::NoReport(reply) => {
-                let _ = reply.send(Err(ToolError::failed(format!(
-                    "agent {agent_id} has no report: its run was interrupted; follow up with it"
-                ))));
-            }
-            Wait::Refused(why, reply) => {
-                let _ = reply.send(Err(child_refusal(why)));
-            }
-        }
-    }
-
-    /// A child's run ended (from its pump).
-    pub(super) async fn agent_run_done(&mut self, path: &AgentPath, report: AgentReport) {
-        let text = report.render();
-        self.emit(Event::AgentCompleted {
-            agent_id: path.to_string(),
-            status: report.status.clone(),
-            summary: report.summary.clone(),
-            verified: report.verified,
-        });
-        self.record_child(path, ChildState::Idle, Some(report.clone()))
-            .await;
-        if let Some(handle) = self
-            .children
-            .table
-            .get_mut(path)
-            .and_then(|c| c.handle.as_mut())
-        {
-            handle.slot = None;
-        }
-        for waiter in self.children.table.run_done(path, report) {
-            let _ = waiter.send(Ok(text.clone()));
-        }
-    }
-
-    /// A child agent crashed: its waiters get the failure. False when the
-    /// failed actor was not a child.
-    pub(super) async fn agent_crashed(&mut self, cell: ractor::ActorId, error: &str) -> bool {
-        let Some((path, _role, waiters)) = self.children.table.crashed(|h| h.actor.id() == cell)
-        else {
-            return false;
-        };
-        for waiter in waiters {
-            let _ = waiter.send(Err(ToolError::failed(format!(
-                "agent {path} crashed: {error}"
-            ))));
-        }
-        self.record_child(&path, ChildState::Crashed, None).await;
-        self.emit(Event::AgentCompleted {
-            agent_id: path.to_string(),
-            status: "failed".into(),
-            summary: String::new(),
-            verified: false,
-        });
-        true
-    }
-
-    /// Stores a child's state (and report), so a resumed session knows it.
-    async fn record_child(&self, path: &AgentPath, state: ChildState, report: Option<AgentReport>) {
-        let id = format!("{}/{path}", self.spec.session_id);
-        self.persist(|reply| StoreRequest::AgentState {
-            id,
-            state,
-            report: report.map(Box::new),
-            reply,
-        })
-        .await;
-    }
-
-    /// Asks every live child to stop.
-    pub(super) fn stop_children(&self) {
-        for (_, child) in self.children.table.iter() {
-            if let Some(handle) = &child.handle {
-                handle.actor.op(Op::Shutdown);
-            }
-        }
-    }
-}
-
-/// What an `agent` request answers with.
-pub(super) enum Answer {
-    /// Text for the model now.
-    Now(String),
-    /// The agent's report, when its run ends.
-    Later(AgentPath),
-    /// The answer comes once a node placement answers (the reply travels
-    /// with it).
-    Placing,
 }
 
 /// A child about to start: everything its start needs, here or on a node.

@@ -98,7 +98,7 @@ impl SessionConfig {
             .allowed_tools
             .as_ref()
             .map(|tools| tools.iter().cloned().collect());
-        let mut spec = AgentSpec::root(self.session_id, self.workspace, self.paths, authority);
+        let mut spec = AgentSpec::session(self.session_id, self.workspace, self.paths, authority);
         spec.model = self.model_override;
         spec.first_message = self.first_message;
         spec.max_iterations = self.max_iterations;

@@ -1,33 +1,36 @@
-//! The agent actor: a user's session, or one of its sub-agents. It owns the
-//! conversation and the queue, runs one turn at a time, and supervises it.
+//! The agent actor: a user's session, or one of its sub-agents. It is the
+//! mailbox of one [`AgentCore`] and the hands that carry out what it
+//! decides.
 //!
-//! Every submission ([`Op`]) arrives as a message and is answered with
-//! events. The decisions live in pure machines of `cadre-runtime`, which
-//! this actor steps and whose effects it performs: the queue and its
-//! one-turn rule (`TurnQueue`), the approval book (`ApprovalBook`), the
-//! child table (`ChildTable`), the plan lifecycle (`plan::lifecycle`). A
-//! turn runs in its own [`TurnActor`](crate::turn::TurnActor), linked to the
-//! session: it reports each message it records and its end as a
-//! [`TurnReport`]; if it panics instead, the supervision event fails that
-//! turn (closing any tool call it left unanswered) and the session carries
-//! on with the next one.
+//! Every message becomes an [`AgentInput`] (its reply port held under a
+//! [`Ticket`]); the core answers with effects, which [`SessionState::run`]
+//! performs in order (`perform.rs`), handing the answers of store trips and
+//! of what it started back as the next inputs. A handler waits only on the
+//! store. A turn runs in its own [`TurnActor`](crate::turn::TurnActor),
+//! linked to the session: it reports each message it records and its end
+//! as a [`TurnReport`]; if it panics instead, the supervision event fails
+//! that turn (closing any tool call it left unanswered) and the session
+//! carries on with the next one.
 //!
 //! # Layout
-//! - `turns`: opening the session, admission, starting and finishing turns.
-//! - `plan`: `/plan`, mode changes, `exit_plan_mode`, questionnaires.
-//! - `authority`: permission decisions, prompts, guardian reviews, audit.
+//! - `perform`: one effect at a time; the store's writes and asks.
+//! - `turns`: opening the agent, and building and spawning a turn.
+//! - `authority`: the tool task's evaluation, guardians, the audit.
 //! - `config`: [`SessionConfig`], a host's description of a session.
-//! - `agents`: sub-agents (`agents/pump.rs`: each child's event pump).
+//! - `agents`: sub-agents' mechanics (roles, slots, specs, starts;
+//!   `agents/pump.rs`: each child's event pump).
 //! - `remote`: children placed on cluster nodes; a placement answers as a
 //!   message ([`SessionMsg::Placed`]), so no handler waits on a node.
-//! - `goal`: performs the goal machine's effects; the verifier.
+//! - `plan`, `goal`: the plan and goal tools' hosts; the goal's verifier.
 //! - `prompt_hooks`: `session_start` and `user_prompt_submit` hooks, run
-//!   off the mailbox; their answers come back as [`SessionMsg::PromptHooks`].
+//!   off the mailbox; their answers come back as [`SessionMsg::PromptHooks`],
+//!   and only then does a message reach the core.
 
 mod agents;
 mod authority;
 mod config;
 mod goal;
+mod perform;
 mod plan;
 mod prompt_hooks;
 pub mod remote;
@@ -40,15 +43,16 @@ pub use config::SessionConfig;
 pub use prompt_hooks::PromptHooks;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use cadre_runtime::Mode;
+use cadre_runtime::agent::core::{AgentCore, AgentInput, CoreConfig, First, Reply, Ticket};
 use cadre_runtime::agent::{AgentPath, AgentReport, LiveAuthority};
-use cadre_runtime::lifecycle::{QueueEffect, QueueInput, TurnQueue};
-use cadre_runtime::message::{Message, unanswered_calls};
-use cadre_runtime::permission::Decision;
+use cadre_runtime::message::Message;
+use cadre_runtime::permission::{Decision, guardian};
 use cadre_runtime::protocol::{Activity, Event, FailureCategory, Op, Usage};
 use cadre_runtime::sandbox::sandbox_status;
-use cadre_runtime::tool::{AgentRequest, Authorization, ErrorCode, PlanRequest, ToolOutcome};
+use cadre_runtime::tool::{AgentRequest, Authorization, PlanRequest, ToolOutcome};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 
 use crate::events::EventSink;
@@ -120,6 +124,9 @@ pub enum SessionMsg {
         /// Where the answer goes.
         reply: RpcReplyPort<ToolOutcome>,
     },
+    /// The session's `session_start` or a message's `user_prompt_submit`
+    /// hooks answered (from the task that ran them).
+    PromptHooks(Box<PromptHooks>),
     /// The goal's verifier answered the claim of turn `turn_id`.
     GoalVerdict {
         /// The turn whose claim it judged (it holds the queue).
@@ -136,9 +143,6 @@ pub enum SessionMsg {
         /// Where the answer goes.
         reply: RpcReplyPort<ToolOutcome>,
     },
-    /// The session's `session_start` or a message's `user_prompt_submit`
-    /// hooks answered (from the task that ran them).
-    PromptHooks(Box<PromptHooks>),
 }
 
 impl ractor::Message for SessionMsg {}
@@ -202,7 +206,7 @@ pub struct SessionArgs {
     pub(crate) events: EventSink,
 }
 
-/// An agent's state.
+/// An agent's state: its decisions (the core) and what carries them out.
 pub struct SessionState {
     spec: AgentSpec,
     /// Its row in the store.
@@ -211,29 +215,75 @@ pub struct SessionState {
     events: EventSink,
     /// Its mode and posture as they are now, under its parent's.
     live: Arc<LiveAuthority>,
-    conversation: Vec<Arc<Message>>,
-    queue: TurnQueue,
+    /// Every decision: the queue, prompts, children, plan and goal.
+    core: AgentCore,
     /// The running turn's actor.
     turn: Option<ActorRef<TurnMsg>>,
     store: StoreHandle,
-    /// The questionnaire waiting for an answer, if any.
-    questionnaire: Option<String>,
-    /// The stored queue read back at the start, run once started.
-    resumed_queue: Vec<cadre_runtime::lifecycle::Queued>,
-    /// The first message the agent was started with, admitted by its
-    /// opening or still to admit (a resumed agent's), for `post_start`.
-    first: Option<turns::First>,
-    /// The submission the running turn answers, for its closing event.
-    turn_cause: Option<String>,
-    /// `Op::Compact` came while idle: the next turn compacts first.
-    compact_next: bool,
+    /// The stored queue and first message read back at the start, run
+    /// once the actor runs (`post_start`).
+    start: Option<(Vec<cadre_runtime::lifecycle::Queued>, Option<First>)>,
     span: tracing::Span,
+    /// The reply ports the core's tickets stand for.
+    replies: Replies,
     authority: authority::Authority,
     children: agents::Children,
-    /// The session's goal (a sub-agent has none).
-    goal: goal::GoalState,
+    /// Stops the running goal verifier (a cancel, a shutdown); it then
+    /// answers `Cancelled`.
+    verifier: Option<tokio::sync::oneshot::Sender<()>>,
     /// Prompt hooks in flight, and what the start's hooks added.
     prompt_gate: prompt_hooks::PromptGate,
+}
+
+/// A reply port a [`Ticket`] stands for.
+enum Port {
+    Decision(RpcReplyPort<Decision>),
+    Tool(RpcReplyPort<ToolOutcome>),
+}
+
+/// The reply ports of requests the core has not answered yet.
+#[derive(Default)]
+struct Replies {
+    /// The last ticket handed out.
+    last: u64,
+    held: std::collections::HashMap<Ticket, Port>,
+}
+
+impl Replies {
+    fn hold(&mut self, port: Port) -> Ticket {
+        self.last += 1;
+        let ticket = Ticket(self.last);
+        self.held.insert(ticket, port);
+        ticket
+    }
+
+    fn decision(&mut self, reply: RpcReplyPort<Decision>) -> Ticket {
+        self.hold(Port::Decision(reply))
+    }
+
+    fn tool(&mut self, reply: RpcReplyPort<ToolOutcome>) -> Ticket {
+        self.hold(Port::Tool(reply))
+    }
+
+    /// Sends `answer` on the ticket's port; a mismatched answer (never, by
+    /// construction) drops the port, which its asker reads as withdrawn.
+    fn send(&mut self, ticket: Ticket, answer: Reply) {
+        match (self.held.remove(&ticket), answer) {
+            (Some(Port::Decision(port)), Reply::Decision(decision)) => {
+                let _ = port.send(decision);
+            }
+            (Some(Port::Tool(port)), Reply::Tool(outcome)) => {
+                let _ = port.send(outcome);
+            }
+            (Some(Port::Decision(_)), Reply::Tool(_))
+            | (Some(Port::Tool(_)), Reply::Decision(_))
+            | (None, Reply::Decision(_) | Reply::Tool(_)) => {}
+        }
+    }
+
+    fn drop_port(&mut self, ticket: Ticket) {
+        self.held.remove(&ticket);
+    }
 }
 
 /// A started session: its actor, and a way to wait for its end.
@@ -296,7 +346,7 @@ impl Actor for SessionActor {
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         args: SessionArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         // The session directory is created by whoever first writes to it
@@ -315,35 +365,41 @@ impl Actor for SessionActor {
             }
             None => LiveAuthority::root(spec.authority.mode, spec.authority.posture),
         };
+        let core = AgentCore::new(
+            CoreConfig {
+                path: spec.path.clone(),
+                session: spec.is_session(),
+                interactive: spec.interactive,
+                plan_agent_entry: spec.plan_agent_entry,
+                plan_path: spec.paths.plan_file().display().to_string(),
+                posture: spec.authority.posture,
+            },
+            live.clone(),
+        );
         let authority = authority::Authority::new(&spec, store.clone());
-        let goal = goal::GoalState::new(spec.is_session());
         let mut state = SessionState {
-            children: agents::Children::new(spec.path.clone()),
+            children: agents::Children::default(),
             authority,
             live,
             row,
             services: args.services,
             events,
-            conversation: Vec::new(),
-            queue: TurnQueue::default(),
+            core,
             turn: None,
             store,
-            questionnaire: None,
-            resumed_queue: Vec::new(),
-            first: None,
-            turn_cause: None,
-            compact_next: false,
+            start: None,
             span,
-            spec,
-            goal,
+            replies: Replies::default(),
+            verifier: None,
             prompt_gate: prompt_hooks::PromptGate::default(),
+            spec,
         };
-        Box::pin(state.open()).await?;
+        Box::pin(state.open(&myself)).await?;
         state.emit(Event::SessionStarted {
             version: cadre_runtime::protocol::STREAM_VERSION,
             session_id: state.spec.session_id.clone(),
             mode: state.mode(),
-            posture: state.authority.posture,
+            posture: state.core.chosen_posture(),
             workspace: state.spec.workspace.root().display().to_string(),
             model: state.model_name().to_string(),
             sandbox: sandbox_status().to_string(),
@@ -366,20 +422,10 @@ impl Actor for SessionActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         state.session_start_hooks(&myself);
-        // A resumed session carries on with what it had admitted.
-        let pending = std::mem::take(&mut state.resumed_queue);
-        let effects = state.queue.step(QueueInput::Resumed(pending));
-        Box::pin(state.perform(&myself, effects, false)).await;
-        Box::pin(state.resume_goal(&myself)).await;
-        match state.first.take() {
-            Some(turns::First::Admitted(text, admitted)) => {
-                Box::pin(state.admitted_first(&myself, text, admitted)).await;
-            }
-            Some(turns::First::Queue(text)) => {
-                Box::pin(state.admit_user(&myself, text, None)).await;
-            }
-            None => {}
-        }
+        // A resumed session carries on with what it had admitted, then its
+        // goal, then the agent's first message.
+        let (pending, first) = state.start.take().unwrap_or_default();
+        Box::pin(state.run(&myself, AgentInput::Running { pending, first })).await;
         Ok(())
     }
 
@@ -389,67 +435,90 @@ impl Actor for SessionActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        // The handlers that wait on the store are boxed: an agent's future
-        // (kept for its whole life by the actor loop) stays small, and the
-        // large state lives only while a message is handled.
-        match message {
-            SessionMsg::Op(op) => Box::pin(state.on_op(&myself, op)).await,
+        // The core decides; `run` performs, waiting only on the store. It
+        // is boxed: an agent's future (kept for its whole life by the actor
+        // loop) stays small, and the large state lives only while a
+        // message is handled.
+        let input = match message {
+            SessionMsg::Op(op) => state.op_input(&myself, op, None),
             SessionMsg::Submit(submission) => {
-                let previous = state.events.set_cause(submission.id);
-                Box::pin(state.on_op(&myself, submission.op)).await;
+                let previous = state.events.set_cause(submission.id.clone());
+                if let Some(input) = state.op_input(&myself, submission.op, submission.id) {
+                    Box::pin(state.run(&myself, input)).await;
+                }
                 state.events.set_cause(previous);
+                return Ok(());
             }
             SessionMsg::Snapshot(reply) => {
                 let _ = reply.send(state.snapshot());
+                None
             }
             SessionMsg::Turn(TurnReport::Record { turn_id, message }) => {
-                if state.is_current(turn_id) {
-                    state.record(message);
-                }
+                Some(AgentInput::Recorded { turn_id, message })
             }
             SessionMsg::Turn(TurnReport::Finished {
                 turn_id,
                 outcome,
                 ending,
             }) => {
-                if state.is_current(turn_id) {
-                    tracing::info!(parent: &state.span, turn_id, ?outcome, "turn finished");
-                    Box::pin(state.turn_ended(&myself, turn_id, ending.map(|e| *e))).await;
-                }
+                tracing::info!(parent: &state.span, turn_id, ?outcome, "turn finished");
+                Some(AgentInput::TurnEnded {
+                    turn_id,
+                    ending: ending.map(|e| *e),
+                })
             }
-            SessionMsg::Plan { request, reply } => {
-                Box::pin(state.plan_request(request, reply)).await
-            }
-            SessionMsg::GoalTool { request, reply } => {
-                Box::pin(state.goal_tool(&myself, request, reply)).await
-            }
+            SessionMsg::Plan { request, reply } => Some(AgentInput::PlanTool {
+                ticket: state.replies.tool(reply),
+                request,
+                nonce: uuid::Uuid::new_v4().simple().to_string()[..12].to_string(),
+            }),
+            SessionMsg::GoalTool { request, reply } => Some(AgentInput::GoalTool {
+                ticket: state.replies.tool(reply),
+                request,
+            }),
             SessionMsg::GoalVerdict {
                 turn_id,
                 outcome,
                 tokens,
-            } => Box::pin(state.goal_verdict(&myself, turn_id, outcome, tokens)).await,
+            } => {
+                if state.core.goal().verifying() == Some(turn_id) {
+                    state.verifier = None;
+                }
+                Some(AgentInput::Verdict {
+                    turn_id,
+                    outcome,
+                    tokens,
+                })
+            }
             SessionMsg::Authorize {
                 turn_id,
                 request,
                 evaluation,
                 reply,
-            } => {
-                Box::pin(state.authorize(&myself, turn_id, *request, evaluation.map(|e| *e), reply))
-                    .await
+            } => Some(state.authorize_input(turn_id, *request, evaluation.map(|e| *e), reply)),
+            SessionMsg::Guardian(verdict) => {
+                state.authority.guardians.remove(&verdict.review_id);
+                Some(AgentInput::Reviewed {
+                    review_id: verdict.review_id,
+                    decision: verdict.decision,
+                })
             }
-            SessionMsg::Guardian(verdict) => state.review_done(verdict.review_id, verdict.decision),
             SessionMsg::Agent { request, reply } => {
                 Box::pin(state.agent_request(&myself, request, reply)).await
             }
-            SessionMsg::AgentRunDone { agent, report } => {
-                Box::pin(state.agent_run_done(&agent, *report)).await;
-                Box::pin(state.goal_kick(&myself)).await;
-            }
+            SessionMsg::AgentRunDone { agent, report } => Some(AgentInput::ChildDone {
+                path: agent,
+                report,
+            }),
             SessionMsg::Placed(placing) => Box::pin(state.placed(&myself, *placing)).await,
-            SessionMsg::Workflow { plan, reply } => state.delegate(plan, reply),
-            SessionMsg::PromptHooks(answer) => {
-                Box::pin(state.prompt_hooks_answered(&myself, *answer)).await
+            SessionMsg::Workflow { plan, reply } => {
+                state.delegate(plan, reply);
+                None
             }
+            SessionMsg::PromptHooks(answer) => state.prompt_hooks_answered(*answer),
+        };
+        if let Some(input) = input {
+            Box::pin(state.run(&myself, input)).await;
         }
         Ok(())
     }
@@ -463,25 +532,35 @@ impl Actor for SessionActor {
         // Only a failure needs handling: a turn that ends normally reports
         // its end first and is then stopped by the session.
         if let SupervisionEvent::ActorFailed(cell, error) = event {
-            state.guardian_failed(cell.get_id(), &error.to_string());
-            if Box::pin(state.agent_crashed(cell.get_id(), &error.to_string())).await {
-                return Ok(());
-            }
-            let crashed = state
-                .turn
-                .as_ref()
-                .is_some_and(|turn| turn.get_id() == cell.get_id());
-            if let (true, Some(running)) = (crashed, state.queue.running()) {
-                tracing::error!(parent: &state.span, turn_id = running.turn_id, %error, "turn crashed");
-                let failed = Event::TurnFailed {
-                    turn_id: running.turn_id,
-                    category: FailureCategory::Agent,
-                    message: format!("the turn crashed: {error}"),
-                    retryable: false,
-                    usage: Usage::default(),
-                    iterations: 0,
-                };
-                Box::pin(state.turn_ended(&myself, running.turn_id, Some(failed))).await;
+            let id = cell.get_id();
+            let error = error.to_string();
+            let input = if let Some(review_id) = state.authority.guardian_of(id) {
+                Some(AgentInput::Reviewed {
+                    review_id,
+                    decision: guardian::failed(&format!("the guardian crashed ({error})")),
+                })
+            } else if let Some(path) = state.children.crashed(id) {
+                Some(AgentInput::ChildCrashed { path, error })
+            } else if state.turn.as_ref().is_some_and(|turn| turn.get_id() == id) {
+                state.core.queue().running().map(|running| {
+                    tracing::error!(parent: &state.span, turn_id = running.turn_id, %error, "turn crashed");
+                    AgentInput::TurnEnded {
+                        turn_id: running.turn_id,
+                        ending: Some(Event::TurnFailed {
+                            turn_id: running.turn_id,
+                            category: FailureCategory::Agent,
+                            message: format!("the turn crashed: {error}"),
+                            retryable: false,
+                            usage: Usage::default(),
+                            iterations: 0,
+                        }),
+                    }
+                })
+            } else {
+                None
+            };
+            if let Some(input) = input {
+                Box::pin(state.run(&myself, input)).await;
             }
         }
         Ok(())
@@ -505,8 +584,46 @@ impl Actor for SessionActor {
 }
 
 impl SessionState {
-    fn is_current(&self, turn_id: u64) -> bool {
-        self.queue.running().is_some_and(|r| r.turn_id == turn_id)
+    /// Steps the core with `input` and performs what it decides, handing
+    /// back the answers of what it performed (a store trip, a frozen plan,
+    /// a turn that could not start) until nothing is left.
+    async fn run(&mut self, myself: &ActorRef<SessionMsg>, input: AgentInput) {
+        let mut inputs = std::collections::VecDeque::from([input]);
+        while let Some(input) = inputs.pop_front() {
+            let effects = self.core.step(input, Instant::now());
+            for effect in effects {
+                if let Some(answer) = Box::pin(self.perform(myself, effect)).await {
+                    // A store answer goes before anything else.
+                    match answer {
+                        AgentInput::Store(_) => inputs.push_front(answer),
+                        other => inputs.push_back(other),
+                    }
+                }
+            }
+        }
+    }
+
+    /// What an op becomes for the core; a workflow step's prompt answer
+    /// goes to the engine running it instead, and a person's message or new
+    /// goal waits for its prompt hooks (`prompt_hooks.rs`).
+    fn op_input(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        op: Op,
+        cause: Option<String>,
+    ) -> Option<AgentInput> {
+        if let Op::Approve {
+            id,
+            decision,
+            reason,
+        } = &op
+            && id.starts_with("step:")
+            && let Some(engine) = self.spec.subagents.as_ref().and_then(|s| s.workflows())
+            && engine.approve(id, *decision, reason.clone())
+        {
+            return None;
+        }
+        self.prompted(myself, op, cause)
     }
 
     /// The mode in force: this agent's, narrowed by its ancestors'.
@@ -516,14 +633,6 @@ impl SessionState {
 
     fn emit(&self, event: Event) {
         let _ = self.events.send(event);
-    }
-
-    /// Emits an event the running turn caused (a permission decision, an
-    /// approval prompt), under the turn's submission id.
-    fn emit_for_turn(&mut self, event: Event) {
-        let previous = self.events.set_cause(self.turn_cause.clone());
-        let _ = self.events.send(event);
-        self.events.set_cause(previous);
     }
 
     fn reject(&self, op: &str, message: impl Into<String>) {
@@ -536,11 +645,11 @@ impl SessionState {
 
     fn snapshot(&self) -> SessionSnapshot {
         SessionSnapshot {
-            activity: self.activity(),
+            activity: self.core.activity(),
             mode: self.mode(),
-            queue_length: self.queue.len(),
-            turns: self.queue.turns(),
-            conversation: self.conversation.clone(),
+            queue_length: self.core.queue().len(),
+            turns: self.core.queue().turns(),
+            conversation: self.core.conversation().to_vec(),
         }
     }
 
@@ -552,111 +661,15 @@ impl SessionState {
             .unwrap_or_else(|| self.services.model.model())
     }
 
-    fn activity(&self) -> Activity {
-        if self.queue.running().is_some() {
-            Activity::Running
-        } else {
-            Activity::Idle
-        }
-    }
-
-    /// Refuses a change while a turn runs (M6).
-    fn busy(&self, op: &str, what: &str) -> bool {
-        if self.queue.running().is_some() {
-            self.reject(
-                op,
-                format!(
-                    "a turn is running: cancel it first (Ctrl-C, or the `cancel` op), then change the {what}"
-                ),
-            );
-            return true;
-        }
-        false
-    }
-
-    async fn on_op(&mut self, myself: &ActorRef<SessionMsg>, op: Op) {
-        match op {
-            Op::UserInput { text, intent } => Box::pin(self.user_input(myself, text, intent)).await,
-            Op::SetMode { mode } => {
-                if !self.busy("set_mode", "mode") {
-                    self.set_mode(mode).await;
-                }
-            }
-            Op::Plan { action } => self.plan_op(action).await,
-            Op::Answer { id, answer } => self.answer(myself, id, answer).await,
-            Op::SetPosture { posture } => {
-                if self.busy("set_posture", "posture") {
-                    return;
-                }
-                self.authority.posture = posture;
-                self.authority.ledger.resume();
-                self.publish_posture();
-                let row = self.row.to_string();
-                self.persist(|reply| crate::store::StoreRequest::SetPosture {
-                    session_id: row,
-                    posture,
-                    reply,
-                })
-                .await;
-                self.emit(Event::PostureChanged { posture });
-            }
-            Op::SetModel { model } => {
-                if self.busy("set_model", "model") {
-                    return;
-                }
-                let model = model.trim();
-                if model.is_empty() {
-                    return self.reject("set_model", "the model name is empty");
-                }
-                self.spec.model = Some(model.to_string());
-                self.spec.context = self.spec.context.for_model(model);
-                self.emit(Event::ModelChanged {
-                    model: model.to_string(),
-                });
-            }
-            Op::Approve {
-                id,
-                decision,
-                reason,
-            } => self.approve(&id, decision, reason),
-            Op::Cancel => match self.queue.running() {
-                Some(running) => self.cancel(running.turn_id),
-                None => self.reject("cancel", "no turn is running"),
-            },
-            Op::Status => self.emit(Event::SessionStatus {
-                activity: self.activity(),
-                mode: self.mode(),
-                posture: self.effective_posture(),
-                queue_length: self.queue.len(),
-                turns: self.queue.turns(),
-            }),
-            Op::Restore { snapshot, dry_run } => {
-                if !self.busy("restore", "workspace") {
-                    self.restore(snapshot, dry_run).await;
-                }
-            }
-            Op::Goal { action } => Box::pin(self.goal_input(myself, *action)).await,
-            Op::Compact => match &self.turn {
-                Some(turn) => {
-                    let _ = turn.cast(TurnMsg::Compact);
-                }
-                None => self.compact_next = true,
-            },
-            Op::Shutdown => {
-                let effects = self.queue.step(QueueInput::Shutdown);
-                self.perform(myself, effects, false).await;
-            }
-        }
-    }
-
     /// Puts the workspace back as a snapshot recorded it, after recording
     /// it as it is now. The handler waits for the restore (on the blocking
     /// pool): no turn may start while files are being put back. The
     /// conversation is kept, and a note added after it tells the model; the
     /// event, stored in the transcript, records it too.
-    async fn restore(&mut self, snapshot: String, dry_run: bool) {
+    async fn restore(&mut self, snapshot: String, dry_run: bool) -> Option<AgentInput> {
         let Some(snapshots) = self.spec.snapshots.clone() else {
-            return self.reject("restore", "this session records no snapshots");
+            self.reject("restore", "this session records no snapshots");
+            return None;
         };
         let before = (!dry_run).then(|| cadre_runtime::snapshot::Mark {
             session: self.spec.session_id.clone(),
@@ -670,132 +683,19 @@ impl SessionState {
         match restored {
             Ok(Ok(report)) => {
                 tracing::info!(parent: &self.span, snapshot = %report.snapshot, dry_run, "workspace restored");
-                if let (false, Some(note)) = (dry_run, report.note()) {
-                    // The model learns of it at its next turn.
-                    self.record(Arc::new(Message::user(note)));
-                }
+                // The model learns of it at its next turn.
+                let note = report.note().filter(|_| !dry_run).map(AgentInput::Note);
                 self.emit(report.into_event(dry_run));
+                note
             }
-            Ok(Err(err)) => self.reject("restore", err.to_string()),
-            Err(err) => self.reject("restore", format!("the restore failed: {err}")),
-        }
-    }
-
-    /// Held calls are settled first, so their denials come before the
-    /// turn's end in the event stream; then the turn is told to stop.
-    fn cancel(&mut self, turn_id: u64) {
-        // A turn held by its claim's verifier: stopping the verifier moves
-        // the queue on.
-        self.stop_verification();
-        self.withdraw(turn_id);
-        if let Some(turn) = &self.turn {
-            let _ = turn.cast(TurnMsg::Cancel);
-        }
-    }
-
-    /// Performs what the queue machine decided. `start_recorded` says the
-    /// store already recorded the first started turn's start (admission
-    /// and start share one trip).
-    async fn perform(
-        &mut self,
-        myself: &ActorRef<SessionMsg>,
-        effects: Vec<QueueEffect>,
-        mut start_recorded: bool,
-    ) {
-        let mut effects: std::collections::VecDeque<QueueEffect> = effects.into();
-        while let Some(effect) = effects.pop_front() {
-            match effect {
-                QueueEffect::Acknowledge { queue_length } => {
-                    self.emit(Event::InputAdmitted { queue_length })
-                }
-                QueueEffect::Start { turn_id, message } => {
-                    if let goal::Gate::Skip(then) = self.goal_gate(myself, turn_id, &message).await
-                    {
-                        effects.extend(then);
-                        continue;
-                    }
-                    let recorded = std::mem::replace(&mut start_recorded, false);
-                    if let Err(failed) = self.start_turn(myself, turn_id, message, recorded).await {
-                        self.emit(failed);
-                        effects.extend(self.queue.step(QueueInput::Finished { turn_id }));
-                    }
-                }
-                QueueEffect::Cancel { turn_id } => self.cancel(turn_id),
-                QueueEffect::Idle { turns } => self.emit(Event::SessionIdle { turns }),
-                QueueEffect::Stop { turns } => {
-                    self.stop_children();
-                    self.emit(Event::SessionStopped { turns });
-                    myself.stop(None);
-                }
+            Ok(Err(err)) => {
+                self.reject("restore", err.to_string());
+                None
             }
-        }
-    }
-
-    /// Settles a turn that ended (normally, failed, or crashed): its held
-    /// calls are withdrawn, its open calls closed, its end stored; only
-    /// then is `ending` announced, or, when the store could not record the
-    /// turn, an infrastructure failure instead.
-    async fn turn_ended(
-        &mut self,
-        myself: &ActorRef<SessionMsg>,
-        turn_id: u64,
-        ending: Option<Event>,
-    ) {
-        if let Some(turn) = self.turn.take() {
-            turn.stop(None);
-        }
-        let queue_id = self.queue.running().and_then(|r| r.queue_id);
-        self.withdraw(turn_id);
-        self.close_unanswered("the turn ended before this call was answered");
-        let stored = self.finish_turn(queue_id).await;
-        let closing = ending.clone();
-        let previous = self.events.set_cause(self.turn_cause.take());
-        match (stored, ending) {
-            (Ok(()), Some(ending)) => self.emit(ending),
-            (Ok(()), None) => {}
-            (Err(err), ending) => {
-                let (usage, iterations) = match ending {
-                    Some(Event::TurnCompleted {
-                        usage, iterations, ..
-                    })
-                    | Some(Event::TurnFailed {
-                        usage, iterations, ..
-                    }) => (usage, iterations),
-                    _ => (Usage::default(), 0),
-                };
-                self.emit(Event::TurnFailed {
-                    turn_id,
-                    category: FailureCategory::Infrastructure,
-                    message: format!("the turn's work could not be stored: {err}"),
-                    retryable: true,
-                    usage,
-                    iterations,
-                });
+            Err(err) => {
+                self.reject("restore", format!("the restore failed: {err}"));
+                None
             }
-        }
-        self.events.set_cause(previous);
-        let mut effects = Vec::new();
-        if Box::pin(self.settle_goal(myself, turn_id, closing.as_ref(), &mut effects)).await {
-            // The claim's verifier holds the queue until its verdict.
-            return;
-        }
-        effects.extend(self.queue.step(QueueInput::Finished { turn_id }));
-        self.perform(myself, effects, false).await;
-    }
-
-    /// Answers every call the conversation left open, so the next request
-    /// is well-formed.
-    fn close_unanswered(&mut self, why: &str) {
-        self.answer_unanswered(&format!("error ({}): {why}", ErrorCode::Cancelled));
-    }
-
-    /// Answers every open call with `content`.
-    pub(super) fn answer_unanswered(&mut self, content: &str) {
-        for call in unanswered_calls(&self.conversation) {
-            self.record(Arc::new(Message::Tool {
-                call_id: call.id,
-                content: content.to_string(),
-            }));
         }
     }
 }

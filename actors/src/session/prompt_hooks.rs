@@ -6,12 +6,14 @@
 //! timeout, and a cancel or an approval must not wait for it). Each task
 //! waits for the one before it, so their answers come back as
 //! [`PromptHooks`] in the order the messages came; only then is a message
-//! admitted or refused. A message never overtakes one still being checked,
+//! handed to the core (which admits it) or refused. A message never overtakes one still being checked,
 //! and the first message after the start reads what the `session_start`
 //! hooks added.
 
+use cadre_runtime::agent::core::AgentInput;
 use cadre_runtime::goal::GoalAction;
 use cadre_runtime::hooks::{HookEvent, PromptVerdict, prompt_verdict, with_context};
+use cadre_runtime::protocol::{Event, Op};
 use cadre_runtime::store::ModeIntent;
 use ractor::ActorRef;
 use serde_json::json;
@@ -89,7 +91,7 @@ impl SessionState {
             return;
         }
         let (mode, posture) = (self.live.mode(), self.live.posture());
-        let fields = json!({ "resumed": !self.conversation.is_empty() });
+        let fields = json!({ "resumed": !self.core.conversation().is_empty() });
         self.gated(myself, async move {
             let outcomes = hooks
                 .run(HookEvent::SessionStart, mode, posture, fields)
@@ -100,45 +102,27 @@ impl SessionState {
         });
     }
 
-    /// `Op::UserInput`: admitted at once, or once the message's
-    /// `user_prompt_submit` hooks (and any check before it) answered.
-    pub(super) async fn user_input(
+    /// `op` for the core now, or (a person's message, a new goal) once its
+    /// `user_prompt_submit` hooks and those of anything before it answered.
+    pub(super) fn prompted(
         &mut self,
         myself: &ActorRef<SessionMsg>,
-        text: String,
-        intent: Option<ModeIntent>,
-    ) {
-        if self.queue.stopping() {
-            return self.reject("user_input", "the session is shutting down");
-        }
-        self.submitted(myself, Submitted::Message(text, intent))
-            .await;
-    }
-
-    /// `Op::Goal`: a new goal's objective passes the same hooks as a
-    /// message; the other goal ops are no prompt.
-    pub(super) async fn goal_input(&mut self, myself: &ActorRef<SessionMsg>, action: GoalAction) {
-        match action {
-            action @ GoalAction::Set { .. } => {
-                self.submitted(myself, Submitted::Goal(Box::new(action)))
-                    .await
+        op: Op,
+        cause: Option<String>,
+    ) -> Option<AgentInput> {
+        let submitted = match op {
+            Op::UserInput { text, intent } => Submitted::Message(text, intent),
+            Op::Goal { action } if matches!(*action, GoalAction::Set { .. }) => {
+                Submitted::Goal(action)
             }
-            action @ (GoalAction::Show | GoalAction::Command { .. } | GoalAction::Clear) => {
-                self.goal_op(myself, action).await
-            }
-        }
-    }
-
-    /// Takes what a person sent at once, or once its hooks (and those of
-    /// anything before it) answered.
-    async fn submitted(&mut self, myself: &ActorRef<SessionMsg>, submitted: Submitted) {
+            op => return Some(AgentInput::Op { op, cause }),
+        };
         let hooks = AgentHooks::of(&self.spec);
         let checked = self.spec.is_session() && hooks.has(HookEvent::UserPromptSubmit);
         if !checked && self.prompt_gate.pending == 0 {
-            return self.take(myself, submitted, None).await;
+            return Some(self.take(submitted, None, cause));
         }
         let (mode, posture) = (self.live.mode(), self.live.posture());
-        let cause = self.events.cause().map(str::to_string);
         self.gated(myself, async move {
             let outcomes = match checked {
                 true => {
@@ -155,6 +139,7 @@ impl SessionState {
                 verdict: prompt_verdict(&outcomes),
             }
         });
+        None
     }
 
     /// Runs `work` after the hooks already in flight; its answer comes
@@ -177,48 +162,44 @@ impl SessionState {
     }
 
     /// What the hooks answered: the start's context kept, or the message
-    /// admitted (with what they added) or refused.
-    pub(super) async fn prompt_hooks_answered(
-        &mut self,
-        myself: &ActorRef<SessionMsg>,
-        answer: PromptHooks,
-    ) {
+    /// handed to the core (with what they added), or refused.
+    pub(super) fn prompt_hooks_answered(&mut self, answer: PromptHooks) -> Option<AgentInput> {
         self.prompt_gate.pending = self.prompt_gate.pending.saturating_sub(1);
         match answer {
-            PromptHooks::Started { context } => self.prompt_gate.start_context = context,
+            PromptHooks::Started { context } => {
+                self.prompt_gate.start_context = context;
+                None
+            }
             PromptHooks::Checked {
                 submitted,
                 cause,
                 verdict,
-            } => {
-                let previous = self.events.set_cause(cause);
-                match verdict {
-                    PromptVerdict::Admit { context } => {
-                        if self.queue.stopping() {
-                            self.reject(submitted.op(), "the session is shutting down");
-                        } else {
-                            Box::pin(self.take(myself, submitted, context)).await;
-                        }
-                    }
-                    refused @ PromptVerdict::Refuse { .. } => {
-                        let refusal = refused.refusal().unwrap_or_default();
-                        tracing::info!(parent: &self.span, %refusal, "a prompt was refused");
-                        self.reject(submitted.op(), refusal);
-                    }
+            } => match verdict {
+                PromptVerdict::Admit { context } => Some(self.take(submitted, context, cause)),
+                refused @ PromptVerdict::Refuse { .. } => {
+                    let refusal = refused.refusal().unwrap_or_default();
+                    tracing::info!(parent: &self.span, %refusal, "a prompt was refused");
+                    let previous = self.events.set_cause(cause);
+                    self.emit(Event::OpRejected {
+                        op: submitted.op().to_string(),
+                        message: refusal,
+                        retryable: false,
+                    });
+                    self.events.set_cause(previous);
+                    None
                 }
-                self.events.set_cause(previous);
-            }
+            },
         }
     }
 
-    /// Takes a person's message or goal, with what the start's hooks and
-    /// its own hooks added.
-    async fn take(
+    /// A person's message or goal as the op the core takes, with what the
+    /// start's hooks and its own hooks added.
+    fn take(
         &mut self,
-        myself: &ActorRef<SessionMsg>,
         submitted: Submitted,
         context: Option<String>,
-    ) {
+        cause: Option<String>,
+    ) -> AgentInput {
         let start = self.prompt_gate.start_context.take();
         let added = |text: &str| {
             let text = with_context(text, HookEvent::SessionStart.as_str(), start.as_deref());
@@ -228,14 +209,11 @@ impl SessionState {
                 context.as_deref(),
             )
         };
-        match submitted {
-            Submitted::Message(text, intent) => {
-                let text = added(&text);
-                self.authority.ledger.user_message();
-                self.goal_user_message();
-                self.publish_posture();
-                self.admit_user(myself, text, intent).await;
-            }
+        let op = match submitted {
+            Submitted::Message(text, intent) => Op::UserInput {
+                text: added(&text),
+                intent,
+            },
             Submitted::Goal(action) => {
                 let action = match *action {
                     GoalAction::Set {
@@ -251,8 +229,11 @@ impl SessionState {
                         other
                     }
                 };
-                self.goal_op(myself, action).await;
+                Op::Goal {
+                    action: Box::new(action),
+                }
             }
-        }
+        };
+        AgentInput::Op { op, cause }
     }
 }

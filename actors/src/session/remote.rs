@@ -340,25 +340,29 @@ impl super::SessionState {
 
     /// The placement answered: the child starts on its node (its stand-in
     /// linked to this agent), or here, or the request fails.
-    pub(super) async fn placed(&mut self, myself: &ActorRef<super::SessionMsg>, placing: Placing) {
+    pub(super) async fn placed(
+        &mut self,
+        myself: &ActorRef<super::SessionMsg>,
+        placing: Placing,
+    ) -> Option<super::AgentInput> {
         let Placing {
             child,
             reply,
             placed,
         } = placing;
-        if self.queue.stopping() {
+        if self.core.queue().stopping() {
             let _ = reply.send(Err(ToolError::failed("the session is shutting down")));
             if let Ok(Some(start)) = placed {
                 start.abandon();
             }
-            return;
+            return None;
         }
         let failed =
             |why: String| ToolError::failed(format!("the sub-agent could not start: {why}"));
-        let answered = match placed {
+        let started = match placed {
             Err(why) => Err(failed(why.to_string())),
             Ok(None) => match self.start_local(myself, &child).await {
-                Ok(handle) => Ok(self.spawned(child, handle, false)),
+                Ok(handle) => Ok((handle, false)),
                 Err(error) => Err(error),
             },
             Ok(Some(start)) => {
@@ -374,14 +378,19 @@ impl super::SessionState {
                 match Actor::spawn_linked(None, RemoteChildActor, args, myself.get_cell()).await {
                     Ok((actor, _)) => {
                         self.pump_child(myself, &child.path, &child.role_name, stream);
-                        let handle = super::agents::ChildHandle::remote(actor);
-                        Ok(self.spawned(child, handle, true))
+                        Ok((super::agents::ChildHandle::remote(actor), true))
                     }
                     Err(e) => Err(failed(e.to_string())),
                 }
             }
         };
-        self.answer_agent(answered, Some(reply));
+        match started {
+            Ok((handle, prompted)) => Some(self.spawned(child, handle, prompted, reply)),
+            Err(error) => {
+                let _ = reply.send(Err(error));
+                None
+            }
+        }
     }
 }
 

@@ -127,7 +127,7 @@ impl<H, W> ChildTable<H, W> {
             self.spawned = self.spawned.max(n);
             let state = match state {
                 ChildState::Running => ChildState::Interrupted,
-                other => other,
+                kept @ (ChildState::Idle | ChildState::Interrupted | ChildState::Crashed) => kept,
             };
             self.children.insert(
                 n,

@@ -1,4 +1,5 @@
 use super::*;
+use crate::tool::FileLimits;
 
 fn file(text: &str) -> ConfigFile {
     ConfigFile::parse(text, Path::new("test.toml")).expect("parses")

@@ -101,11 +101,14 @@ impl std::fmt::Debug for Secrets {
 impl Remote {
     /// Reads the credentials with `lookup` (the host's environment); says
     /// which variable is missing when one is.
-    pub fn resolve(&mut self, lookup: impl Fn(&str) -> Option<String>) -> Result<(), String> {
+    pub fn resolve(
+        &mut self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<(), MissingCredential> {
         let read = |var: &str| {
             lookup(var)
                 .filter(|v| !v.is_empty())
-                .ok_or_else(|| format!("the environment variable {var} is not set"))
+                .ok_or_else(|| MissingCredential(var.to_string()))
         };
         if let Some(var) = &self.bearer_token_env_var {
             self.secrets.bearer = Some(read(var)?);
@@ -116,6 +119,12 @@ impl Remote {
         Ok(())
     }
 }
+
+/// A remote server's credential variable is unset or empty: the server
+/// does not start until it is set (not retryable as it is).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the environment variable {0} is not set")]
+pub struct MissingCredential(pub String);
 
 /// A server as a session starts it.
 #[derive(Debug, Clone, PartialEq)]

@@ -435,7 +435,11 @@ fn a_remote_entry_is_checked_and_its_secrets_come_from_the_environment() {
     .unwrap();
     let remote = servers[0].remote.as_mut().unwrap();
     let missing = remote.resolve(|var| (var == "T").then(|| "tok".to_string()));
-    assert_eq!(missing, Err("the environment variable K is not set".into()));
+    assert_eq!(missing, Err(super::config::MissingCredential("K".into())));
+    assert_eq!(
+        missing.unwrap_err().to_string(),
+        "the environment variable K is not set"
+    );
     remote
         .resolve(|var| Some(format!("value-of-{var}")))
         .unwrap();

@@ -5,6 +5,19 @@
 //! carries the outcome out in one transaction, and the session asks
 //! [`entry_refusal`] and [`submit_refusal`] before it enters Plan or
 //! freezes a plan.
+//!
+//! ```text
+//!             /plan on · /mode plan · intent · enter_plan_mode ─(confirmed)─┐
+//!                          (refused while a questionnaire waits)            │
+//!  Work ──────────────────────────────────────────────────────────────────► Plan
+//!   ▲                                                                        │
+//!   │ approve: implementation message (instruction + frozen snapshot)       │ exit_plan_mode:
+//!   │          at the front of the queue, keyed plan-approval:<id>          │ freeze, SHA-256,
+//!   │ withdraw: nothing implemented                                         │ questionnaire,
+//!   │                                                                        ▼ turn ends
+//!   └──────────────────────────── AwaitingApproval ──── defer: stays in Plan
+//!                                         └──────────── revise: feedback, another Plan turn
+//! ```
 
 use serde::{Deserialize, Serialize};
 

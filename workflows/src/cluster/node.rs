@@ -321,28 +321,28 @@ impl NodeState {
             .join(&order.run_id)
             .join(format!("{}-{}", order.path, order.attempt));
         let template = &self.template;
-        let mut spec = template.spec.child(Child {
-            path: order.path.clone(),
-            role: order.role.clone(),
-            authority: admitted.authority,
-            live: parent.clone(),
-            model: order.model.clone(),
-            prompt: order.system_prompt.clone(),
-            dir: dir.clone(),
-        });
-        // The order's, not the template's: the coordinator's run, limits,
+        let mut spec = template.spec.step(
+            Child {
+                path: order.path.clone(),
+                role: order.role.clone(),
+                authority: admitted.authority,
+                live: parent.clone(),
+                model: order.model.clone(),
+                prompt: order.system_prompt.clone(),
+                dir: dir.clone(),
+            },
+            order.run_id.clone(),
+            order.step.clone(),
+        );
+        // The order's, not the template's: the coordinator's limits,
         // workspace and interactivity.
-        spec.session_id = order.run_id.clone();
         spec.max_iterations = order.max_iterations;
         spec.workspace = workspace;
         spec.interactive = order.interactive;
         // The coordinator's hooks, run here: a step on a node skips none.
         spec.hooks = std::sync::Arc::new(order.hooks.clone());
-        spec.step = order.step.clone();
-        // A remote step starts no sub-agents of its own, and takes no
-        // snapshots.
+        // A remote step starts no sub-agents of its own.
         spec.subagents = None;
-        spec.snapshots = None;
         let agent_id = spec.row_id();
         let SpawnedAgent {
             actor, mut events, ..

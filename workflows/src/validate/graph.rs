@@ -105,10 +105,11 @@ impl Validator<'_> {
                                 (Ref::Outputs(_), false) => Some(format!(
                                     "{r}: step '{other}' does not fan out; use {{{{steps.{other}.output}}}}"
                                 )),
-                                _ => None,
+                                (Ref::Output(_), false) | (Ref::Outputs(_), true) => None,
+                                (Ref::Var(_) | Ref::Item | Ref::Index, _) => None,
                             },
                         },
-                        _ => None,
+                        Ref::Var(_) | Ref::Item | Ref::Index => None,
                     };
                     if let Some(problem) = problem {
                         self.error(at, format!("step '{}': {field}: {problem}", step.name));

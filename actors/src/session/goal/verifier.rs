@@ -20,30 +20,30 @@ use cadre_runtime::sandbox::{CheckRun, SandboxConfig};
 use ractor::ActorRef;
 use tokio::sync::oneshot;
 
-use super::{SessionMsg, SessionState};
 use crate::kernel::{AgentServices, SpawnedAgent, spawn_agent};
+use crate::session::{SessionMsg, SessionState};
 use crate::verifier::{Seat, read_verdict, verifier};
 
 /// A claim to verify, as the goal machine hands it over.
-pub(super) struct Claim {
+pub(in crate::session) struct Claim {
     /// The claiming turn, which holds the queue until the verdict.
-    pub(super) turn_id: u64,
+    pub(in crate::session) turn_id: u64,
     /// What the claim is judged against.
-    pub(super) objective: String,
+    pub(in crate::session) objective: String,
     /// The worker's claim.
-    pub(super) claim: String,
+    pub(in crate::session) claim: String,
     /// How to verify.
-    pub(super) settings: GoalSettings,
+    pub(in crate::session) settings: GoalSettings,
     /// Where the claiming turn's messages begin, for the evidence.
-    pub(super) seq: usize,
+    pub(in crate::session) seq: usize,
 }
 
 impl SessionState {
     /// Starts verifying `claim`; the answer comes back as
     /// [`SessionMsg::GoalVerdict`].
-    pub(super) async fn verify(&mut self, myself: &ActorRef<SessionMsg>, claim: Claim) {
+    pub(in crate::session) async fn verify(&mut self, myself: &ActorRef<SessionMsg>, claim: Claim) {
         let (stop, stopped) = oneshot::channel();
-        self.goal.stop = Some(stop);
+        self.verifier = Some(stop);
         let Claim {
             turn_id,
             objective,
@@ -80,7 +80,8 @@ impl SessionState {
                 let request = verifier_request(
                     &objective,
                     &claim,
-                    self.conversation
+                    self.core
+                        .conversation()
                         .get(seq.saturating_sub(40)..)
                         .unwrap_or_default(),
                 );
@@ -114,7 +115,7 @@ impl SessionState {
         &mut self,
         myself: &ActorRef<SessionMsg>,
     ) -> Result<(SpawnedAgent, AgentPath), String> {
-        let path = self.children.table.next_path();
+        let path = self.core.next_child_path();
         let services = AgentServices {
             store: Some(self.store.clone()),
             ..self.services.clone()

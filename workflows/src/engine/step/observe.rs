@@ -157,7 +157,7 @@ impl StepState {
                             remote.node
                         ));
                     }
-                    _ => {}
+                    Agent::Starting | Agent::Local(_) | Agent::Remote(_) => {}
                 }
                 if infrastructure && *retryable {
                     self.report_once(StepReport::Requeue {

@@ -76,23 +76,19 @@ impl SupervisorState {
                 .then(|| role.model.clone().or_else(|| caller.model.clone()))
                 .flatten()
         });
-        let mut spec = caller.child(Child {
-            path: path.clone(),
-            role: role_name,
-            authority,
-            live: self.caller.live.clone(),
-            model,
-            prompt: role.system_prompt.clone(),
-            dir: self.run_dir.join("agents").join(path.to_string()),
-        });
-        // A step's rows are the run's.
-        spec.session_id = self.run_id.clone();
-        spec.step = Some(step.name.clone());
-        // Steps take no snapshots of their own: the calling turn took one
-        // before it could change the workspace, and a step's concurrent
-        // snapshots of one repository would race.
-        spec.snapshots = None;
-        Ok(spec)
+        Ok(caller.step(
+            Child {
+                path: path.clone(),
+                role: role_name,
+                authority,
+                live: self.caller.live.clone(),
+                model,
+                prompt: role.system_prompt.clone(),
+                dir: self.run_dir.join("agents").join(path.to_string()),
+            },
+            self.run_id.clone(),
+            Some(step.name.clone()),
+        ))
     }
 
     /// The caller's services, with a role's own model client when it needs
