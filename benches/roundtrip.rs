@@ -302,6 +302,7 @@ async fn services(url: &str) -> SessionServices {
             Duration::from_secs(30),
         ),
         store: Some(StoreHandle::in_memory().await.expect("store")),
+        summarizer: None,
     }
 }
 
@@ -429,6 +430,7 @@ async fn admission_latency(n: usize, workspace: &std::path::Path) -> (Duration, 
             Duration::from_secs(30),
         ),
         store: Some(store.clone()),
+        summarizer: None,
     };
     let (session, mut events) = spawn_session(config(workspace, dir.path()), services)
         .await
@@ -519,6 +521,7 @@ async fn fan_out(
             Duration::from_secs(30),
         ),
         store: Some(StoreHandle::in_memory().await.expect("store")),
+        summarizer: None,
     };
     let mut config = config(workspace, data);
     config.max_iterations = 2 * waves.len() as u32 + 1;

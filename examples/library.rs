@@ -1,14 +1,20 @@
 //! Embedding cadre as a library: a host with a tool of its own and a file
-//! store, a session that uses the tool, and the same session resumed by a
-//! second host, its conversation read back from the store.
+//! store, a session that uses the tool, the same session resumed by a
+//! second host (its conversation read back from the store), and a small
+//! workflow that host runs: two steps, the second fed the first's output.
 //!
 //! Run with `cargo run --example library`.
 
 use std::sync::Arc;
 
-use cadre::actors::host::{Host, ModelChoice, Resume, SessionOptions, Started};
+use cadre::actors::EventSink;
+use cadre::actors::host::{ModelChoice, Resume, SessionOptions, Started};
 use cadre::runtime::protocol::{Event, Op};
 use cadre::runtime::tool::{Safety, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
+use cadre::workflows::Host;
+use cadre::workflows::diagnostic::Source;
+use cadre::workflows::engine::{Launch, RunSettings};
+use cadre::workflows::validate::{Options, validate};
 use serde_json::{Value, json};
 
 /// A host tool: counts the words of a text. Read-only, so it runs in every
@@ -58,10 +64,43 @@ arguments = { text = "the quick brown fox" }
 text = "The text has 4 words."
 "#;
 
-/// The second host's model: answer from the resumed conversation.
+/// The second host's model: answer from the resumed conversation, then
+/// the workflow's steps (each step's agent reads the script from the top,
+/// taking the entries whose `prompt` its task holds).
 const SECOND: &str = r#"
 [[response]]
+prompt = "What did you count"
 text = "Earlier I counted 4 words."
+
+[[response]]
+prompt = "Count the words"
+text = "Counting."
+[[response.tool_calls]]
+name = "word_count"
+arguments = { text = "one two three" }
+
+[[response]]
+prompt = "Count the words"
+text = "3"
+
+[[response]]
+prompt = "Report the count"
+text = "The text has 3 words."
+"#;
+
+/// The workflow the second host runs.
+const WORKFLOW: &str = r#"
+[workflow]
+name = "count-and-report"
+
+[[steps]]
+name = "count"
+prompt = "Count the words of 'one two three'; answer with the number only."
+
+[[steps]]
+name = "report"
+needs = ["count"]
+prompt = "Report the count: {{steps.count.output}}"
 "#;
 
 /// Sends one message and prints the session's events until its turn ends.
@@ -89,20 +128,26 @@ async fn stop(session: Started) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // First, before any thread starts: this binary doubles as the helper
+    // that puts each `bash` command behind its seccomp filter and limits.
+    cadre::runtime::sandbox::dispatch_helper();
+    tokio::runtime::Runtime::new()?.block_on(run())
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let root = std::env::temp_dir().join(format!("cadre-library-{}", std::process::id()));
     let (workspace, data) = (root.join("workspace"), root.join("data"));
     std::fs::create_dir_all(&workspace)?;
 
-    let host = Host::builder(&data)
+    let sessions = cadre::actors::Host::builder(&data)
         .model(ModelChoice::ScriptText {
             text: FIRST.into(),
             name: "first script".into(),
         })
-        .tool(Arc::new(WordCount::new()))
-        .build()
-        .await?;
+        .tool(Arc::new(WordCount::new()));
+    // No cluster: every agent runs in this process.
+    let host = Host::build(sessions, None).await?;
     let mut session = host.start(SessionOptions::new(&workspace)).await?;
     let id = session.session_id.clone();
     one_turn(&mut session, "How many words in 'the quick brown fox'?").await?;
@@ -110,14 +155,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     host.close().await;
 
     // A new host on the same data directory resumes the session.
-    let host = Host::builder(&data)
+    let sessions = cadre::actors::Host::builder(&data)
         .model(ModelChoice::ScriptText {
             text: SECOND.into(),
             name: "second script".into(),
         })
-        .tool(Arc::new(WordCount::new()))
-        .build()
-        .await?;
+        .tool(Arc::new(WordCount::new()));
+    let host = Host::build(sessions, None).await?;
     let mut options = SessionOptions::new(&workspace);
     options.resume = Resume::Session(id.clone());
     let mut session = host.start(options).await?;
@@ -125,6 +169,45 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("resumed {id} with {stored} stored messages");
     one_turn(&mut session, "What did you count before?").await?;
     stop(session).await?;
+
+    // The same host runs a workflow: validated first, then each step by an
+    // agent of its own, in the order its `needs` say.
+    let source = Source::file("count.toml", WORKFLOW);
+    let workflow = validate(&source, &Options::default())
+        .map_err(|invalid| invalid.render())?
+        .workflow;
+    let launch = Launch {
+        workflow,
+        source,
+        file: None,
+        settings: RunSettings::default(),
+        resume: None,
+        retry_failed: false,
+    };
+    let (tx, mut events) = cadre::actors::events::channel();
+    let run = host
+        .run(launch, &SessionOptions::new(&workspace), EventSink::new(tx))
+        .await?;
+    let shown = tokio::spawn(async move {
+        while let Some(envelope) = events.recv().await {
+            if let Event::StepState { step, state, .. } = &envelope.event {
+                println!("step {step}: {state}");
+            }
+        }
+    });
+    let report = run.done.await?;
+    let _ = run.join.await;
+    shown.abort();
+    println!("workflow {}: {:?}", run.run_id, report.status);
+    for step in &report.steps {
+        for instance in &step.instances {
+            let output = instance.output.as_deref().unwrap_or("");
+            println!("  {}: {output}", step.name);
+        }
+    }
+    if report.status != cadre::runtime::store::RunStatus::Completed {
+        return Err("the workflow did not complete".into());
+    }
     host.close().await;
     std::fs::remove_dir_all(&root)?;
     Ok(())

@@ -5,8 +5,11 @@
 //! name their own server, the tool registry (the built-ins plus the host's
 //! own tools), the sub-agent roles and limit, the sandbox. It is built once
 //! with a [`HostBuilder`] (from the configuration layers, or by hand), then
-//! starts or resumes any number of sessions with [`Host::start`]. The
-//! `cadre` command line is one such host.
+//! starts or resumes any number of sessions with [`Host::start`].
+//!
+//! A session host alone runs no workflow and places nothing on nodes:
+//! `cadre_workflows::Host` builds one joined to the workflow engine and
+//! the cluster (the `cadre` command line uses that one).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -34,7 +37,7 @@ use cadre_runtime::agent::{Authority, DEFAULT_MAX_DEPTH, LiveAuthority};
 
 use crate::delegation::{Caller, Delegation};
 use crate::events::EventSink;
-use crate::kernel::AgentSpec;
+use crate::kernel::{AgentSpec, Summarizer};
 use crate::session::{
     PermissionConfig, SessionConfig, SessionHandle, SessionServices, Subagents, spawn_session,
 };
@@ -224,7 +227,7 @@ impl HostBuilder {
         if let Some(max) = settings.max_subagents {
             self.max_subagents = max;
         }
-        self.context = settings.context;
+        self.context = settings.context.clone();
         self.prices = Arc::new(settings.prices.clone());
         if let (Some(base_url), Some(model)) = (&settings.base_url, &settings.model) {
             self.model = ModelChoice::Server {
@@ -366,6 +369,15 @@ impl HostBuilder {
             prices: self.prices,
             built: std::sync::Mutex::default(),
         });
+        // `[context] model`: the summaries' own model, checked here so a
+        // wrong provider stops the start rather than the first compaction.
+        let summarizer = match self.context.summarizer() {
+            Some(choice) => Some(Summarizer {
+                client: models.client(&choice).map_err(HostError::Summarizer)?,
+                model: choice.model,
+            }),
+            None => None,
+        };
         Ok(Host {
             data: DataDir::new(self.data_dir),
             store,
@@ -381,6 +393,7 @@ impl HostBuilder {
             workflows: self.workflows,
             placement: self.placement,
             context: self.context,
+            summarizer,
         })
     }
 
@@ -522,6 +535,8 @@ pub struct Host {
     placement: Option<Arc<dyn crate::session::remote::ChildPlacement>>,
     /// `[context]`, resolved per session against the model's name.
     context: ContextSettings,
+    /// Who writes compaction summaries when `[context]` names a model.
+    summarizer: Option<Summarizer>,
     /// The hooks every agent of every session runs.
     hooks: Arc<HookSet>,
 }
@@ -592,6 +607,7 @@ impl Host {
             model: self.model.clone(),
             tools,
             store: Some(self.store.clone()),
+            summarizer: self.summarizer.clone(),
         };
         let (handle, events) = spawn_session(config, services).await?;
         if let Some(text) = submitted {
@@ -655,6 +671,7 @@ impl Host {
                 model: self.model.clone(),
                 tools: self.tools.clone(),
                 store: Some(self.store.clone()),
+                summarizer: self.summarizer.clone(),
             },
             events,
             session_id: None,

@@ -267,6 +267,19 @@ pub struct AgentServices {
     /// The store the agent keeps its queue, conversation, transcript,
     /// questionnaires and audit in; `None` gives it a store in memory.
     pub store: Option<StoreHandle>,
+    /// Who writes the agent's compaction summaries when it is not its own
+    /// model (`[context] model`); its sub-agents inherit it.
+    pub summarizer: Option<Summarizer>,
+}
+
+/// The model that writes compaction summaries in place of the agent's own.
+#[derive(Clone)]
+pub struct Summarizer {
+    /// The client that serves it: the host's, or one of its own for a
+    /// provider or parameters of its own.
+    pub client: Arc<dyn ModelClient>,
+    /// The model named in its requests (`None`: the client's own).
+    pub model: Option<String>,
 }
 
 /// A started agent.

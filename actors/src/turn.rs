@@ -84,6 +84,8 @@ pub struct TurnArgs {
     pub supervisor: DerivedActorRef<TurnReport>,
     /// The model.
     pub model: Arc<dyn ModelClient>,
+    /// Who writes compaction summaries, when not `model`.
+    pub summarizer: Option<crate::kernel::Summarizer>,
     /// The tool entry point.
     pub tools: ToolRunner,
     /// What tool calls see.
@@ -102,6 +104,7 @@ pub struct TurnState {
     machine: TurnMachine,
     supervisor: DerivedActorRef<TurnReport>,
     model: Arc<dyn ModelClient>,
+    summarizer: Option<crate::kernel::Summarizer>,
     tools: ToolRunner,
     tool_context: Arc<ToolContext>,
     events: EventSink,
@@ -130,6 +133,7 @@ impl Actor for TurnActor {
             machine: args.machine,
             supervisor: args.supervisor,
             model: args.model,
+            summarizer: args.summarizer,
             tools: args.tools,
             tool_context: args.tool_context,
             events: args.events,
@@ -217,8 +221,11 @@ impl TurnState {
                     self.supervisor
                         .send_message(TurnReport::Record { turn_id, message })?;
                 }
-                TurnEffect::CallModel(request) => self.call_model(myself, request, true, None),
-                TurnEffect::Summarize(request) => {
+                TurnEffect::CallModel(request) => {
+                    let stream = self.model.stream(request);
+                    self.call_model(myself, stream, true, None)
+                }
+                TurnEffect::Summarize(mut request) => {
                     // The agent's `pre_compact` hooks run first; they are
                     // reported and cannot stop the compaction.
                     let before = match (&self.tool_context.hooks, self.machine.compacting()) {
@@ -227,7 +234,15 @@ impl TurnState {
                         }
                         (Some(_) | None, _) => None,
                     };
-                    self.call_model(myself, request, false, before)
+                    // `[context] model`: another model writes the summary.
+                    let stream = match &self.summarizer {
+                        Some(summarizer) => {
+                            request.model = summarizer.model.as_deref().map(Arc::from);
+                            summarizer.client.stream(request)
+                        }
+                        None => self.model.stream(request),
+                    };
+                    self.call_model(myself, stream, false, before)
                 }
                 TurnEffect::RunTool(call) => {
                     let tools = self.tools.clone();
@@ -266,20 +281,19 @@ impl TurnState {
         Ok(())
     }
 
-    /// Streams a model request in a task that reports its answer; `shown`
-    /// forwards its text as it arrives (a compaction's summary is not);
-    /// `before` runs first in the same task (a compaction's hooks).
+    /// Reads a model request's `stream` in a task that reports its
+    /// answer; `shown` forwards its text as it arrives (a compaction's
+    /// summary is not); `before` runs first in the same task (a
+    /// compaction's hooks). (`stream` only builds the request; a client
+    /// that panics there fails this turn through the supervisor.)
     fn call_model(
         &mut self,
         myself: &ActorRef<TurnMsg>,
-        request: cadre_runtime::model::ModelRequest,
+        stream: cadre_runtime::model::ModelStream,
         shown: bool,
         before: Option<cadre_runtime::hooks::HookFuture>,
     ) {
         let turn_id = self.machine.turn_id();
-        // `stream` only builds the request; a client that panics here fails
-        // this turn through the supervisor.
-        let stream = self.model.stream(request);
         let events = self.events.clone();
         let reply = myself.clone();
         let work = async move {

@@ -24,7 +24,7 @@ use cadre_runtime::agent::{AgentPath, Authority, LiveAuthority};
 use cadre_runtime::config::RoleConfig;
 use cadre_runtime::goal::{VERIFIER_PROMPT, Verdict, parse_verdict};
 use cadre_runtime::permission::Posture;
-use cadre_runtime::protocol::{Envelope, Event};
+use cadre_runtime::protocol::{Envelope, Event, Usage};
 use cadre_runtime::tool::{RUN_CHECK, RunCheck, ToolRegistry, ToolRunner};
 
 use crate::events::Events;
@@ -135,6 +135,7 @@ pub fn verifier(seat: Seat<'_>) -> Result<(AgentSpec, AgentServices), VerifierEr
         model,
         tools: with_run_check(&seat.services.tools)?,
         store: seat.services.store.clone(),
+        summarizer: seat.services.summarizer.clone(),
     };
     Ok((spec, services))
 }
@@ -163,7 +164,7 @@ pub async fn read_verdict(
     mut events: Events,
     agent: &str,
     shown: impl Fn(Event),
-) -> (Verdict, u64) {
+) -> (Verdict, Usage) {
     let mut answer = String::new();
     while let Some(Envelope { event, .. }) = events.recv().await {
         if let Some(call) = event.forwarded_call(agent) {
@@ -171,13 +172,9 @@ pub async fn read_verdict(
         }
         match event {
             Event::AssistantMessage { text, .. } => answer = text,
-            Event::TurnCompleted { usage, .. } => {
-                let tokens = usage.prompt_tokens + usage.completion_tokens;
-                return (parse_verdict(&answer), tokens);
-            }
+            Event::TurnCompleted { usage, .. } => return (parse_verdict(&answer), usage),
             Event::TurnFailed { message, usage, .. } => {
-                let tokens = usage.prompt_tokens + usage.completion_tokens;
-                return (Verdict::Unavailable(message), tokens);
+                return (Verdict::Unavailable(message), usage);
             }
             // Everything else the verifier does is its own business.
             _ => {}
@@ -185,6 +182,6 @@ pub async fn read_verdict(
     }
     (
         Verdict::Unavailable("the verifier stopped before it answered".into()),
-        0,
+        Usage::default(),
     )
 }

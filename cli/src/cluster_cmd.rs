@@ -6,8 +6,6 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use cadre_actors::EventSink;
-use cadre_actors::host::Host;
 use cadre_runtime::Mode;
 use cadre_runtime::config::ClusterSettings;
 use cadre_runtime::permission::Posture;
@@ -18,8 +16,9 @@ use cadre_workflows::cluster::link::LinkNotice;
 use cadre_workflows::cluster::node::{NodeConfig, Notice};
 use cadre_workflows::cluster::server::{PeerEvent, ServerConfig};
 use cadre_workflows::cluster::{
-    Cluster, Coordinator, CoordinatorConfig, HEARTBEAT, HEARTBEAT_TIMEOUT, serve,
+    Cluster, Coordinator, CoordinatorConfig, HEARTBEAT, HEARTBEAT_TIMEOUT,
 };
+use cadre_workflows::{Host, RunError};
 
 use crate::args::{ClusterArgs, NodeArgs};
 use crate::config::{Environment, RunConfig};
@@ -148,25 +147,22 @@ pub async fn node(
     let scratch = std::env::temp_dir().join(format!("cadre-{name}-{}", std::process::id()));
     // Agents keep their conversations in memory: the coordinator's store
     // keeps what must survive.
-    let host = Host::builder(&scratch)
+    // The node's own `[context]` (its summaries' model) and providers.
+    let sessions = cadre_actors::Host::builder(&scratch)
         .memory_store()
         .model(config.model.clone())
         .retry(config.retry)
         .response_limits(config.response_limits)
         .tool_timeout(config.tool_timeout)
         .file_limits(config.limits)
-        .sandbox(config.sandbox.clone())
-        .build()
-        .await
-        .map_err(host_error)?;
+        .providers(config.providers.clone())
+        .context(config.context.clone())
+        .sandbox(config.sandbox.clone());
+    let host = Host::build(sessions, None).await.map_err(host_error)?;
     let mut options = session_options(&config, false);
     if let Some(first) = served.first() {
         options.workspace = first.local.clone();
     }
-    let (sink, _) = cadre_actors::events::channel();
-    let template = host
-        .workflow_caller(&options, EventSink::new(sink))
-        .map_err(host_error)?;
     let node_config = NodeConfig {
         name: name.clone(),
         slots,
@@ -186,9 +182,15 @@ pub async fn node(
             ..PreAuthLimits::default()
         },
     };
-    let mut handle = serve(&server, node_config, template, &connect)
+    let mut handle = host
+        .serve_node(&server, node_config, &options, &connect)
         .await
-        .map_err(|e| CliError::usage(e.to_string()))?;
+        .map_err(|e| match e {
+            RunError::Host(e) => host_error(e),
+            other @ (RunError::Start(_) | RunError::Cluster(_)) => {
+                CliError::usage(other.to_string())
+            }
+        })?;
     crate::outln!("cadre node {name} listening on {listen} ({slots} slots)");
     let mut terminate =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

@@ -343,7 +343,7 @@ impl RunConfig {
         )?;
         // A provider's window is its models' default (`[context] window`
         // still wins).
-        let mut context = settings.context;
+        let mut context = settings.context.clone();
         if context.window.is_none()
             && let ModelChoice::Server { options, .. } = &model
             && let Some(provider) = options.provider.as_deref()

@@ -6,12 +6,11 @@
 use std::sync::Arc;
 
 use cadre_actors::SessionHandle;
-use cadre_actors::host::{Host, HostError, Resume as HostResume, SessionOptions, Started};
+use cadre_actors::host::{HostError, Resume as HostResume, SessionOptions, Started};
 use cadre_runtime::model::providers::ServerOptions;
 use cadre_runtime::protocol::{Event, ModeSource, ModelSource};
 use cadre_runtime::store::{LaunchRecord, ModelRecord, Store, store_path};
-use cadre_workflows::cluster::child::ClusterPlacement;
-use cadre_workflows::engine::Engine;
+use cadre_workflows::Host;
 
 use crate::config::{API_KEY_VAR, ModelChoice, Resume, RunConfig};
 use crate::exit::CliError;
@@ -102,15 +101,16 @@ pub async fn launch_with(
     let (resume, workspace) = match resume {
         HostResume::New => (HostResume::New, config.workspace.clone()),
         other @ (HostResume::Session(_) | HostResume::LatestInWorkspace) => {
-            let (id, workspace) =
-                host.find(&other, &config.workspace)
-                    .await
-                    .map_err(|e| match e {
-                        e @ (HostError::NoSession(_) | HostError::Workspace { .. }) => {
-                            CliError::usage(format!("{flag}: {e}"))
-                        }
-                        other => host_error(other),
-                    })?;
+            let (id, workspace) = host
+                .sessions()
+                .find(&other, &config.workspace)
+                .await
+                .map_err(|e| match e {
+                    e @ (HostError::NoSession(_) | HostError::Workspace { .. }) => {
+                        CliError::usage(format!("{flag}: {e}"))
+                    }
+                    other => host_error(other),
+                })?;
             (HostResume::Session(id), workspace)
         }
     };
@@ -340,8 +340,8 @@ fn union(first: &[String], second: &[String]) -> Vec<String> {
 }
 
 /// Builds the host a `RunConfig` asks for: the store, the model client,
-/// the tools, the roles, the sandbox, and the workflow engine sessions in
-/// Operate delegate to.
+/// the tools, the roles, the sandbox, and (through [`Host::build`]) the
+/// workflow engine and the config's cluster.
 pub async fn host(config: &RunConfig) -> Result<Host, CliError> {
     host_with(config, Vec::new()).await
 }
@@ -351,7 +351,7 @@ async fn host_with(
     config: &RunConfig,
     instead: Vec<Arc<dyn cadre_runtime::tool::Tool>>,
 ) -> Result<Host, CliError> {
-    let mut builder = Host::builder(&config.data_dir);
+    let mut builder = cadre_actors::Host::builder(&config.data_dir);
     if !instead.is_empty() {
         let replaced = |name: &str| instead.iter().any(|t| t.definition().name == name);
         let kept: Vec<String> = cadre_runtime::tool::builtin_tools_with(config.limits)
@@ -368,16 +368,7 @@ async fn host_with(
         Some(max) => builder.model_requests(max),
         None => builder,
     };
-    // With nodes, sessions' sub-agents and delegated workflows' steps may
-    // run on them; without, nothing of the cluster is built.
-    let (builder, engine) = match &config.cluster {
-        Some(cluster) => (
-            builder.placement(Arc::new(ClusterPlacement::new(cluster.clone()))),
-            Engine::new().with_cluster(cluster.clone()),
-        ),
-        None => (builder, Engine::new()),
-    };
-    builder
+    let builder = builder
         .model(config.model.clone())
         .retry(config.retry)
         .response_limits(config.response_limits)
@@ -387,11 +378,12 @@ async fn host_with(
         .providers(config.providers.clone())
         .prices(config.prices.clone())
         .max_subagents(config.max_subagents)
-        .context(config.context)
+        .context(config.context.clone())
         .sandbox(config.sandbox.clone())
-        .hooks(config.hooks.clone())
-        .workflows(Arc::new(engine))
-        .build()
+        .hooks(config.hooks.clone());
+    // With nodes, sessions' sub-agents and workflows' steps may run on
+    // them; without, nothing of the cluster is built.
+    Host::build(builder, config.cluster.clone())
         .await
         .map_err(host_error)
 }
@@ -426,6 +418,7 @@ pub fn host_error(err: HostError) -> CliError {
         e @ (HostError::Config(_)
         | HostError::Script(_)
         | HostError::Model(_)
+        | HostError::Summarizer(_)
         | HostError::UnknownBuiltin(_)
         | HostError::Tool(_)) => CliError::config(e.to_string()),
         e @ (HostError::NoSession(_) | HostError::Workspace { .. }) => {

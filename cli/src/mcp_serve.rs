@@ -250,15 +250,13 @@ impl Server {
         let mut options = session_options(&config, false);
         options.posture = Some(config.posture);
         let caller = host
+            .sessions()
             .workflow_caller(&options, EventSink::new(tx))
             .map_err(|e| e.to_string());
         // The run's events are read (and dropped) as they come.
         let drain = tokio::spawn(async move { while events.recv().await.is_some() {} });
         let report = match caller {
-            Ok(caller) => cadre_workflows::engine::Engine::new()
-                .run(caller, args)
-                .await
-                .map_err(|e| e.message),
+            Ok(caller) => host.engine().run(caller, args).await.map_err(|e| e.message),
             Err(e) => Err(e),
         };
         host.close().await;

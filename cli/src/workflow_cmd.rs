@@ -13,16 +13,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cadre_actors::EventSink;
-use cadre_actors::host::Host;
 use cadre_actors::store::StoreRequest;
 use cadre_runtime::protocol::{Event, ModelSource};
 use cadre_runtime::store::{LeaseOwner, RunStatus, Store, StoreError, store_path};
-use cadre_workflows::cluster::Cluster;
 use cadre_workflows::diagnostic::Source;
-use cadre_workflows::engine::{Launch, Resumed, RunSettings, StartError, start_on};
+use cadre_workflows::engine::{Launch, Resumed, RunSettings, StartError};
 use cadre_workflows::model::{ForEach, Workflow};
 use cadre_workflows::scheduler::Report;
 use cadre_workflows::validate::{Options, validate};
+use cadre_workflows::{Host, RunError};
 use serde_json::json;
 
 use crate::args::{
@@ -153,7 +152,7 @@ async fn run_cmd(
         .settings
         .cluster;
     let env_for_cluster = env.clone();
-    let config = run_config(args.session, env, config_dir.as_deref(), args.output_format)?;
+    let mut config = run_config(args.session, env, config_dir.as_deref(), args.output_format)?;
     let source = read(&args.file)?;
     let settings = RunSettings {
         vars: vars(&args.vars)?,
@@ -168,9 +167,9 @@ async fn run_cmd(
         crate::out!("{}", dry_run(&workflow, &config, args.max_parallel));
         return Ok(exit::SUCCESS);
     }
-    let host = host(&config).await?;
-    let cluster =
+    config.cluster =
         crate::cluster_cmd::coordinator(&args.cluster, &cluster_settings, &env_for_cluster).await?;
+    let host = host(&config).await?;
     let launch = Launch {
         workflow,
         file: Some(args.file.display().to_string()),
@@ -179,7 +178,7 @@ async fn run_cmd(
         resume: None,
         retry_failed: false,
     };
-    drive(host, &config, launch, cluster).await
+    drive(host, &config, launch).await
 }
 
 async fn resume_cmd(
@@ -199,9 +198,12 @@ async fn resume_cmd(
         .map_err(store_error)?;
     let record = crate::launch::recorded(&config.data_dir, &stored.id)?;
     crate::launch::keep_recorded(&mut config, record.as_ref())?;
+    config.cluster =
+        crate::cluster_cmd::coordinator(&args.cluster, &cluster_settings, &env_for_cluster).await?;
     let host = host(&config).await?;
     let spec = args.run.clone();
     let opened = host
+        .sessions()
         .store()
         .ask(|reply| StoreRequest::OpenRun { spec, reply })
         .await
@@ -236,9 +238,7 @@ async fn resume_cmd(
         }),
         retry_failed: args.retry_failed,
     };
-    let cluster =
-        crate::cluster_cmd::coordinator(&args.cluster, &cluster_settings, &env_for_cluster).await?;
-    drive(host, &config, launch, cluster).await
+    drive(host, &config, launch).await
 }
 
 fn store_error(err: StoreError) -> CliError {
@@ -251,21 +251,17 @@ fn store_error(err: StoreError) -> CliError {
 
 /// Starts the run and follows it to its end; the exit code says how it
 /// ended.
-async fn drive(
-    host: Host,
-    config: &RunConfig,
-    launch: Launch,
-    cluster: Option<Cluster>,
-) -> Result<u8, CliError> {
+async fn drive(host: Host, config: &RunConfig, launch: Launch) -> Result<u8, CliError> {
     let (tx, mut events) = cadre_actors::events::channel();
-    let caller = host
-        .workflow_caller(&session_options(config, false), EventSink::new(tx))
-        .map_err(host_error)?;
-    let handle = start_on(caller, launch, cluster)
+    let handle = host
+        .run(launch, &session_options(config, false), EventSink::new(tx))
         .await
         .map_err(|e| match e {
-            StartError::Store(store) => store_error(store),
-            other => CliError::internal(other.to_string()),
+            RunError::Host(e) => host_error(e),
+            RunError::Start(StartError::Store(store)) => store_error(store),
+            other @ (RunError::Start(_) | RunError::Cluster(_)) => {
+                CliError::internal(other.to_string())
+            }
         })?;
     crate::launch::record(&config.data_dir, &handle.run_id, config)?;
     let demo = config.model_source == ModelSource::Demo;

@@ -446,6 +446,14 @@ impl Config {
             s.max_subagents = file.max_subagents.or(s.max_subagents);
             s.context.window = file.context.window.or(s.context.window);
             s.context.compact_percent = file.context.compact_percent.or(s.context.compact_percent);
+            let (c, lower) = (file.context, &mut s.context);
+            lower.model = c.model.or(lower.model.take());
+            lower.provider = c.provider.or(lower.provider.take());
+            lower.reasoning_effort = c.reasoning_effort.or(lower.reasoning_effort);
+            lower.max_output_tokens = c.max_output_tokens.or(lower.max_output_tokens);
+            lower.temperature = c.temperature.or(lower.temperature);
+            lower.top_p = c.top_p.or(lower.top_p);
+            lower.extra = c.extra.or(lower.extra.take());
             s.plan.agent_entry = file.plan.agent_entry.or(s.plan.agent_entry);
             if scope != Scope::Project {
                 // Which model reviews the calls under Auto-Review is the

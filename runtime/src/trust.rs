@@ -35,7 +35,7 @@ use std::sync::{Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::{ConfigError, ConfigFile, PlanSettings};
+use crate::config::{ConfigError, ConfigFile, ContextSettings, PlanSettings};
 use crate::mcp::config::McpServerEntry;
 use crate::permission::rules::PermissionRules;
 
@@ -257,6 +257,24 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         lose(format!("roles.{name}"), true);
     }
     lose("plan.agent_entry".into(), agent_entry == Some(true));
+    // The summaries' model, like the session's: which server reads the
+    // conversation, and what its requests cost.
+    let ContextSettings {
+        window,
+        compact_percent,
+        ..
+    } = context;
+    for (key, set) in [
+        ("model", context.model.is_some()),
+        ("provider", context.provider.is_some()),
+        ("reasoning_effort", context.reasoning_effort.is_some()),
+        ("max_output_tokens", context.max_output_tokens.is_some()),
+        ("temperature", context.temperature.is_some()),
+        ("top_p", context.top_p.is_some()),
+        ("extra", context.extra.is_some()),
+    ] {
+        lose(format!("context.{key}"), set);
+    }
     // Commands a cloned repository would run on this machine.
     for key in hooks.keys() {
         lose(key, true);
@@ -290,7 +308,11 @@ pub fn untrusted(file: ConfigFile) -> (ConfigFile, Vec<String>) {
         snapshots,
         cluster,
         // Only when cadre compacts, never what an agent may do.
-        context,
+        context: ContextSettings {
+            window,
+            compact_percent,
+            ..ContextSettings::default()
+        },
         model: None,
         provider: None,
         reasoning_effort: None,

@@ -576,6 +576,7 @@ async fn approvals_from_a_remote_step_reach_the_caller() {
     let (tx, mut events) = cadre::actors::events::channel();
     let caller = h
         .host
+        .sessions()
         .workflow_caller(&options, EventSink::new(tx))
         .expect("caller");
     let source = Source::file("wf.toml", fan_out(1, 1, 0));

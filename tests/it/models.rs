@@ -598,3 +598,97 @@ async fn a_workflow_step_with_a_role_runs_on_the_roles_provider_key_and_effort()
         )
     );
 }
+
+/// `[context] model` and `provider`: the compaction summaries go to their
+/// own model on their own provider, with its key; the agent's requests
+/// stay on the session's.
+#[tokio::test]
+async fn compaction_summaries_go_to_their_own_model_and_provider() {
+    use cadre::runtime::context::SUMMARY_TAG;
+    let mock = MockServer::start().await;
+    let is_summary = |body: &Value| {
+        body.get("tools").is_none() && body["messages"].to_string().contains(SUMMARY_TAG)
+    };
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    mock.respond_with(move |body| {
+        if is_summary(body) {
+            return Some(Reply::sse(&text_chunks("Read big.txt again and again.")));
+        }
+        let n = reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Some(if n < 8 {
+            Reply::sse(&tool_call_chunks(
+                &format!("r{n}"),
+                "read_file",
+                &json!({"path": "big.txt"}),
+            ))
+        } else {
+            Reply::sse(&text_chunks("done"))
+        })
+    });
+    let dirs = Dirs::new();
+    configure(
+        &dirs,
+        r#"
+model = "main-model"
+provider = "local"
+
+[context]
+window = 8000
+model = "summary-model"
+provider = "other"
+reasoning_effort = "low"
+
+[providers.local]
+base_url = "{url}"
+env_key = "LOCAL_LLM_KEY"
+
+[providers.other]
+base_url = "{url}"
+env_key = "OTHER_LLM_KEY"
+"#,
+        &mock.url,
+    );
+    let text: String = (0..100)
+        .map(|i| format!("line {i:04} of a file that fills the context window.\n"))
+        .collect();
+    std::fs::write(dirs.ws.path().join("big.txt"), text).expect("file");
+    let env = [
+        ("LOCAL_LLM_KEY", "local-secret"),
+        ("OTHER_LLM_KEY", "other-secret"),
+    ];
+    let out = exec(&dirs, "read big.txt eight times", &env).await;
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let events = events(&out);
+    let compacted = of_type(&events, "context.compacted");
+    assert!(!compacted.is_empty(), "never compacted: {}", out.stdout);
+    assert!(
+        compacted.iter().all(|e| e["kind"] == "model"),
+        "{compacted:?}"
+    );
+    let requests = mock.requests();
+    let seen = mock.seen();
+    let (summaries, work): (Vec<_>, Vec<_>) = requests
+        .iter()
+        .zip(&seen)
+        .map(|(body, seen)| {
+            (
+                is_summary(body),
+                body["model"].clone(),
+                body.get("reasoning_effort").cloned(),
+                seen.header("authorization").map(str::to_string),
+            )
+        })
+        .partition(|(summary, ..)| *summary);
+    assert!(!summaries.is_empty());
+    for (_, model, effort, key) in &summaries {
+        assert_eq!(model, "summary-model");
+        assert_eq!(effort.as_ref(), Some(&json!("low")));
+        assert_eq!(key.as_deref(), Some("Bearer other-secret"));
+    }
+    assert!(work.len() >= 9, "{work:?}");
+    for (_, model, effort, key) in &work {
+        assert_eq!(model, "main-model");
+        assert_eq!(effort, &None);
+        assert_eq!(key.as_deref(), Some("Bearer local-secret"));
+    }
+}

@@ -22,7 +22,7 @@ use cadre::runtime::Mode;
 use cadre::runtime::permission::Posture;
 use cadre::runtime::protocol::Event;
 use cadre::workflows::diagnostic::Source;
-use cadre::workflows::engine::{Launch, RunSettings, start};
+use cadre::workflows::engine::{Launch, RunSettings};
 use cadre::workflows::scheduler::Report;
 use cadre::workflows::validate::{Options, validate};
 use serde_json::Value;
@@ -56,7 +56,8 @@ pub fn answered(request: &Value) -> usize {
 
 /// A host on the mock server, in fresh directories.
 pub struct Harness {
-    pub host: Host,
+    /// The library's whole host: sessions and workflow runs on one store.
+    pub host: cadre::workflows::Host,
     /// Holds the data directory (the store) until the test ends.
     pub _data: TempDir,
     pub workspace: TempDir,
@@ -97,11 +98,8 @@ impl Harness {
         if let Some(max) = model_requests {
             builder = builder.model_requests(max);
         }
-        let host = builder
-            .model(model)
-            .retry(quick_retries(2))
-            .workflows(Arc::new(cadre::workflows::engine::Engine::new()))
-            .build()
+        let builder = builder.model(model).retry(quick_retries(2));
+        let host = cadre::workflows::Host::build(builder, None)
             .await
             .expect("host");
         Self {
@@ -126,31 +124,27 @@ impl Harness {
     /// Runs a workflow to its end under `posture`.
     pub async fn run(&self, text: &str, posture: Posture, max_parallel: Option<u32>) -> Finished {
         let (tx, rx) = cadre::actors::events::channel();
-        let caller = self
-            .host
-            .workflow_caller(&self.options(posture), EventSink::new(tx))
-            .expect("caller");
         let source = Source::file("wf.toml", text);
         let workflow = match validate(&source, &Options::default()) {
             Ok(v) => v.workflow,
             Err(e) => panic!("invalid workflow: {}", e.render()),
         };
-        let handle = start(
-            caller,
-            Launch {
-                workflow,
-                source,
-                file: Some("wf.toml".into()),
-                settings: RunSettings {
-                    vars: BTreeMap::new(),
-                    max_parallel,
-                },
-                resume: None,
-                retry_failed: false,
+        let launch = Launch {
+            workflow,
+            source,
+            file: Some("wf.toml".into()),
+            settings: RunSettings {
+                vars: BTreeMap::new(),
+                max_parallel,
             },
-        )
-        .await
-        .expect("started");
+            resume: None,
+            retry_failed: false,
+        };
+        let handle = self
+            .host
+            .run(launch, &self.options(posture), EventSink::new(tx))
+            .await
+            .expect("started");
         let run_id = handle.run_id.clone();
         let report = tokio::time::timeout(PATIENCE * 3, handle.done)
             .await

@@ -17,6 +17,8 @@
 //!   step actor per running instance), the run in the store, and the
 //!   [`engine::Engine`] behind the Operate `workflow` tool.
 //! - [`format`]: the file as written, with spans; a JSON plan as TOML.
+//! - [`host`]: the library's whole [`Host`]: sessions, workflow runs and
+//!   nodes, the engine and the placement joined to the session host.
 //! - [`template`]: `{{…}}` references in prompts and scopes.
 //! - [`model`]: the validated workflow.
 //! - [`validate`]: from text to a [`model::Workflow`], or every finding.
@@ -27,10 +29,13 @@ pub mod cluster;
 pub mod diagnostic;
 pub mod engine;
 pub mod format;
+pub mod host;
 pub mod model;
 pub mod scheduler;
 pub mod template;
 pub mod validate;
+
+pub use host::{Host, RunError};
 
 #[cfg(test)]
 mod hooks_tests;

@@ -27,6 +27,11 @@ pub enum HostError {
     /// Not retryable: the settings must change.
     #[error(transparent)]
     Model(#[from] ModelError),
+    /// `[context]`'s summary model could not be served (an unknown
+    /// provider, a server with no model, a client its settings refuse).
+    /// Not retryable: the configuration must change.
+    #[error("[context] model: {0}")]
+    Summarizer(cadre_runtime::agent::ModelSourceError),
     /// The host was asked for a built-in tool cadre does not have (the
     /// name). Not retryable: the list of built-ins must change.
     #[error("there is no built-in tool {0:?}")]

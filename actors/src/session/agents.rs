@@ -552,6 +552,7 @@ impl SessionState {
             model: child.model.clone(),
             tools: self.services.tools.clone(),
             store: Some(self.store.clone()),
+            summarizer: self.services.summarizer.clone(),
         };
         let SpawnedAgent { actor, events, .. } =
             spawn_agent(child.spec.clone(), services, Some(myself.get_cell()))

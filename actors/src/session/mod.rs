@@ -133,8 +133,8 @@ pub enum SessionMsg {
         turn_id: u64,
         /// The verdict.
         outcome: VerifierOutcome,
-        /// Tokens the verifier spent.
-        tokens: u64,
+        /// What the verifier spent (the goal's, shown apart).
+        usage: Usage,
     },
     /// A plan lifecycle tool asks (from the turn's plan host).
     Plan {
@@ -479,7 +479,7 @@ impl Actor for SessionActor {
             SessionMsg::GoalVerdict {
                 turn_id,
                 outcome,
-                tokens,
+                usage,
             } => {
                 if state.core.goal().verifying() == Some(turn_id) {
                     state.verifier = None;
@@ -487,7 +487,7 @@ impl Actor for SessionActor {
                 Some(AgentInput::Verdict {
                     turn_id,
                     outcome,
-                    tokens,
+                    usage,
                 })
             }
             SessionMsg::Authorize {

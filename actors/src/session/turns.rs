@@ -254,6 +254,7 @@ impl SessionState {
             machine: TurnMachine::new(turn, start.conversation.clone()),
             supervisor: myself.get_derived(),
             model: self.services.model.clone(),
+            summarizer: self.services.summarizer.clone(),
             tools: self.services.tools.clone(),
             tool_context: Arc::new(tool_context),
             events: self.events.clone(),

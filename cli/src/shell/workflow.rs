@@ -9,9 +9,9 @@
 use std::path::Path;
 
 use cadre_actors::EventSink;
-use cadre_actors::host::Host;
+use cadre_workflows::Host;
 use cadre_workflows::diagnostic::Source;
-use cadre_workflows::engine::{Launch, RunHandle, RunSettings, start};
+use cadre_workflows::engine::{Launch, RunHandle, RunSettings};
 use cadre_workflows::validate::{Options, validate};
 
 use crate::config::RunConfig;
@@ -67,22 +67,18 @@ pub async fn run(host: &Host, config: &RunConfig, file: &str) -> Result<Overlay,
         .map_err(|invalid| invalid.render())?
         .workflow;
     let (tx, events) = cadre_actors::events::channel();
-    let caller = host
-        .workflow_caller(&session_options(config, true), EventSink::new(tx))
+    let launch = Launch {
+        workflow,
+        source,
+        file: Some(path.display().to_string()),
+        settings: RunSettings::default(),
+        resume: None,
+        retry_failed: false,
+    };
+    let handle = host
+        .run(launch, &session_options(config, true), EventSink::new(tx))
+        .await
         .map_err(|e| e.to_string())?;
-    let handle = start(
-        caller,
-        Launch {
-            workflow,
-            source,
-            file: Some(path.display().to_string()),
-            settings: RunSettings::default(),
-            resume: None,
-            retry_failed: false,
-        },
-    )
-    .await
-    .map_err(|e| e.to_string())?;
     Ok(Overlay { handle, events })
 }
 

@@ -12,10 +12,12 @@ use crate::permission::Posture;
 use crate::permission::rules::PermissionRules;
 use crate::tool::FileLimits;
 
-/// `[context]`: the session model's context window and the compaction
-/// threshold (CX1, CX2). A project's file may set them: they change only
-/// when cadre compacts, never what an agent may do.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+/// `[context]`: the session model's context window, the compaction
+/// threshold (CX1, CX2) and the model that writes the summaries. A
+/// project's file may set the window and the threshold (they change only
+/// when cadre compacts, never what an agent may do); the summaries' model
+/// is the user's choice, or a trusted project's, like the session's model.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContextSettings {
     /// The window in tokens (default: the built-in table's for a known
@@ -24,12 +26,45 @@ pub struct ContextSettings {
     /// Compact before a request estimated past this percentage of the
     /// window (default 80, clamped to 10..=95).
     pub compact_percent: Option<u8>,
+
+    /// The model that writes every agent's compaction summaries (default:
+    /// each agent's own): a cheap one saves the strong one's tokens.
+    pub model: Option<String>,
+    /// The provider serving it (default: the session's server).
+    pub provider: Option<String>,
+    /// Reasoning effort sent with the summary requests.
+    pub reasoning_effort: Option<Effort>,
+    /// The most tokens one summary request's answer may have.
+    pub max_output_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Nucleus sampling.
+    pub top_p: Option<f64>,
+    /// Provider-specific fields merged into each summary request's body.
+    pub extra: Option<BTreeMap<String, serde_json::Value>>,
 }
 
 impl ContextSettings {
     /// The budget for `model` under these settings.
     pub fn budget(&self, model: Option<&str>) -> crate::context::ContextBudget {
         crate::context::ContextBudget::resolve(self.window, model, self.compact_percent)
+    }
+
+    /// The summaries' model choice, built like a role's, when one is set:
+    /// `None` leaves each agent summarising with its own model.
+    pub fn summarizer(&self) -> Option<RoleConfig> {
+        let choice = RoleConfig {
+            description: Some("compaction".into()),
+            model: self.model.clone(),
+            provider: self.provider.clone(),
+            reasoning_effort: self.reasoning_effort,
+            max_output_tokens: self.max_output_tokens,
+            temperature: self.temperature,
+            top_p: self.top_p,
+            extra: self.extra.clone(),
+            ..RoleConfig::default()
+        };
+        (choice.model.is_some() || choice.own_client()).then_some(choice)
     }
 }
 

@@ -326,3 +326,59 @@ fn limits_from_the_highest_user_layer_that_sets_each_key_tightened_by_the_projec
     );
     assert!(ConfigFile::parse("[limits]\nread_byte = 1\n", Path::new("c.toml")).is_err());
 }
+
+/// A project may set the window, but who reads the conversation to
+/// summarise it is the user's choice unless the project is trusted.
+#[test]
+fn an_untrusted_project_cannot_choose_the_compaction_model() {
+    let user = file("[context]\nmodel = \"mine\"\nwindow = 9000\n");
+    let project = file(
+        "[context]\nmodel = \"theirs\"\nprovider = \"local\"\nreasoning_effort = \"high\"\n\
+         compact_percent = 50\n",
+    );
+    let layers = |project: ConfigFile| {
+        vec![
+            (user.clone(), Scope::User, "user.toml".into()),
+            (project, Scope::Project, "project.toml".into()),
+        ]
+    };
+    let untrusted =
+        Config::merge(layers(project.clone()), Trust::Untrusted(Untrusted::Never)).expect("merge");
+    let context = &untrusted.settings.context;
+    assert_eq!(context.model.as_deref(), Some("mine"));
+    assert_eq!(
+        (context.provider.as_deref(), context.reasoning_effort),
+        (None, None)
+    );
+    assert_eq!(
+        (context.window, context.compact_percent),
+        (Some(9000), Some(50))
+    );
+    let (_, ignored) = crate::trust::untrusted(project.clone());
+    assert_eq!(
+        ignored,
+        [
+            "context.model",
+            "context.provider",
+            "context.reasoning_effort"
+        ]
+    );
+    let trusted = Config::merge(layers(project), Trust::Trusted).expect("merge");
+    let context = &trusted.settings.context;
+    assert_eq!(context.model.as_deref(), Some("theirs"));
+    assert_eq!(context.provider.as_deref(), Some("local"));
+    // The summaries' choice is built like a role's: a provider gets a
+    // client of its own; a model name alone shares the session's.
+    let choice = context.summarizer().expect("a choice");
+    assert!(choice.own_client());
+    assert_eq!(choice.model.as_deref(), Some("theirs"));
+    let named = file("[context]\nmodel = \"cheap\"\n")
+        .context
+        .summarizer()
+        .expect("a choice");
+    assert!(!named.own_client());
+    assert_eq!(
+        file("[context]\nwindow = 9000\n").context.summarizer(),
+        None
+    );
+}

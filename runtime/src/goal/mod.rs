@@ -256,13 +256,14 @@ pub struct GoalUsage {
     /// Of `tokens`, the verifier's.
     pub verifier_tokens: u64,
     /// Of `tokens`, prompt tokens the server read from its cache (the
-    /// goal's own turns; shown apart, counted in full by the budget).
+    /// goal's turns and its verifier's; shown apart, counted in full by
+    /// the budget).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cached_tokens: u64,
-    /// Of `tokens`, reasoning tokens (the goal's own turns).
+    /// Of `tokens`, reasoning tokens (the turns' and the verifier's).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reasoning_tokens: u64,
-    /// What the goal's own turns cost at the configured prices.
+    /// What the goal's turns and its verifier cost at the configured prices.
     #[serde(default, skip_serializing_if = "crate::model::Cost::is_zero")]
     pub cost: crate::model::Cost,
 }

@@ -480,7 +480,7 @@ impl GoalSession {
         &mut self,
         turn_id: u64,
         outcome: &VerifierOutcome,
-        tokens: u64,
+        usage: crate::protocol::Usage,
         at: &Surroundings,
         now: Instant,
     ) -> Option<Vec<GoalEffect>> {
@@ -492,11 +492,11 @@ impl GoalSession {
         };
         let next = match outcome {
             VerifierOutcome::Verdict(verdict) => {
-                after_verdict(goal, claim.revision, verdict, tokens, seconds)
+                after_verdict(goal, claim.revision, verdict, usage, seconds)
             }
             VerifierOutcome::Cancelled => {
                 let stopped = Verdict::Unavailable("stopped".into());
-                after_verdict(goal, u64::MAX, &stopped, tokens, seconds);
+                after_verdict(goal, u64::MAX, &stopped, usage, seconds);
                 if goal.status == GoalStatus::Active {
                     goal.set(GoalStatus::Paused, StatusReason::UserRequested);
                 }
@@ -513,7 +513,7 @@ impl GoalSession {
         let mut out = vec![GoalEffect::Emit(Event::GoalVerification {
             verdict: verdict.to_string(),
             gaps,
-            verifier_tokens: tokens,
+            verifier_tokens: usage.total(),
         })];
         out.extend(self.commit(next, at));
         Some(out)

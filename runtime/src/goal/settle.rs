@@ -241,16 +241,20 @@ pub fn settle(goal: &mut Goal, facts: &TurnFacts) -> Settlement {
 /// Finishes a settlement with the verifier's verdict (G5). `revision` is
 /// the goal's revision when the claim was made: a goal edited since
 /// discards the verdict. The verifier's tokens and time count toward the
-/// goal's budgets.
+/// goal's budgets; its cached and reasoning tokens and its cost are shown
+/// with the goal's own.
 pub fn after_verdict(
     goal: &mut Goal,
     revision: u64,
     verdict: &Verdict,
-    verifier_tokens: u64,
+    verifier: Usage,
     seconds: u64,
 ) -> Settled {
-    goal.usage.tokens += verifier_tokens;
-    goal.usage.verifier_tokens += verifier_tokens;
+    goal.usage.tokens += verifier.total();
+    goal.usage.verifier_tokens += verifier.total();
+    goal.usage.cached_tokens += verifier.cached_tokens;
+    goal.usage.reasoning_tokens += verifier.reasoning_tokens;
+    goal.usage.cost = goal.usage.cost + verifier.cost;
     goal.usage.seconds += seconds;
     if goal.status != GoalStatus::Active {
         return Settled::Stop;

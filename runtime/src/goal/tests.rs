@@ -245,10 +245,38 @@ fn verdict_parsing() {
 
 // ---- after the verdict ----------------------------------------------------------
 
+/// The verifier's tokens count toward the budget, and its cached and
+/// reasoning tokens and its cost are shown with the turns'.
+#[test]
+fn the_verifiers_cached_tokens_and_cost_join_the_goals_usage() {
+    let mut g = goal(VerifyMode::Subagent);
+    g.usage.cached_tokens = 5;
+    g.usage.cost = crate::model::Cost(1_000);
+    let verifier = crate::protocol::Usage {
+        prompt_tokens: 900,
+        completion_tokens: 100,
+        cached_tokens: 600,
+        reasoning_tokens: 40,
+        cost: crate::model::Cost(2_500),
+    };
+    after_verdict(&mut g, 1, &Verdict::Pass, verifier, 0);
+    let u = &g.usage;
+    assert_eq!(
+        (
+            u.tokens,
+            u.verifier_tokens,
+            u.cached_tokens,
+            u.reasoning_tokens,
+            u.cost
+        ),
+        (1_000, 1_000, 605, 40, crate::model::Cost(3_500))
+    );
+}
+
 fn check_after(tweak: impl FnOnce(&mut Goal), verdict: Verdict, expected: (Settled, &str, u64)) {
     let mut g = goal(VerifyMode::Subagent);
     tweak(&mut g);
-    let next = after_verdict(&mut g, 1, &verdict, 40, 1);
+    let next = after_verdict(&mut g, 1, &verdict, spent(40), 1);
     assert_eq!(
         (next, g.label().as_str(), g.usage.verifier_tokens),
         expected
@@ -304,16 +332,16 @@ fn the_same_gaps_five_times_pause_the_goal() {
     let gaps = vec!["the README has no example".to_string()];
     for _ in 0..4 {
         assert_eq!(
-            after_verdict(&mut g, 1, &Verdict::Fail(gaps.clone()), 1, 0),
+            after_verdict(&mut g, 1, &Verdict::Fail(gaps.clone()), spent(1), 0),
             Settled::Continue
         );
     }
     // Different gaps in between start the count again.
     let mut h = g.clone();
-    after_verdict(&mut h, 1, &Verdict::Fail(vec!["other".into()]), 1, 0);
+    after_verdict(&mut h, 1, &Verdict::Fail(vec!["other".into()]), spent(1), 0);
     assert_eq!((h.status, h.gaps.repeats), (GoalStatus::Active, 1));
     assert_eq!(
-        after_verdict(&mut g, 1, &Verdict::Fail(gaps), 1, 0),
+        after_verdict(&mut g, 1, &Verdict::Fail(gaps), spent(1), 0),
         Settled::Stop
     );
     assert_eq!(g.label(), "paused(no_progress)");
@@ -466,7 +494,13 @@ fn continuation_texts_carry_a_header_and_say_what_changed() {
             kind: ContinuationKind::Continue
         })
     );
-    after_verdict(&mut g, 2, &Verdict::Fail(vec!["no docs".into()]), 0, 0);
+    after_verdict(
+        &mut g,
+        2,
+        &Verdict::Fail(vec!["no docs".into()]),
+        spent(0),
+        0,
+    );
     g.breaker.count = 1;
     let next = g.take_continuation();
     assert!(
@@ -778,7 +812,7 @@ proptest! {
                         _ => Verdict::Fail(vec!["gap".into()]),
                     };
                     let revision = g.revision;
-                    let next = after_verdict(&mut g, revision, &verdict, 50, 0);
+                    let next = after_verdict(&mut g, revision, &verdict, spent(50), 0);
                     pending_claim = false;
                     if next == Settled::Continue {
                         prop_assert!(g.spent().is_none());

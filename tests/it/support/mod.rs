@@ -217,6 +217,7 @@ impl SessionBuilder {
             model: self.model,
             tools: ToolRunner::new(Arc::new(registry), self.tool_timeout),
             store: Some(store.clone()),
+            summarizer: None,
         };
         let (handle, events) = spawn_session(config, services)
             .await

@@ -115,8 +115,8 @@ pub enum StepMsg {
     },
     /// The check ended.
     Checked(bool, String),
-    /// The verifier answered (and spent these tokens).
-    Verdict(Verdict, u64),
+    /// The verifier answered (and spent this).
+    Verdict(Verdict, Usage),
     /// Bring the worktree's changes back.
     Merge,
     /// The merge ended.
@@ -365,9 +365,10 @@ impl Actor for StepActor {
                 // inline, every step's message loop would carry its size.
                 Box::pin(state.verify(&myself, verifier)).await;
             }
-            StepMsg::Verdict(verdict, tokens) => {
+            StepMsg::Verdict(verdict, usage) => {
                 state.verifier = None;
-                state.supervisor(StepReport::Tokens(tokens));
+                state.supervisor(StepReport::Tokens(usage.total()));
+                state.supervisor(StepReport::Spent(usage));
                 let (passed, detail) = outcome(&verdict);
                 let _ = myself.cast(StepMsg::Checked(passed, detail));
             }

@@ -60,8 +60,8 @@ pub struct Report {
     /// Tokens spent.
     pub tokens: u64,
     /// Of `tokens`, the cached and reasoning ones, and the cost, of the
-    /// steps' turns and their sub-agents since the run was last taken up
-    /// (filled in by the engine; its verifiers' details are not included).
+    /// steps' turns, their sub-agents and their verifiers since the run
+    /// was last taken up (filled in by the engine).
     #[serde(skip_serializing_if = "is_unpriced")]
     pub usage: cadre_runtime::protocol::Usage,
     /// Each step.

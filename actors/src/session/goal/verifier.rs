@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use cadre_runtime::agent::AgentPath;
 use cadre_runtime::goal::{GoalSettings, Verdict, VerifierOutcome, VerifyMode, verifier_request};
-use cadre_runtime::protocol::Op;
+use cadre_runtime::protocol::{Op, Usage};
 use cadre_runtime::sandbox::{CheckRun, SandboxConfig};
 use ractor::ActorRef;
 use tokio::sync::oneshot;
@@ -52,11 +52,11 @@ impl SessionState {
             seq,
         } = claim;
         let session = myself.clone();
-        let answer = move |outcome: VerifierOutcome, tokens: u64| {
+        let answer = move |outcome: VerifierOutcome, usage: Usage| {
             let _ = session.cast(SessionMsg::GoalVerdict {
                 turn_id,
                 outcome,
-                tokens,
+                usage,
             });
         };
         match settings.verify {
@@ -73,7 +73,7 @@ impl SessionState {
                         }
                         _ = stopped => VerifierOutcome::Cancelled,
                     };
-                    answer(outcome, 0);
+                    answer(outcome, Usage::default());
                 });
             }
             VerifyMode::Subagent | VerifyMode::None => {
@@ -94,17 +94,20 @@ impl SessionState {
                         };
                         tokio::spawn(async move {
                             let agent = path.to_string();
-                            let (outcome, tokens) = tokio::select! {
-                                (verdict, tokens) = read_verdict(events, &agent, shown) => {
-                                    (VerifierOutcome::Verdict(verdict), tokens)
+                            let (outcome, usage) = tokio::select! {
+                                (verdict, usage) = read_verdict(events, &agent, shown) => {
+                                    (VerifierOutcome::Verdict(verdict), usage)
                                 }
-                                _ = stopped => (VerifierOutcome::Cancelled, 0),
+                                _ = stopped => (VerifierOutcome::Cancelled, Usage::default()),
                             };
                             let _ = actor.cast(SessionMsg::Op(Op::Shutdown));
-                            answer(outcome, tokens);
+                            answer(outcome, usage);
                         });
                     }
-                    Err(why) => answer(VerifierOutcome::Verdict(Verdict::Unavailable(why)), 0),
+                    Err(why) => answer(
+                        VerifierOutcome::Verdict(Verdict::Unavailable(why)),
+                        Usage::default(),
+                    ),
                 }
             }
         }

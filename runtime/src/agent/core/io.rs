@@ -207,8 +207,8 @@ pub enum AgentInput {
         turn_id: u64,
         /// What it said, or that it was stopped.
         outcome: VerifierOutcome,
-        /// Tokens it spent, the goal's.
-        tokens: u64,
+        /// What it spent, the goal's.
+        usage: crate::protocol::Usage,
     },
     /// A child started (here, or on a node which sent it its prompt).
     ChildStarted(Box<ChildStart>),

@@ -352,10 +352,10 @@ impl AgentCore {
             AgentInput::Verdict {
                 turn_id,
                 outcome,
-                tokens,
+                usage,
             } => {
                 let (at, now) = (self.surroundings(), self.now);
-                if let Some(effects) = self.goal.verdict(turn_id, &outcome, tokens, &at, now) {
+                if let Some(effects) = self.goal.verdict(turn_id, &outcome, usage, &at, now) {
                     let mut work: Vec<Work> = effects.into_iter().map(Work::Goal).collect();
                     work.push(Work::Queue(QueueInput::Finished { turn_id }));
                     self.first(work);

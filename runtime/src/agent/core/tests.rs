@@ -892,7 +892,7 @@ fn a_goal_set_while_idle_starts_work_and_a_proposal_is_verified_before_the_queue
             AgentInput::Verdict {
                 turn_id: 1,
                 outcome: VerifierOutcome::Cancelled,
-                tokens: 0,
+                usage: Default::default(),
             },
         ],
         r#"

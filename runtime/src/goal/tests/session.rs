@@ -144,14 +144,16 @@ impl Harness {
             }
             In::Verdict(outcome) => {
                 let turn = self.goal.verifying().expect("a claim waits");
-                let effects = self.goal.verdict(turn, &outcome, 7, &at, self.now);
+                let effects = self
+                    .goal
+                    .verdict(turn, &outcome, super::spent(7), &at, self.now);
                 effects.expect("the claim's verdict is taken")
             }
             In::StaleVerdict => {
                 let outcome = VerifierOutcome::Verdict(Verdict::Pass);
                 match self
                     .goal
-                    .verdict(self.turn + 100, &outcome, 7, &at, self.now)
+                    .verdict(self.turn + 100, &outcome, super::spent(7), &at, self.now)
                 {
                     Some(effects) => effects,
                     None => vec![GoalEffect::Note("stale".into())],

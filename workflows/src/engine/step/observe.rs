@@ -56,21 +56,17 @@ impl StepState {
             let _ = supervisor.cast(SupervisorMsg::Step(id, StepReport::Event(Box::new(event))));
         };
         tokio::spawn(async move {
-            let (verdict, tokens) =
-                tokio::time::timeout(limit, read_verdict(events, &agent, shown))
-                    .await
-                    .unwrap_or_else(|_| {
-                        (
-                            Verdict::Unavailable(format!(
-                                "it did not answer within {}",
-                                human(limit)
-                            )),
-                            0,
-                        )
-                    });
+            let (verdict, usage) = tokio::time::timeout(limit, read_verdict(events, &agent, shown))
+                .await
+                .unwrap_or_else(|_| {
+                    (
+                        Verdict::Unavailable(format!("it did not answer within {}", human(limit))),
+                        Usage::default(),
+                    )
+                });
             let _ = actor.cast(SessionMsg::Op(Op::Cancel));
             let _ = actor.cast(SessionMsg::Op(Op::Shutdown));
-            let _ = me.cast(StepMsg::Verdict(verdict, tokens));
+            let _ = me.cast(StepMsg::Verdict(verdict, usage));
         });
     }
 

@@ -209,7 +209,7 @@ fn input_for(happening: &Happening, core: &AgentCore, watch: &mut Watch) -> Opti
         Happening::Verdict => AgentInput::Verdict {
             turn_id: core.goal().verifying()?,
             outcome: VerifierOutcome::Cancelled,
-            tokens: 0,
+            usage: Default::default(),
         },
         Happening::Mode(plan) => op(Op::SetMode {
             mode: if *plan { Mode::Plan } else { Mode::Work },
@@ -239,7 +239,7 @@ proptest! {
                 let verdict = AgentInput::Verdict {
                     turn_id,
                     outcome: VerifierOutcome::Cancelled,
-                    tokens: 0,
+                    usage: Default::default(),
                 };
                 watch.feed(&mut core, verdict, false);
             }
