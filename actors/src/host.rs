@@ -560,6 +560,12 @@ impl Host {
 
     /// Starts a new session or resumes a stored one.
     pub async fn start(&self, options: SessionOptions) -> Result<Started, HostError> {
+        // Boxed: the start is a large future, and a caller awaiting it in a
+        // task that lives as long as the session would carry its size.
+        Box::pin(self.open(options)).await
+    }
+
+    async fn open(&self, options: SessionOptions) -> Result<Started, HostError> {
         let (session_id, workspace) = self.find(&options.resume, &options.workspace).await?;
         let workspace =
             Workspace::new(&workspace).map_err(|e| HostError::workspace(&workspace, e))?;

@@ -105,6 +105,27 @@ impl<'a> PromptInput<'a> {
     }
 }
 
+/// The most distinct system prompts [`shared`] keeps; past it the set
+/// starts over (an agent holding one keeps it).
+const SHARED_PROMPTS: usize = 64;
+
+/// `text` as the one copy every agent sending the same prompt holds: the
+/// agents of a fan-out, started alike, hold one prompt between them rather
+/// than one each.
+pub fn shared(text: String) -> Arc<str> {
+    static PROMPTS: std::sync::LazyLock<dashmap::DashSet<Arc<str>>> =
+        std::sync::LazyLock::new(dashmap::DashSet::new);
+    if let Some(found) = PROMPTS.get(text.as_str()) {
+        return found.clone();
+    }
+    if PROMPTS.len() >= SHARED_PROMPTS {
+        PROMPTS.clear();
+    }
+    let text: Arc<str> = text.into();
+    PROMPTS.insert(text.clone());
+    text
+}
+
 /// The system prompt: the environment block first (it changes only when
 /// the agent starts again), then how cadre works, the mode, the posture,
 /// the project's instructions and the role's own prompt. The same input

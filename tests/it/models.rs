@@ -692,3 +692,50 @@ env_key = "OTHER_LLM_KEY"
         assert_eq!(key.as_deref(), Some("Bearer local-secret"));
     }
 }
+
+/// A step's verifier is priced with the step: the run's summary counts
+/// its cached tokens and its cost beside the step's own.
+#[tokio::test]
+async fn a_workflow_runs_summary_counts_its_verifiers_usage() {
+    let mock = MockServer::start().await;
+    mock.respond_with(|body| {
+        let answered = body["messages"].to_string().contains("\"role\":\"tool\"");
+        Some(match answered {
+            false => Reply::sse(&with_usage(
+                tool_call_chunks("c1", "list_dir", &json!({})),
+                1000,
+                400,
+                500,
+            )),
+            true => Reply::sse(&with_usage(
+                text_chunks("listed\nVERDICT: PASS"),
+                2000,
+                0,
+                100,
+            )),
+        })
+    });
+    let dirs = Dirs::new();
+    configure(&dirs, PRICED, &mock.url);
+    let file = dirs.ws.path().join("wf.toml");
+    std::fs::write(
+        &file,
+        "[workflow]\nname = \"w\"\n[[steps]]\nname = \"a\"\nprompt = \"list the files\"\n\
+         check = { verifier = true }\n",
+    )
+    .unwrap();
+    let mut args: Vec<String> = vec!["workflow".into(), "run".into()];
+    args.push(file.to_str().unwrap().into());
+    args.extend(dirs.flags());
+    let out = run(&strs(&args), &[], None).await;
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    // The step's two requests and the verifier's two, each pair 3.6k
+    // tokens (400 cached) costing $0.0102.
+    assert_eq!(mock.requests().len(), 4);
+    assert!(
+        out.stdout
+            .contains("· 7.2k tokens\nof which 800 cached, 0 reasoning · cost $0.0204\n"),
+        "{}",
+        out.stdout
+    );
+}

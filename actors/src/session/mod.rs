@@ -592,7 +592,7 @@ impl SessionState {
         while let Some(input) = inputs.pop_front() {
             let effects = self.core.step(input, Instant::now());
             for effect in effects {
-                if let Some(answer) = Box::pin(self.perform(myself, effect)).await {
+                if let Some(answer) = self.perform(myself, effect).await {
                     // A store answer goes before anything else.
                     match answer {
                         AgentInput::Store(_) => inputs.push_front(answer),

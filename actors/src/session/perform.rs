@@ -55,7 +55,10 @@ impl SessionState {
             } => self.audit(call_id, tool, args, posture, decision, line),
             AgentEffect::Reply { ticket, reply } => self.replies.send(ticket, reply),
             AgentEffect::Drop(ticket) => self.replies.drop_port(ticket),
-            AgentEffect::SpawnTurn(start) => return self.spawn_turn(myself, start).await,
+            // The arms that start actors or read files box their futures:
+            // inline, every effect (most are a send or a write) would carry
+            // their size.
+            AgentEffect::SpawnTurn(start) => return Box::pin(self.spawn_turn(myself, start)).await,
             AgentEffect::StopTurn => {
                 if let Some(turn) = self.turn.take() {
                     turn.stop(None);
@@ -74,8 +77,7 @@ impl SessionState {
                 args,
                 observations,
             } => {
-                return self
-                    .review(myself, review_id, turn_id, tool, args, observations)
+                return Box::pin(self.review(myself, review_id, turn_id, tool, args, observations))
                     .await;
             }
             AgentEffect::StopReview(review_id) => {
@@ -97,7 +99,7 @@ impl SessionState {
                     settings,
                     seq,
                 };
-                self.verify(myself, claim).await;
+                Box::pin(self.verify(myself, claim)).await;
             }
             AgentEffect::StopVerifier => {
                 if let Some(stop) = self.verifier.take() {
@@ -116,9 +118,9 @@ impl SessionState {
                     snapshot,
                 });
             }
-            AgentEffect::ReadPlan(read) => self.read_plan(read).await,
+            AgentEffect::ReadPlan(read) => Box::pin(self.read_plan(read)).await,
             AgentEffect::Restore { snapshot, dry_run } => {
-                return self.restore(snapshot, dry_run).await;
+                return Box::pin(self.restore(snapshot, dry_run)).await;
             }
             AgentEffect::SetModel(model) => {
                 self.spec.context = self.spec.context.for_model(&model);
@@ -144,7 +146,7 @@ impl SessionState {
                 background,
             } => {
                 return Some(
-                    self.resume_child(myself, ticket, path, live, prompt, background)
+                    Box::pin(self.resume_child(myself, ticket, path, live, prompt, background))
                         .await,
                 );
             }

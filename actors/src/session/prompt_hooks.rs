@@ -8,7 +8,11 @@
 //! [`PromptHooks`] in the order the messages came; only then is a message
 //! handed to the core (which admits it) or refused. A message never overtakes one still being checked,
 //! and the first message after the start reads what the `session_start`
-//! hooks added.
+//! hooks added. Nor does an op that changes what a message runs under (its
+//! mode, posture, model, plan, goal, files or context): sent while a
+//! message is being checked, it waits behind it, so a message written for
+//! Plan never runs in the Work the person switched to after sending it.
+//! Cancel, status, approvals, answers and shutdown never wait.
 
 use cadre_runtime::agent::core::AgentInput;
 use cadre_runtime::goal::GoalAction;
@@ -60,6 +64,8 @@ pub enum Submitted {
     Message(String, Option<ModeIntent>),
     /// A new goal (`GoalAction::Set`): its objective is the prompt.
     Goal(Box<GoalAction>),
+    /// An op that must not overtake the messages before it; no hook reads it.
+    Ordered(Box<Op>),
 }
 
 impl Submitted {
@@ -71,6 +77,7 @@ impl Submitted {
                 GoalAction::Set { objective, .. } => objective,
                 GoalAction::Show | GoalAction::Command { .. } | GoalAction::Clear => "",
             },
+            Submitted::Ordered(_) => "",
         }
     }
 
@@ -79,6 +86,8 @@ impl Submitted {
         match self {
             Submitted::Message(..) => "user_input",
             Submitted::Goal(_) => "goal",
+            // Never refused: no hook reads it.
+            Submitted::Ordered(_) => "op",
         }
     }
 }
@@ -115,10 +124,13 @@ impl SessionState {
             Op::Goal { action } if matches!(*action, GoalAction::Set { .. }) => {
                 Submitted::Goal(action)
             }
+            op if self.prompt_gate.pending > 0 && ordered(&op) => Submitted::Ordered(Box::new(op)),
             op => return Some(AgentInput::Op { op, cause }),
         };
         let hooks = AgentHooks::of(&self.spec);
-        let checked = self.spec.is_session() && hooks.has(HookEvent::UserPromptSubmit);
+        let checked = self.spec.is_session()
+            && hooks.has(HookEvent::UserPromptSubmit)
+            && !matches!(submitted, Submitted::Ordered(_));
         if !checked && self.prompt_gate.pending == 0 {
             return Some(self.take(submitted, None, cause));
         }
@@ -200,6 +212,9 @@ impl SessionState {
         context: Option<String>,
         cause: Option<String>,
     ) -> AgentInput {
+        if let Submitted::Ordered(op) = submitted {
+            return AgentInput::Op { op: *op, cause };
+        }
         let start = self.prompt_gate.start_context.take();
         let added = |text: &str| {
             let text = with_context(text, HookEvent::SessionStart.as_str(), start.as_deref());
@@ -233,7 +248,28 @@ impl SessionState {
                     action: Box::new(action),
                 }
             }
+            Submitted::Ordered(op) => *op,
         };
         AgentInput::Op { op, cause }
+    }
+}
+
+/// Whether `op` changes what a message admitted before it runs under, so
+/// it must not overtake one whose hooks are still running.
+fn ordered(op: &Op) -> bool {
+    match op {
+        Op::SetMode { .. }
+        | Op::SetPosture { .. }
+        | Op::SetModel { .. }
+        | Op::Plan { .. }
+        | Op::Restore { .. }
+        | Op::Goal { .. }
+        | Op::Compact => true,
+        Op::UserInput { .. }
+        | Op::Cancel
+        | Op::Status
+        | Op::Approve { .. }
+        | Op::Answer { .. }
+        | Op::Shutdown => false,
     }
 }

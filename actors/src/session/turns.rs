@@ -166,7 +166,7 @@ impl SessionState {
             turn_id,
             mode,
             max_iterations: spec.max_iterations,
-            system: system.into(),
+            system: cadre_runtime::prompt::shared(system),
             tools,
             context: RequestContext {
                 agent_id: spec.path.to_string().into(),

@@ -97,3 +97,15 @@ fn civil_dates_are_right_around_leap_days() {
     check(1_709_164_800, "2024-02-29");
     check(1_764_633_600, "2025-12-02");
 }
+
+/// Agents rendering the same prompt hold one copy; another text is
+/// another copy.
+#[test]
+fn equal_prompts_are_held_once() {
+    let a = super::shared("the same prompt, from the first agent".to_string());
+    let b = super::shared("the same prompt, from the first agent".to_string());
+    assert!(std::sync::Arc::ptr_eq(&a, &b));
+    let c = super::shared("another prompt".to_string());
+    assert!(!std::sync::Arc::ptr_eq(&a, &c));
+    assert_eq!(&*c, "another prompt");
+}

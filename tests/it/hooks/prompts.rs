@@ -12,7 +12,7 @@ use cadre::runtime::context::SUMMARY_TAG;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use super::{config, exec_args, text};
+use super::{call, config, exec_args, text};
 use crate::cluster::{SECRET, coordinator, finish};
 use crate::support::cli::{cadre, events, of_type, s, workflow_events};
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
@@ -365,4 +365,60 @@ async fn a_goals_objective_passes_the_user_prompt_submit_hooks_too() {
         ),
         (1, Some("user_prompt_submit"), Some("deploy to production"))
     );
+}
+
+/// A mode, posture or goal change sent while a message's
+/// `user_prompt_submit` hooks still run waits behind it: the message runs
+/// in the mode it was sent in (Plan: nothing written), whatever follows.
+#[tokio::test]
+async fn a_mode_change_sent_behind_a_checked_message_never_overtakes_it() {
+    use cadre::runtime::hooks::{HookSet, HookSpec};
+    use cadre::runtime::protocol::{Event, Op};
+    use cadre::runtime::{Mode, permission::Posture};
+
+    use crate::support::{SessionBuilder, is_turn_end};
+
+    let mock = MockServer::start().await;
+    mock.push([
+        call(
+            "c1",
+            "write_file",
+            json!({"path": "leak.txt", "content": "written"}),
+        ),
+        text("done"),
+    ]);
+    let hooks = HookSet {
+        user_prompt_submit: vec![HookSpec {
+            matcher: None,
+            command: "sleep 1; echo '{\"decision\": \"allow\"}'".into(),
+            timeout: Some(10),
+        }],
+        ..HookSet::default()
+    };
+    let mut session = SessionBuilder::openai(&mock.url)
+        .mode(Mode::Plan)
+        .posture(Posture::Bypass)
+        .hooks(hooks)
+        .start()
+        .await;
+    session.submit(Op::user("write leak.txt"));
+    // Sent at once, while the hook sleeps.
+    session.submit(Op::SetMode { mode: Mode::Work });
+    let events = session.events_until(is_turn_end).await;
+    let started: Vec<Mode> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TurnStarted { mode, .. } => Some(*mode),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, vec![Mode::Plan], "{events:#?}");
+    assert!(
+        !session.workspace_path().join("leak.txt").exists(),
+        "a message sent in Plan wrote a file"
+    );
+    // The change still applies, after the message.
+    let mode = session.handle().snapshot().await.expect("snapshot").mode;
+    assert_eq!(mode, Mode::Work);
+    session.shutdown().await;
 }

@@ -61,6 +61,7 @@ pub struct SessionBuilder {
     mcp: Vec<McpServerConfig>,
     snapshots: bool,
     context: ContextBudget,
+    hooks: cadre::runtime::hooks::HookSet,
 }
 
 impl SessionBuilder {
@@ -95,6 +96,7 @@ impl SessionBuilder {
             mcp: Vec::new(),
             snapshots: false,
             context: ContextBudget::default(),
+            hooks: Default::default(),
         }
     }
 
@@ -166,6 +168,11 @@ impl SessionBuilder {
         self
     }
 
+    pub fn hooks(mut self, hooks: cadre::runtime::hooks::HookSet) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
     pub fn tool_timeout(mut self, timeout: Duration) -> Self {
         self.tool_timeout = timeout;
         self
@@ -192,6 +199,7 @@ impl SessionBuilder {
         config.permissions = self.permissions;
         config.plan_agent_entry = self.plan_agent_entry;
         config.context = self.context;
+        config.hooks = Arc::new(self.hooks);
         if self.snapshots {
             let root = workspace.path().canonicalize().expect("workspace");
             config.snapshots = Some(Arc::new(Snapshots::new(
