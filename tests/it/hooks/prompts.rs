@@ -369,7 +369,8 @@ async fn a_goals_objective_passes_the_user_prompt_submit_hooks_too() {
 
 /// A mode, posture or goal change sent while a message's
 /// `user_prompt_submit` hooks still run waits behind it: the message runs
-/// in the mode it was sent in (Plan: nothing written), whatever follows.
+/// in the mode it was sent in (Plan: nothing written), and the change is
+/// then taken as it would be with no hook.
 #[tokio::test]
 async fn a_mode_change_sent_behind_a_checked_message_never_overtakes_it() {
     use cadre::runtime::hooks::{HookSet, HookSpec};
@@ -417,8 +418,14 @@ async fn a_mode_change_sent_behind_a_checked_message_never_overtakes_it() {
         !session.workspace_path().join("leak.txt").exists(),
         "a message sent in Plan wrote a file"
     );
-    // The change still applies, after the message.
+    // It is taken after the message, as it would be with no hook: the
+    // message's turn is running, so it is refused, saying why.
+    let refused = events.iter().any(|e| {
+        matches!(e, Event::OpRejected { op, message, .. }
+            if op == "set_mode" && message.contains("a turn is running"))
+    });
+    assert!(refused, "{events:#?}");
     let mode = session.handle().snapshot().await.expect("snapshot").mode;
-    assert_eq!(mode, Mode::Work);
+    assert_eq!(mode, Mode::Plan);
     session.shutdown().await;
 }
