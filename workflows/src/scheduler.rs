@@ -28,7 +28,7 @@ mod report;
 mod types;
 
 pub use key::instance_key;
-pub use report::{Counts, InstanceReport, Report, StepReport};
+pub use report::{Counts, InstanceReport, Report, StepOutcome, StepReport};
 pub use types::{Effect, Input, Instance, Settings, StepRun, StepStatus, Stored, Target};
 
 use std::collections::BTreeMap;
