@@ -674,7 +674,7 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         item: Option<Value>,
         /// The new state.
-        state: String,
+        state: crate::store::InstanceState,
         /// The agent working on it (dispatched and later).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         agent_id: Option<String>,

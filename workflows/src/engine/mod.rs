@@ -135,7 +135,7 @@ fn stored_results(instances: &[InstanceRecord]) -> HashMap<String, Stored> {
     instances
         .iter()
         .filter_map(|i| {
-            let state = State::parse(&i.state)?;
+            let state = i.state;
             let kept = matches!(state, State::Verified | State::Finalized | State::Failed);
             (kept && i.key.is_some()).then(|| {
                 (

@@ -127,19 +127,6 @@ fn is_unpriced(usage: &cadre_runtime::protocol::Usage) -> bool {
     *usage == cadre_runtime::protocol::Usage::default()
 }
 
-impl Ord for State {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        let rank = |s: &State| State::ALL.iter().position(|x| x == s);
-        rank(self).cmp(&rank(other))
-    }
-}
-
-impl PartialOrd for State {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
 impl Scheduler {
     /// The run as it stands.
     pub fn report(&self) -> Report {
