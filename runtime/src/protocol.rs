@@ -18,7 +18,7 @@ mod sources;
 mod status;
 
 pub use crate::context::{CompactionKind, ContextUsage};
-pub use forward::FORWARDED_OUTPUT_BYTES;
+pub use forward::{FORWARDED_OUTPUT_BYTES, Nested};
 pub use sources::{ModeSource, ModelSource};
 pub use status::{Activity, AgentStatus, FailureCategory, InstructionsSummary, ToolStatus, Usage};
 

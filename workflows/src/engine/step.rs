@@ -25,7 +25,7 @@ use std::time::Duration;
 use cadre_actors::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
 use cadre_actors::session::SessionMsg;
 use cadre_runtime::agent::{AgentPath, LiveAuthority};
-use cadre_runtime::protocol::{Envelope, Event, FailureCategory, Op, ToolStatus, Usage};
+use cadre_runtime::protocol::{Envelope, Event, FailureCategory, Nested, Op, ToolStatus, Usage};
 use cadre_runtime::sandbox::SandboxConfig;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::time::Instant;
