@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, watch};
 use super::places::Places;
 use super::server::PeerEvent;
 use super::wire::{
-    Addressed, Batch, NODES_GROUP, NodeInfo, NodeMsg, Order, Outbound, PROTOCOL, Pull,
+    Addressed, AgentEnd, Batch, NODES_GROUP, NodeInfo, NodeMsg, Order, Outbound, PROTOCOL, Pull,
 };
 
 /// Why a node did not start an agent.
@@ -44,8 +44,8 @@ pub enum Remote {
     Event(Box<Envelope>),
     /// The check ran there.
     Checked(bool, String),
-    /// The agent is gone (stopped, or crashed: the reason says).
-    Ended(String),
+    /// The agent is gone: stopped, or crashed.
+    Ended(AgentEnd),
     /// The node is lost; the reason says how.
     Lost(String),
 }

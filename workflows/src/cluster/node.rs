@@ -30,8 +30,8 @@ use tokio::time::Instant;
 
 use super::admit::{Ceiling, Mapping, admit};
 use super::wire::{
-    Addressed, Batch, CheckOrder, Item, NODES_GROUP, NodeInfo, NodeMsg, Order, Outbound, PROTOCOL,
-    Pull, StartRefusal,
+    Addressed, AgentEnd, Batch, CheckOrder, Item, NODES_GROUP, NodeInfo, NodeMsg, Order, Outbound,
+    PROTOCOL, Pull, StartRefusal,
 };
 use cadre_runtime::sandbox::run_check;
 
@@ -221,7 +221,7 @@ impl Actor for NodeService {
                             .ended
                             .insert(key.clone(), (running.workspace, running.tmp));
                         let (coordinator, attempt) = key;
-                        state.push(&coordinator, attempt, Outbound::Ended("stopped".into()));
+                        state.push(&coordinator, attempt, Outbound::Ended(AgentEnd::Stopped));
                     }
                 }
                 Local::Checked((coordinator, attempt), passed, detail) => {
@@ -252,7 +252,7 @@ impl Actor for NodeService {
                 state.push(
                     &coordinator,
                     attempt,
-                    Outbound::Ended(format!("the agent crashed: {error}")),
+                    Outbound::Ended(AgentEnd::Failed(format!("the agent crashed: {error}"))),
                 );
             }
         }

@@ -35,7 +35,7 @@ use super::supervisor::{StepReport, SupervisorMsg};
 use super::verify::{outcome, verifier, verifier_request};
 use super::worktree::{MergeError, MergeRules, Worktree};
 use crate::cluster::link::{Remote, StartFailure};
-use crate::cluster::wire::Order;
+use crate::cluster::wire::{AgentEnd, Order};
 use crate::cluster::{Cluster, HEARTBEAT_TIMEOUT, RemoteAgent};
 use crate::model::Check;
 use crate::scheduler::InstanceId;
@@ -208,8 +208,10 @@ async fn start_remote(
             let message = match item {
                 Remote::Event(envelope) => StepMsg::Agent(envelope),
                 Remote::Checked(passed, detail) => StepMsg::Checked(passed, detail),
-                Remote::Ended(reason) if reason == "stopped" => StepMsg::AgentGone,
-                Remote::Ended(reason) => StepMsg::Lost(format!("on node {node}: {reason}")),
+                Remote::Ended(AgentEnd::Stopped) => StepMsg::AgentGone,
+                Remote::Ended(AgentEnd::Failed(why)) => {
+                    StepMsg::Lost(format!("on node {node}: {why}"))
+                }
                 Remote::Lost(reason) => StepMsg::Lost(reason),
             };
             if me.cast(message).is_err() {
