@@ -29,7 +29,9 @@ mod types;
 
 pub use key::instance_key;
 pub use report::{Counts, InstanceReport, Report, StepOutcome, StepReport};
-pub use types::{Effect, Input, Instance, Settings, StepRun, StepStatus, Stored, Target};
+pub use types::{
+    Effect, Input, Instance, MergeFailure, Settings, StepRun, StepStatus, Stored, Target,
+};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -413,7 +415,7 @@ impl Scheduler {
     fn merged(
         &mut self,
         id: InstanceId,
-        result: Result<Vec<String>, String>,
+        result: Result<Vec<String>, MergeFailure>,
         fx: &mut Vec<Effect>,
     ) {
         let Some(inst) = self.instance(id) else {
@@ -430,7 +432,7 @@ impl Scheduler {
                 self.set(id, State::Finalized, None, fx);
                 self.settle_step(id.step, fx);
             }
-            Err(why) => self.set(id, State::Failed, Some(why), fx),
+            Err(why) => self.set(id, State::Failed, Some(why.to_string()), fx),
         }
     }
 

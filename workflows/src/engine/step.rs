@@ -38,7 +38,7 @@ use crate::cluster::link::{Remote, StartFailure};
 use crate::cluster::wire::{AgentEnd, Order};
 use crate::cluster::{Cluster, HEARTBEAT_TIMEOUT, RemoteAgent};
 use crate::model::Check;
-use crate::scheduler::InstanceId;
+use crate::scheduler::{InstanceId, MergeFailure};
 use cadre_actors::verifier::{VERIFIER_ROLE, read_verdict};
 use cadre_runtime::goal::Verdict;
 use cadre_runtime::sandbox::{DEFAULT_CHECK_TIMEOUT, run_check};
@@ -120,7 +120,7 @@ pub enum StepMsg {
     /// Bring the worktree's changes back.
     Merge,
     /// The merge ended.
-    Merged(Result<Vec<String>, String>),
+    Merged(Result<Vec<String>, MergeFailure>),
     /// Stop: cancel the agent's turn and end.
     Stop,
     /// Answer one of the agent's approval prompts (its own id).
@@ -376,7 +376,7 @@ impl Actor for StepActor {
             StepMsg::Merge => {
                 let me = myself.clone();
                 let Some(worktree) = state.worktree.clone() else {
-                    let _ = me.cast(StepMsg::Merged(Err("the step has no worktree".into())));
+                    let _ = me.cast(StepMsg::Merged(Err(MergeFailure::NoWorktree)));
                     return Ok(());
                 };
                 // Held to what the step's own writes may reach.
@@ -575,7 +575,8 @@ fn terminal(message: &str) -> bool {
 
 /// Merges a worktree back, and removes it when everything came back; a
 /// conflict keeps it for a person and says where.
-fn merge_back(worktree: &Worktree, rules: &MergeRules) -> Result<Vec<String>, String> {
+fn merge_back(worktree: &Worktree, rules: &MergeRules) -> Result<Vec<String>, MergeFailure> {
+    let kept = || worktree.path.clone();
     match worktree.merge(rules) {
         Ok(files) => {
             if let Err(why) = worktree.remove() {
@@ -583,24 +584,17 @@ fn merge_back(worktree: &Worktree, rules: &MergeRules) -> Result<Vec<String>, St
             }
             Ok(files)
         }
-        Err(MergeError::Conflict(files)) => Err(format!(
-            "merge conflict: {} changed in the workspace too; nothing was brought back, and the \
-             step's worktree is kept at {} (branch {})",
-            files.join(", "),
-            worktree.path.display(),
-            worktree.branch()
-        )),
-        Err(MergeError::Refused(files)) => Err(format!(
-            "merge refused: {}; nothing was brought back, and the step's worktree is kept at {} \
-             (branch {})",
-            files.join(", "),
-            worktree.path.display(),
-            worktree.branch()
-        )),
-        Err(MergeError::Failed(why)) => Err(format!(
-            "the merge failed: {why}; the step's worktree is kept at {}",
-            worktree.path.display()
-        )),
+        Err(MergeError::Conflict(files)) => Err(MergeFailure::Conflict {
+            files,
+            kept: kept(),
+            branch: worktree.branch(),
+        }),
+        Err(MergeError::Refused(files)) => Err(MergeFailure::Refused {
+            files,
+            kept: kept(),
+            branch: worktree.branch(),
+        }),
+        Err(MergeError::Failed(why)) => Err(MergeFailure::Failed { why, kept: kept() }),
     }
 }
 

@@ -17,7 +17,7 @@ use cadre_actors::store::StoreRequest;
 use cadre_runtime::agent::AgentPath;
 use cadre_runtime::config::RoleConfig;
 use cadre_runtime::protocol::{ApprovalDecision, Event, Op, Usage};
-use cadre_runtime::store::InstanceRecord;
+use cadre_runtime::store::{InstanceRecord, StoreError};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
@@ -26,7 +26,7 @@ use super::step::StepMsg;
 use crate::cluster::Cluster;
 use crate::cluster::places::Place;
 use crate::model::Check;
-use crate::scheduler::{Effect, Input, InstanceId, Report, Scheduler, Target};
+use crate::scheduler::{Effect, Input, InstanceId, MergeFailure, Report, Scheduler, Target};
 
 mod dispatch;
 mod spec;
@@ -64,7 +64,7 @@ pub enum StepReport {
         reason: String,
     },
     /// The worktree was merged back (the files), or not (why).
-    Merged(Result<Vec<String>, String>),
+    Merged(Result<Vec<String>, MergeFailure>),
     /// The check ran.
     Checked {
         /// Exit 0.
@@ -101,7 +101,7 @@ pub enum SupervisorMsg {
         reason: Option<String>,
     },
     /// Instance states were written (or not).
-    Flushed(Result<(), String>),
+    Flushed(Result<(), StoreError>),
     /// Look for cancel requests from other processes.
     Poll,
     /// Cancel requests found.
@@ -491,7 +491,7 @@ impl SupervisorState {
                     None => {
                         let more = self.scheduler.step(Input::Merged {
                             id,
-                            result: Err("the step ended before its changes could be merged".into()),
+                            result: Err(MergeFailure::Ended),
                         });
                         Box::pin(self.perform(myself, more)).await;
                     }
@@ -627,8 +627,7 @@ impl SupervisorState {
                     instances: records,
                     reply,
                 })
-                .await
-                .map_err(|e| e.to_string());
+                .await;
             for event in events {
                 sink.send(event);
             }

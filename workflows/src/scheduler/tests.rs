@@ -673,7 +673,11 @@ fn a_merging_step_holds_its_slot_and_counts_only_once_merged() {
     assert_eq!(run.state("b", 0), State::Finalized);
     run.input(Input::Merged {
         id: b,
-        result: Err("merge conflict: x".into()),
+        result: Err(MergeFailure::Conflict {
+            files: vec!["x".into()],
+            kept: "/tmp/wt".into(),
+            branch: "cadre/step".into(),
+        }),
     });
     assert_eq!(run.state("b", 0), State::Failed);
     let d = run.s.workflow().step_id("d").expect("d");
