@@ -102,7 +102,7 @@ pub struct Authority {
 /// Why a sub-agent cannot be started.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpawnRefusal {
-    /// The depth limit.
+    /// The depth limit is reached. Not retryable: the limit stays.
     #[error(
         "the sub-agent depth limit ({max_depth}) is reached: an agent at depth {depth} cannot start another"
     )]
@@ -112,7 +112,8 @@ pub enum SpawnRefusal {
         /// The limit.
         max_depth: u32,
     },
-    /// A role's configuration is unusable.
+    /// A role's configuration is unusable. Not retryable until the
+    /// configuration is fixed.
     #[error("role '{role}': {message}")]
     BadRole {
         /// The role.

@@ -29,10 +29,11 @@ use super::wire::{
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StartFailure {
     /// The node answered no (full, the order refused): the attempt fails.
+    /// Not retryable as this attempt.
     #[error("{0}")]
     Refused(String),
-    /// The node could not be reached (gone, not answering): it is lost,
-    /// and the attempt can go elsewhere without counting.
+    /// The node could not be reached (gone, not answering): it is lost.
+    /// Retryable: the attempt can go elsewhere without counting.
     #[error("{0}")]
     Unreachable(String),
 }
