@@ -166,7 +166,7 @@ struct Attempt {
     news: mpsc::UnboundedSender<Remote>,
 }
 
-/// Its state.
+/// The link's state: the nodes in use and the attempts running on them.
 pub struct LinkState {
     args: LinkArgs,
     nodes: HashMap<String, Node>,

@@ -127,7 +127,8 @@ struct Outbox {
     last_pull: Option<Instant>,
 }
 
-/// Its state.
+/// A node service's state: the agents it runs for coordinators, and what
+/// each coordinator has not pulled yet.
 pub struct NodeState {
     config: NodeConfig,
     template: Caller,

@@ -60,18 +60,19 @@ pub enum Placement {
 
 /// What a step attempt starts with.
 pub struct StepArgs {
-    /// The instance.
+    /// The instance it is an attempt of, which its reports name.
     pub id: InstanceId,
     /// `step:<name>[<i>]`, the prefix of the ids the caller sees.
     pub prefix: String,
-    /// The run's supervisor.
+    /// The run's supervisor, which the attempt reports to.
     pub supervisor: ActorRef<SupervisorMsg>,
     /// The agent to start.
     pub spec: AgentSpec,
     /// The caller's roles and models, unmetered (the verifier's model
     /// comes from here; its tokens are counted from its turn).
     pub subagents: Option<std::sync::Arc<cadre_actors::session::Subagents>>,
-    /// Its services.
+    /// What the agent works with (model, tools, store); a verifier takes
+    /// them too unless its role names a model.
     pub services: AgentServices,
     /// The rendered prompt.
     pub prompt: String,
@@ -82,7 +83,7 @@ pub struct StepArgs {
     pub timeout: Option<Duration>,
     /// Limit on a stretch with no progress.
     pub idle_timeout: Option<Duration>,
-    /// For the check: the sandbox, and the temp dir.
+    /// The sandbox a check command runs in.
     pub sandbox: std::sync::Arc<SandboxConfig>,
     /// The check's private temp dir.
     pub tmp: PathBuf,
@@ -222,17 +223,21 @@ async fn start_remote(
     Ok(Agent::Remote(remote))
 }
 
-/// Its state.
+/// A step attempt's state: its agent, what it answered and the calls
+/// behind it, its check or verifier, and whether its outcome was reported.
 pub struct StepState {
     myself: ActorRef<StepMsg>,
     args: StepArgs,
     agent: Agent,
+    /// The agent's place in the run's tree, from which the ids the caller
+    /// sees are made.
     path: AgentPath,
     /// Its check was sent and has not come back.
     checking: bool,
     /// Why its node went away after it answered: a check asked later
     /// fails at once.
     lost: Option<String>,
+    /// The agent's last text, its answer once its turn completes.
     answer: String,
     /// The accepted answer, for a verifier to judge.
     claim: String,
@@ -243,7 +248,7 @@ pub struct StepState {
     /// Every tool call of the attempt, `name subject`, with its outcome
     /// once it has one.
     calls: Vec<(String, String)>,
-    tokens: u64,
+    /// When the agent last did anything, for the idle timeout.
     last_progress: Instant,
     /// Whether the attempt's outcome was reported (later events are
     /// forwarded but change nothing).
@@ -275,7 +280,6 @@ impl Actor for StepActor {
             verifier: None,
             worktree: None,
             calls: Vec::new(),
-            tokens: 0,
             last_progress: Instant::now(),
             reported: false,
         })

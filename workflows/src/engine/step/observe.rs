@@ -120,9 +120,7 @@ impl StepState {
                 }
             }
             Event::TurnCompleted { usage, .. } => {
-                let spent = spent(usage);
-                self.tokens = self.tokens.saturating_add(spent);
-                self.supervisor(StepReport::Tokens(spent));
+                self.supervisor(StepReport::Tokens(spent(usage)));
                 self.supervisor(StepReport::Spent(*usage));
                 if !std::mem::replace(&mut self.reported, true) {
                     let output = std::mem::take(&mut self.answer);
