@@ -20,7 +20,9 @@ mod status;
 pub use crate::context::{CompactionKind, ContextUsage};
 pub use forward::{FORWARDED_OUTPUT_BYTES, Nested};
 pub use sources::{ModeSource, ModelSource};
-pub use status::{Activity, AgentStatus, FailureCategory, InstructionsSummary, ToolStatus, Usage};
+pub use status::{
+    Activity, AgentStatus, FailureCategory, InstructionsSummary, SessionOutcome, ToolStatus, Usage,
+};
 
 /// The stream-json version carried by `session.started`.
 pub const STREAM_VERSION: u32 = 1;
@@ -754,8 +756,9 @@ pub enum Event {
     /// The host is done with the session. Always last.
     #[serde(rename = "session.completed")]
     SessionCompleted {
-        /// `success`, `failed`, `cancelled` or `error`.
-        status: String,
+        /// `success`, `failed`, `error`, `cancelled`, `paused_by_denials`
+        /// or `unfinished`.
+        status: SessionOutcome,
         /// The process exit code the host returns.
         exit_code: i32,
     },
