@@ -387,4 +387,50 @@ mod tests {
         )));
         assert_eq!(Event::SessionIdle { turns: 1 }.forwarded_call("1"), None);
     }
+
+    #[test]
+    fn a_nested_agents_prompt_is_renamed_and_one_from_outside_or_its_own_turn_stays_inside() {
+        // The nested agent is `3`; seen from above it is `step:x[0]`.
+        let agent = |inner: &str| match inner {
+            "3" => Some("step:x[0]".to_string()),
+            _ => None,
+        };
+        let approval = |inner: &str| {
+            inner
+                .strip_prefix("agent:3:approval:")
+                .map(|n| format!("step:x[0]:approval:{n}"))
+        };
+        let names = Nested {
+            agent: &agent,
+            approval: &approval,
+            own: "3",
+            label: "step:x[0]",
+        };
+        let asked = |id: &str, agent_id: &str| Event::ApprovalRequested {
+            id: id.into(),
+            agent_id: agent_id.into(),
+            call_id: "c".into(),
+            tool: "bash".into(),
+            arguments: json!({}),
+            reason: String::new(),
+            preview: None,
+        };
+        assert_eq!(
+            asked("agent:3:approval:1", "3").nested(&names),
+            Some(asked("step:x[0]:approval:1", "step:x[0]"))
+        );
+        assert_eq!(asked("approval:1", "3").nested(&names), None);
+        assert_eq!(asked("agent:3:approval:1", "4").nested(&names), None);
+        assert_eq!(Event::SessionIdle { turns: 1 }.nested(&names), None);
+        let call = Event::ToolCall {
+            turn_id: 1,
+            call_id: "c1".into(),
+            name: "read_file".into(),
+            arguments: json!({}),
+        };
+        assert_eq!(
+            call.clone().nested(&names),
+            call.forwarded_call("step:x[0]")
+        );
+    }
 }

@@ -192,7 +192,7 @@ impl StepState {
     }
 
     /// The events the caller must see, with the step's ids: prompts,
-    /// decisions, sub-agents (which, [`Event::nested`] lists). An event
+    /// decisions, sub-agents, as [`Event::nested`] lists them. An event
     /// naming an agent or a prompt outside the step is dropped: it cannot
     /// come from the step's own agent, and a node must not be able to
     /// raise it.
