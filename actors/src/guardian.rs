@@ -18,9 +18,9 @@ use tokio::task::AbortHandle;
 /// A guardian's one decision, for the agent that asked.
 #[derive(Debug)]
 pub struct GuardianVerdict {
-    /// The asker's id for this review.
+    /// The asker's id for this review, which tells its held calls apart.
     pub review_id: u64,
-    /// The decision.
+    /// Allow or deny, with the guardian's reason (every failure denies).
     pub decision: Decision,
 }
 
@@ -35,15 +35,17 @@ impl ractor::Message for GuardianMsg {}
 
 /// What a guardian is started with.
 pub struct GuardianArgs {
-    /// The agent's model client.
+    /// The model client the review is sent to: the agent's own, unless
+    /// a guardian model is configured.
     pub model: Arc<dyn ModelClient>,
-    /// The one review request.
+    /// The one review request: the held call and the observations, no
+    /// tools.
     pub request: ModelRequest,
-    /// The deadline.
+    /// How long the review may take before it denies.
     pub timeout: Duration,
-    /// Who to tell.
+    /// The agent that holds the call, told the decision.
     pub asker: DerivedActorRef<GuardianVerdict>,
-    /// The asker's id for this review.
+    /// The asker's id for this review, echoed in the verdict.
     pub review_id: u64,
 }
 
@@ -54,6 +56,8 @@ pub struct GuardianActor;
 pub struct GuardianState {
     asker: DerivedActorRef<GuardianVerdict>,
     review_id: u64,
+    /// The review's task, aborted if the guardian is stopped first (the
+    /// turn was cancelled), so its request is dropped.
     task: AbortHandle,
 }
 

@@ -13,7 +13,7 @@ use cadre_runtime::hooks::{
 };
 use cadre_runtime::permission::{Call, Posture};
 use cadre_runtime::sandbox::SandboxConfig;
-use cadre_runtime::tool::{Safety, Tool};
+use cadre_runtime::tool::{Safety, Tool, ToolError};
 use serde_json::Value;
 
 use crate::kernel::AgentSpec;
@@ -180,7 +180,7 @@ impl TurnHooks for AgentTurnHooks {
         tool: Arc<dyn Tool>,
         args: Value,
         safety: Safety,
-        result: Result<String, String>,
+        result: Result<String, ToolError>,
     ) -> HookFuture {
         let hooks = self.hooks.clone();
         let (mode, posture) = (self.live.mode(), self.live.posture());
@@ -195,7 +195,7 @@ impl TurnHooks for AgentTurnHooks {
             }
             let (ok, output) = match result {
                 Ok(text) => (true, text),
-                Err(text) => (false, text),
+                Err(err) => (false, err.to_string()),
             };
             let event = cadre_runtime::hooks::with(
                 tool_event(HookEvent::PostToolUse, &hooks.who(mode, posture), &call),

@@ -36,7 +36,7 @@ pub enum TurnReport {
     Finished {
         /// The turn.
         turn_id: u64,
-        /// How.
+        /// Its final answer, or why it stopped without one.
         outcome: cadre_runtime::turn::TurnOutcome,
         /// Its closing event (`turn.completed` or `turn.failed`), emitted by
         /// the supervisor once the turn is settled.
@@ -53,7 +53,7 @@ pub enum TurnMsg {
     ToolDone {
         /// The call.
         call_id: String,
-        /// Its outcome.
+        /// The tool's text, or its error: the call's answer either way.
         outcome: ToolOutcome,
     },
     /// Compact before the next model request (`Op::Compact`).
@@ -82,15 +82,16 @@ pub struct TurnArgs {
     pub machine: TurnMachine,
     /// The supervisor, told of every recorded message and the end.
     pub supervisor: DerivedActorRef<TurnReport>,
-    /// The model.
+    /// The model its requests go to.
     pub model: Arc<dyn ModelClient>,
     /// Who writes compaction summaries, when not `model`.
     pub summarizer: Option<crate::kernel::Summarizer>,
     /// The tool entry point.
     pub tools: ToolRunner,
-    /// What tool calls see.
+    /// What tool calls see: the workspace, the agent's authority, its
+    /// hooks.
     pub tool_context: Arc<ToolContext>,
-    /// Where events go.
+    /// The agent's events, which the turn's deltas, calls and results join.
     pub events: EventSink,
     /// The session's span, parent of the turn's.
     pub span: tracing::Span,
@@ -108,6 +109,8 @@ pub struct TurnState {
     tools: ToolRunner,
     tool_context: Arc<ToolContext>,
     events: EventSink,
+    /// The turn's span, under its session's: every task it starts runs in
+    /// it.
     span: tracing::Span,
     /// The model or tool task in flight, aborted on cancel.
     inflight: Option<AbortHandle>,

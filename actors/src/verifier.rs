@@ -67,10 +67,12 @@ pub struct Seat<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VerifierError {
     /// The narrowed authority was refused (a role that would widen it).
+    /// Not retryable.
     Authority(String),
-    /// The configured role's model client could not be built.
+    /// The configured role's model client could not be built. Not
+    /// retryable.
     Model(String),
-    /// `run_check` could not join the judged agent's tools.
+    /// `run_check` could not join the judged agent's tools. Not retryable.
     Tools(String),
 }
 

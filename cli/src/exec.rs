@@ -1,7 +1,9 @@
 //! `cadre exec`: one prompt, one session, no terminal UI.
 
 use cadre_runtime::goal::GoalStatus;
-use cadre_runtime::protocol::{Activity, Envelope, Event, FailureCategory, ModelSource, Op};
+use cadre_runtime::protocol::{
+    Activity, Envelope, Event, FailureCategory, ModelSource, Op, SessionOutcome,
+};
 use cadre_runtime::store::QuestionnaireAnswer;
 
 use crate::args::OutputFormat;
@@ -37,26 +39,28 @@ enum Ending {
 }
 
 impl Ending {
-    fn status_and_code(self) -> (&'static str, u8) {
+    fn status_and_code(self) -> (SessionOutcome, u8) {
         match self {
-            Ending::Success => ("success", exit::SUCCESS),
-            Ending::AgentFailed => ("failed", exit::AGENT_FAILED),
-            Ending::Infrastructure { retryable: true } => ("error", exit::TEMPFAIL),
-            Ending::Infrastructure { retryable: false } => ("error", exit::AGENT_FAILED),
-            Ending::Cancelled => ("cancelled", exit::INTERRUPTED),
-            Ending::PausedByDenials => ("paused_by_denials", exit::AGENT_FAILED),
-            Ending::Refused => ("failed", exit::USAGE),
+            Ending::Success => (SessionOutcome::Success, exit::SUCCESS),
+            Ending::AgentFailed => (SessionOutcome::Failed, exit::AGENT_FAILED),
+            Ending::Infrastructure { retryable: true } => (SessionOutcome::Error, exit::TEMPFAIL),
+            Ending::Infrastructure { retryable: false } => {
+                (SessionOutcome::Error, exit::AGENT_FAILED)
+            }
+            Ending::Cancelled => (SessionOutcome::Cancelled, exit::INTERRUPTED),
+            Ending::PausedByDenials => (SessionOutcome::PausedByDenials, exit::AGENT_FAILED),
+            Ending::Refused => (SessionOutcome::Failed, exit::USAGE),
             Ending::Goal(status) => {
                 let code = crate::goal_cmd::exit_code(status);
-                let word = match status {
-                    GoalStatus::Complete => "success",
-                    GoalStatus::Blocked => "failed",
-                    GoalStatus::UsageLimited => "error",
+                let outcome = match status {
+                    GoalStatus::Complete => SessionOutcome::Success,
+                    GoalStatus::Blocked => SessionOutcome::Failed,
+                    GoalStatus::UsageLimited => SessionOutcome::Error,
                     GoalStatus::Active | GoalStatus::Paused | GoalStatus::BudgetLimited => {
-                        "unfinished"
+                        SessionOutcome::Unfinished
                     }
                 };
-                (word, code)
+                (outcome, code)
             }
         }
     }
@@ -138,7 +142,7 @@ pub async fn run(config: RunConfig) -> Result<u8, CliError> {
     }
     let (status, code) = driver.ending().status_and_code();
     renderer.event(&Event::SessionCompleted {
-        status: status.to_string(),
+        status,
         exit_code: i32::from(code),
     });
     if let Some(file) = &config.output_last_message {

@@ -265,11 +265,33 @@ impl Server {
     }
 }
 
+/// How the prompt's turn ended, as the `run` tool answers it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+enum PromptStatus {
+    /// No end was seen: the events stopped before one (answered as the
+    /// empty string).
+    #[default]
+    #[serde(rename = "")]
+    Unended,
+    /// The turn completed.
+    Completed,
+    /// The agent failed, or the prompt was refused.
+    Failed,
+    /// The turn was cancelled.
+    Cancelled,
+    /// The infrastructure failed (the model endpoint, the store), or the
+    /// session stopped first.
+    Error,
+    /// Too many denials paused it.
+    PausedByDenials,
+}
+
 /// What a run's events said.
 #[derive(Debug, Default)]
 struct Report {
-    /// `completed`, `failed`, `cancelled`, `error` or `paused_by_denials`.
-    status: String,
+    /// How the turn ended.
+    status: PromptStatus,
     /// The last text the model answered.
     answer: String,
     /// Why the turn failed, when it did.
@@ -287,30 +309,29 @@ impl Report {
             }
             Event::PermissionDecision { line, .. } => self.decisions.push(line.clone()),
             Event::TurnCompleted { .. } if ours => {
-                self.status = "completed".into();
+                self.status = PromptStatus::Completed;
                 return true;
             }
             Event::TurnFailed {
                 category, message, ..
             } if ours => {
                 self.status = match category {
-                    FailureCategory::Infrastructure => "error",
-                    FailureCategory::Agent => "failed",
-                    FailureCategory::Cancelled => "cancelled",
-                    FailureCategory::PausedByDenials => "paused_by_denials",
-                }
-                .into();
+                    FailureCategory::Infrastructure => PromptStatus::Error,
+                    FailureCategory::Agent => PromptStatus::Failed,
+                    FailureCategory::Cancelled => PromptStatus::Cancelled,
+                    FailureCategory::PausedByDenials => PromptStatus::PausedByDenials,
+                };
                 self.error = Some(message.clone());
                 return true;
             }
             Event::OpRejected { message, .. } if ours => {
-                self.status = "failed".into();
+                self.status = PromptStatus::Failed;
                 self.error = Some(message.clone());
                 return true;
             }
             Event::SessionStopped { .. } => {
-                if self.status.is_empty() {
-                    self.status = "error".into();
+                if self.status == PromptStatus::Unended {
+                    self.status = PromptStatus::Error;
                     self.error = Some("the session stopped".into());
                 }
                 return true;

@@ -538,14 +538,33 @@ fn list(data_dir: &Path, limit: usize) -> Result<u8, CliError> {
     Ok(exit::SUCCESS)
 }
 
-/// A run's status as people need it: a run stored as running whose
-/// process is gone (killed, crashed) is `interrupted`, and resumable.
-fn shown_status(store: &Store, run: &cadre_runtime::store::RunRecord) -> String {
+/// A run's status as people need it: the stored one, except that a run
+/// stored as running whose process is gone (killed, crashed) is
+/// `interrupted`, and resumable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ShownStatus {
+    /// As stored.
+    Stored(RunStatus),
+    /// Stored as running, with no process holding its lease.
+    Interrupted,
+}
+
+impl std::fmt::Display for ShownStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShownStatus::Stored(status) => status.fmt(f),
+            // `pad`, so the width of `cadre workflow list` applies.
+            ShownStatus::Interrupted => f.pad("interrupted"),
+        }
+    }
+}
+
+fn shown_status(store: &Store, run: &cadre_runtime::store::RunRecord) -> ShownStatus {
     let interrupted =
         run.status == RunStatus::Running && !store.lease_is_held(&run.id).unwrap_or(true);
     match interrupted {
-        true => "interrupted".to_string(),
-        false => run.status.to_string(),
+        true => ShownStatus::Interrupted,
+        false => ShownStatus::Stored(run.status),
     }
 }
 
@@ -557,7 +576,7 @@ fn show(data_dir: &Path, spec: &str) -> Result<u8, CliError> {
         .map_err(|e| CliError::internal(e.to_string()))?;
     let status = shown_status(&store, &run);
     crate::outln!("run {} · workflow {} · {status}", run.id, run.name);
-    if status == "interrupted" {
+    if status == ShownStatus::Interrupted {
         crate::outln!(
             "its process is gone; `cadre workflow resume {}` runs what it left unfinished",
             run.id

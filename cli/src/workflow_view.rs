@@ -17,40 +17,38 @@ struct StepLine {
     name: String,
     fan_out: bool,
     /// Each instance's state, by index (0 for a single step).
-    states: BTreeMap<u64, String>,
+    states: BTreeMap<u64, State>,
     tokens: BTreeMap<u64, u64>,
     /// A state for the step as a whole (blocked before it had items).
-    whole: Option<String>,
+    whole: Option<State>,
     started: Option<Instant>,
     ended: Option<Instant>,
 }
 
 impl StepLine {
-    fn count(&self, states: &[&str]) -> usize {
-        self.states
-            .values()
-            .filter(|s| states.contains(&s.as_str()))
-            .count()
+    fn count(&self, states: &[State]) -> usize {
+        self.states.values().filter(|s| states.contains(s)).count()
     }
 
     fn state(&self) -> String {
-        if let Some(whole) = &self.whole {
-            return whole.clone();
+        if let Some(whole) = self.whole {
+            return whole.to_string();
         }
         if !self.fan_out {
             return self
                 .states
                 .get(&0)
-                .cloned()
-                .unwrap_or_else(|| "pending".into());
+                .copied()
+                .unwrap_or(State::Pending)
+                .to_string();
         }
         let total = self.states.len();
         if total == 0 {
             return "waiting".into();
         }
-        let done = self.count(&["finalized", "verified"]);
-        let running = self.count(&["dispatched"]);
-        let failed = self.count(&["failed", "blocked", "cancelled"]);
+        let done = self.count(&[State::Finalized, State::Verified]);
+        let running = self.count(&[State::Dispatched]);
+        let failed = self.count(&[State::Failed, State::Blocked, State::Cancelled]);
         let mut text = format!("{done}/{total} done");
         if running > 0 {
             text.push_str(&format!(" · {running} running"));
@@ -121,24 +119,24 @@ impl Progress {
                 match index {
                     Some(i) => {
                         line.fan_out = true;
-                        line.states.insert(*i, state.clone());
+                        line.states.insert(*i, *state);
                         line.tokens.insert(*i, *tokens);
                     }
-                    None if line.fan_out || state == "blocked" && line.states.is_empty() => {
-                        line.whole = Some(state.clone());
+                    None if line.fan_out || *state == State::Blocked && line.states.is_empty() => {
+                        line.whole = Some(*state);
                     }
                     None => {
-                        line.states.insert(0, state.clone());
+                        line.states.insert(0, *state);
                         line.tokens.insert(0, *tokens);
                     }
                 }
-                if state == "dispatched" && line.started.is_none() {
+                if *state == State::Dispatched && line.started.is_none() {
                     line.started = Some(now);
                 }
                 let open = line
                     .states
                     .values()
-                    .any(|s| matches!(s.as_str(), "pending" | "dispatched"));
+                    .any(|s| matches!(s, State::Pending | State::Dispatched));
                 line.ended = (!open).then_some(now);
             }
             _ => {}
@@ -258,13 +256,13 @@ pub fn table(report: &Report) -> String {
 mod tests {
     use super::*;
 
-    fn state(step: &str, index: Option<u64>, state: &str) -> Event {
+    fn state(step: &str, index: Option<u64>, state: State) -> Event {
         Event::StepState {
             run_id: "r".into(),
             step: step.into(),
             index,
             item: None,
-            state: state.into(),
+            state,
             agent_id: None,
             node: None,
             reason: None,
@@ -284,23 +282,23 @@ mod tests {
             },
             t0,
         );
-        p.apply(&state("list", None, "dispatched"), t0);
+        p.apply(&state("list", None, State::Dispatched), t0);
         p.apply(
-            &state("list", None, "finalized"),
+            &state("list", None, State::Finalized),
             t0 + Duration::from_secs(65),
         );
         for i in 0..3 {
             p.apply(
-                &state("review", Some(i), "dispatched"),
+                &state("review", Some(i), State::Dispatched),
                 t0 + Duration::from_secs(65),
             );
         }
         p.apply(
-            &state("review", Some(0), "verified"),
+            &state("review", Some(0), State::Verified),
             t0 + Duration::from_secs(70),
         );
         p.apply(
-            &state("review", Some(1), "failed"),
+            &state("review", Some(1), State::Failed),
             t0 + Duration::from_secs(70),
         );
         let lines = p.lines(t0 + Duration::from_secs(75));

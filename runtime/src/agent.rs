@@ -30,7 +30,7 @@ use crate::mode::Mode;
 use crate::model::ModelClient;
 use crate::permission::Posture;
 use crate::permission::rules::RuleSet;
-use crate::protocol::{Event, ToolStatus};
+use crate::protocol::{Event, FailureCategory, ToolStatus};
 use crate::tool::{ToolDefinition, builtin_definitions};
 
 /// Where a role's model client comes from.
@@ -102,7 +102,7 @@ pub struct Authority {
 /// Why a sub-agent cannot be started.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpawnRefusal {
-    /// The depth limit.
+    /// The depth limit is reached. Not retryable: the limit stays.
     #[error(
         "the sub-agent depth limit ({max_depth}) is reached: an agent at depth {depth} cannot start another"
     )]
@@ -112,7 +112,8 @@ pub enum SpawnRefusal {
         /// The limit.
         max_depth: u32,
     },
-    /// A role's configuration is unusable.
+    /// A role's configuration is unusable. Not retryable until the
+    /// configuration is fixed.
     #[error("role '{role}': {message}")]
     BadRole {
         /// The role.
@@ -355,16 +356,12 @@ impl ReportBuilder {
             Event::TurnFailed {
                 category, message, ..
             } => {
-                let status = serde_json::to_value(category)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_else(|| "failed".into());
-                let status = if status == "cancelled" || status == "paused_by_denials" {
-                    status
-                } else {
-                    "failed".to_string()
+                let status = match category {
+                    FailureCategory::Cancelled => "cancelled",
+                    FailureCategory::PausedByDenials => "paused_by_denials",
+                    FailureCategory::Agent | FailureCategory::Infrastructure => "failed",
                 };
-                return Some(self.finish(&status, Some(message.clone())));
+                return Some(self.finish(status, Some(message.clone())));
             }
             // Nothing else is evidence, a change or the run's end; another
             // agent's calls are its own report's.

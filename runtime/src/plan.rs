@@ -16,15 +16,18 @@ pub const BACKUP_NAME: &str = ".plan.md.plan-entry-backup";
 /// Why the plan cannot be frozen (the model reads this).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
-    /// There is no plan file yet.
+    /// There is no plan file yet. Retryable once the model has written
+    /// it.
     #[error("there is no plan yet: write it to {0} first, beginning with a non-empty `## Summary`")]
     Missing(String),
-    /// The file does not begin with a non-empty `## Summary`.
+    /// The file does not begin with a non-empty `## Summary`. Retryable
+    /// once the model has fixed it.
     #[error(
         "the plan at {0} must begin with a `## Summary` heading followed by a non-empty summary"
     )]
     NoSummary(String),
-    /// The file could not be read.
+    /// The file could not be read. Not retryable as is: the file or its
+    /// permissions must change.
     #[error("the plan at {path} cannot be read: {message}")]
     Unreadable {
         /// The plan file.

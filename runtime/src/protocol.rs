@@ -18,9 +18,11 @@ mod sources;
 mod status;
 
 pub use crate::context::{CompactionKind, ContextUsage};
-pub use forward::FORWARDED_OUTPUT_BYTES;
+pub use forward::{FORWARDED_OUTPUT_BYTES, Nested};
 pub use sources::{ModeSource, ModelSource};
-pub use status::{Activity, AgentStatus, FailureCategory, InstructionsSummary, ToolStatus, Usage};
+pub use status::{
+    Activity, AgentStatus, FailureCategory, InstructionsSummary, SessionOutcome, ToolStatus, Usage,
+};
 
 /// The stream-json version carried by `session.started`.
 pub const STREAM_VERSION: u32 = 1;
@@ -674,7 +676,7 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         item: Option<Value>,
         /// The new state.
-        state: String,
+        state: crate::store::InstanceState,
         /// The agent working on it (dispatched and later).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         agent_id: Option<String>,
@@ -754,8 +756,9 @@ pub enum Event {
     /// The host is done with the session. Always last.
     #[serde(rename = "session.completed")]
     SessionCompleted {
-        /// `success`, `failed`, `cancelled` or `error`.
-        status: String,
+        /// `success`, `failed`, `error`, `cancelled`, `paused_by_denials`
+        /// or `unfinished`.
+        status: SessionOutcome,
         /// The process exit code the host returns.
         exit_code: i32,
     },

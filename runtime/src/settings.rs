@@ -159,7 +159,7 @@ impl KnownKey {
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
     /// The file, its directory, lock or temporary file could not be read or
-    /// written.
+    /// written. Not retryable as is.
     #[error("{}: cannot {action}: {source}", path.display())]
     Io {
         /// The file or directory.
@@ -169,7 +169,7 @@ pub enum SettingsError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// The file is not valid TOML.
+    /// The file is not valid TOML. Not retryable until it is fixed.
     #[error("{}{}: {message}", path.display(), at_line(*line))]
     Parse {
         /// The file.
@@ -179,7 +179,7 @@ pub enum SettingsError {
         /// What is wrong.
         message: String,
     },
-    /// A key that is not in [`KNOWN_KEYS`].
+    /// A key that is not in [`KNOWN_KEYS`]. Not retryable.
     #[error("unknown setting '{key}': known settings are {known}")]
     UnknownKey {
         /// The key asked for.
@@ -187,7 +187,8 @@ pub enum SettingsError {
         /// The known keys, comma-separated.
         known: String,
     },
-    /// A value that does not fit its key, given to [`Settings::set`].
+    /// A value that does not fit its key, given to [`Settings::set`]. Not
+    /// retryable.
     #[error("{key}: {message}")]
     InvalidValue {
         /// The key.
@@ -196,7 +197,8 @@ pub enum SettingsError {
         message: String,
     },
     /// A value in the file that does not fit its key, or a non-table where a
-    /// dotted key needs a table (a hand edit).
+    /// dotted key needs a table (a hand edit). Not retryable until the file
+    /// is fixed.
     #[error("{}: {key}: {message}", path.display())]
     InvalidStored {
         /// The file.

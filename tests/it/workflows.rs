@@ -185,7 +185,7 @@ impl Finished {
                     index: i,
                     state,
                     ..
-                } if s == step && *i == index => Some(state.clone()),
+                } if s == step && *i == index => Some(state.to_string()),
                 _ => None,
             })
             .collect()

@@ -239,13 +239,14 @@ fn unknown_keys(doc: &toml::de::DeTable<'_>) -> Vec<Unknown> {
 /// must change.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanJsonError {
-    /// The plan is `null` (or nothing but `null`s).
+    /// The plan is `null` (or nothing but `null`s). Not retryable.
     #[error("the workflow is null; expected an object with `workflow` and `steps`")]
     Null,
-    /// The plan is not a JSON object.
+    /// The plan is not a JSON object. Not retryable.
     #[error("the workflow must be an object with `workflow` and `steps`")]
     NotAnObject,
-    /// TOML cannot hold it (an array mixing tables and values, say).
+    /// TOML cannot hold it (an array mixing tables and values, say). Not
+    /// retryable.
     #[error("the workflow cannot be read: {0}")]
     Toml(#[from] toml::ser::Error),
 }

@@ -28,13 +28,14 @@ mod report;
 mod types;
 
 pub use key::instance_key;
-pub use report::{Counts, InstanceReport, Report, StepReport};
-pub use types::{Effect, Input, Instance, Settings, StepRun, StepStatus, Stored, Target};
+pub use report::{Counts, InstanceReport, Report, StepOutcome, StepReport};
+pub use types::{
+    Effect, Input, Instance, MergeFailure, Settings, StepRun, StepStatus, Stored, Target,
+};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::{Check, ForEach, OnFailure, OutputKind, StepId, Workflow};
@@ -52,70 +53,9 @@ pub struct InstanceId {
     pub index: usize,
 }
 
-/// Where an instance is in its life (W4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum State {
-    /// Waiting for a slot or for the steps it needs.
-    Pending,
-    /// Its agent is working.
-    Dispatched,
-    /// Its agent answered; its check (if any) has not passed yet.
-    Finalized,
-    /// Its check passed.
-    Verified,
-    /// It failed (after its retries).
-    Failed,
-    /// A step it needs has no result.
-    Blocked,
-    /// Someone cancelled it, or the run's budget ran out.
-    Cancelled,
-}
-
-impl State {
-    /// Every state, in lifecycle order.
-    pub const ALL: [State; 7] = [
-        State::Pending,
-        State::Dispatched,
-        State::Finalized,
-        State::Verified,
-        State::Failed,
-        State::Blocked,
-        State::Cancelled,
-    ];
-
-    /// As written in events and the store.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Pending => "pending",
-            State::Dispatched => "dispatched",
-            State::Finalized => "finalized",
-            State::Verified => "verified",
-            State::Failed => "failed",
-            State::Blocked => "blocked",
-            State::Cancelled => "cancelled",
-        }
-    }
-
-    /// Parses [`State::as_str`].
-    pub fn parse(text: &str) -> Option<State> {
-        State::ALL.into_iter().find(|s| s.as_str() == text)
-    }
-
-    /// Whether nothing more happens to it.
-    pub fn is_terminal(self) -> bool {
-        match self {
-            State::Verified | State::Failed | State::Blocked | State::Cancelled => true,
-            State::Pending | State::Dispatched | State::Finalized => false,
-        }
-    }
-}
-
-impl std::fmt::Display for State {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// Where an instance is in its life (W4): the store's and the
+/// `step.state` event's type, under the name the machine uses.
+pub use cadre_runtime::store::InstanceState as State;
 
 /// How many times an instance goes back to the queue after transient
 /// model failures before such a failure counts as a failed attempt.
@@ -475,7 +415,7 @@ impl Scheduler {
     fn merged(
         &mut self,
         id: InstanceId,
-        result: Result<Vec<String>, String>,
+        result: Result<Vec<String>, MergeFailure>,
         fx: &mut Vec<Effect>,
     ) {
         let Some(inst) = self.instance(id) else {
@@ -492,7 +432,7 @@ impl Scheduler {
                 self.set(id, State::Finalized, None, fx);
                 self.settle_step(id.step, fx);
             }
-            Err(why) => self.set(id, State::Failed, Some(why), fx),
+            Err(why) => self.set(id, State::Failed, Some(why.to_string()), fx),
         }
     }
 

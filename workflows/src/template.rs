@@ -127,7 +127,7 @@ impl Template {
     pub fn single_ref(&self) -> Option<&Ref> {
         match self.parts.as_slice() {
             [Part::Ref(r, _)] => Some(r),
-            _ => None,
+            [] | [Part::Text(_)] | [_, _, ..] => None,
         }
     }
 

@@ -239,7 +239,7 @@ impl Actor for RemoteChildActor {
                 }
             }
             RemoteMsg::News(ChildNews::Event(envelope)) => {
-                if !own(&envelope.event, &state.agent) {
+                if !envelope.event.is_own(&state.agent) {
                     tracing::warn!(node = %state.node, "a remote sub-agent's event names another agent; dropped");
                     return Ok(());
                 }
@@ -391,75 +391,6 @@ impl super::SessionState {
                 None
             }
         }
-    }
-}
-
-/// Whether `event` names only the child `agent` (a node could otherwise
-/// raise a prompt under the parent's id, or another child's, and have a
-/// person's answer reach it).
-pub fn own(event: &Event, agent: &str) -> bool {
-    let agent_ok = |id: &str| id == agent;
-    let prompt_ok = |id: &str| {
-        id.strip_prefix("agent:")
-            .and_then(|rest| rest.strip_prefix(agent))
-            .is_some_and(|rest| rest.starts_with(':'))
-    };
-    match event {
-        Event::ApprovalRequested { id, agent_id, .. } => agent_ok(agent_id) && prompt_ok(id),
-        Event::ApprovalResolved { id, .. } => prompt_ok(id),
-        Event::PermissionDecision { agent_id, .. } => agent_ok(agent_id),
-        // Its own compactions, so the coordinator's host sees them.
-        Event::ContextCompacted { agent: who, .. } => agent_ok(who),
-        // A remote child starts no children of its own.
-        Event::AgentSpawned { .. }
-        | Event::AgentStatusChanged { .. }
-        | Event::AgentCompleted { .. } => false,
-        // The child's own session and turns: they name no other agent,
-        // and the parent's pump reads its report, status and conversation
-        // from them.
-        Event::SessionStarted { .. }
-        | Event::InputAdmitted { .. }
-        | Event::TurnStarted { .. }
-        | Event::AssistantDelta { .. }
-        | Event::AssistantMessage { .. }
-        | Event::AssistantReasoning { .. }
-        | Event::ToolCall { .. }
-        | Event::ToolResult { .. }
-        | Event::ModelRetry { .. }
-        | Event::ModelParamDropped { .. }
-        | Event::TurnCompleted { .. }
-        | Event::TurnFailed { .. }
-        | Event::PostureChanged { .. }
-        | Event::ModelChanged { .. }
-        | Event::AutonomyPaused { .. }
-        | Event::ModeChanged { .. }
-        | Event::PlanEntered { .. }
-        | Event::PlanStatus { .. }
-        | Event::PlanView { .. }
-        | Event::GoalUpdated { .. }
-        | Event::GoalVerification { .. }
-        | Event::GoalContinuation { .. }
-        | Event::GoalCleared { .. }
-        | Event::SessionIdle { .. }
-        | Event::OpRejected { .. }
-        | Event::SessionStatus { .. }
-        | Event::SessionStopped { .. } => true,
-        // A questionnaire is answered by id like an approval, and a node
-        // sub-agent is never asked one; workflow events name a run of the
-        // coordinator's; a restore and a host's completion are the host's
-        // to report.
-        Event::QuestionnaireOpened { .. }
-        | Event::QuestionnaireAnswered { .. }
-        | Event::WorkflowStarted { .. }
-        | Event::StepState { .. }
-        | Event::StepOutput { .. }
-        | Event::WorkflowCompleted { .. }
-        | Event::WorkspaceRestored { .. }
-        | Event::SessionCompleted { .. } => false,
-        // `Event` is `#[non_exhaustive]`, so this crate must have a
-        // fallback: a variant added later is dropped until it is judged
-        // here.
-        _ => false,
     }
 }
 

@@ -14,11 +14,11 @@ type Reply<T> = RpcReplyPort<Result<T, StoreError>>;
 pub enum GoalRequest {
     /// Stores the session's goal.
     Put {
-        /// The session.
+        /// The session whose goal a resume reads back.
         session_id: String,
-        /// The goal.
+        /// The goal as it is now.
         goal: Box<Goal>,
-        /// Done.
+        /// `Ok` once it is stored.
         reply: Reply<()>,
     },
     /// Removes the session's goal.
@@ -36,9 +36,9 @@ pub enum GoalRequest {
         goal: Box<Goal>,
         /// The continuation's text.
         text: String,
-        /// Its idempotency key.
+        /// Its idempotency key: a continuation retried is admitted once.
         key: String,
-        /// The admission.
+        /// The continuation's admission in the session's queue.
         reply: Reply<Admitted>,
     },
 }

@@ -90,9 +90,9 @@ pub struct QuestionnaireDraft {
     pub id: String,
     /// The session it holds until it is answered.
     pub session_id: String,
-    /// What it asks.
+    /// What it asks: to approve the frozen plan, or to enter Plan.
     pub kind: QuestionnaireKind,
-    /// The canonical plan file.
+    /// The canonical plan file, shown to the person who answers.
     pub plan_path: String,
     /// The frozen snapshot (or the model's reason for an entry request).
     pub snapshot: String,
@@ -136,7 +136,8 @@ pub enum StoreRequest {
         plan_file: PathBuf,
         /// Start its turn at once, storing it at this conversation index.
         start_seq: Option<i64>,
-        /// The backup made, and the admission.
+        /// The old plan's backup, when a Plan entry made one, and the
+        /// admission.
         reply: Reply<(Option<PathBuf>, Admitted)>,
     },
     /// Starts a queued message's turn.
@@ -177,7 +178,7 @@ pub enum StoreRequest {
         mode: Mode,
         /// The plan file, when this enters Plan.
         enter_plan: Option<PathBuf>,
-        /// The backup made.
+        /// The old plan's backup, when one was made.
         reply: Reply<Option<PathBuf>>,
     },
     /// Records the posture.
@@ -198,11 +199,13 @@ pub enum StoreRequest {
         session_id: String,
         /// The questionnaire's id, as it was opened with.
         id: String,
-        /// What the person chose.
+        /// What the person chose, which decides the mode and the message
+        /// admitted to carry it on.
         answer: QuestionnaireAnswer,
         /// The plan file, backed up when the answer confirms a Plan entry.
         plan_file: PathBuf,
-        /// What changed.
+        /// The mode now, the message admitted, and whether the answer was
+        /// new (a repeated answer changes nothing).
         reply: Reply<AnswerOutcome>,
     },
     /// Records a new sub-agent, running.
@@ -329,7 +332,7 @@ pub struct RunDraft {
     pub id: String,
     /// The calling session, if any.
     pub caller_id: Option<String>,
-    /// The workflow's name.
+    /// The workflow's name, by which `cadre workflow list` shows it.
     pub name: String,
     /// The file it was read from; `None` for a workflow an Operate
     /// session wrote.
@@ -341,9 +344,9 @@ pub struct RunDraft {
     pub settings: String,
     /// The workspace its steps run in.
     pub workspace: PathBuf,
-    /// The widest mode of its steps.
+    /// The widest mode of its steps, kept on its `sessions` row.
     pub mode: Mode,
-    /// The posture it runs under.
+    /// The posture it runs under, kept on its `sessions` row.
     pub posture: Posture,
 }
 

@@ -48,13 +48,13 @@ pub struct Child<H, W> {
 /// Why a child cannot take work now.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChildRefusal {
-    /// No child has that id.
+    /// No child has that id. Not retryable.
     #[error("there is no agent '{0}' under this agent")]
     NotFound(String),
-    /// It is still working.
+    /// It is still working. Retryable once it has answered.
     #[error("agent {0} is still working; wait for it first")]
     Busy(String),
-    /// It crashed.
+    /// It crashed. Not retryable: it takes no more work.
     #[error("agent {0} crashed and takes no more work")]
     Crashed(String),
 }

@@ -502,6 +502,30 @@ fn reports_come_from_what_happened() {
 }
 
 #[test]
+fn a_failed_runs_report_names_a_cancel_and_a_pause_and_is_failed_otherwise() {
+    use crate::protocol::{Event, FailureCategory, Usage};
+    for (category, status) in [
+        (FailureCategory::Agent, "failed"),
+        (FailureCategory::Infrastructure, "failed"),
+        (FailureCategory::Cancelled, "cancelled"),
+        (FailureCategory::PausedByDenials, "paused_by_denials"),
+    ] {
+        let report = ReportBuilder::new("2", "fixer")
+            .push(&Event::TurnFailed {
+                turn_id: 1,
+                category,
+                message: "it stopped".into(),
+                retryable: false,
+                usage: Usage::default(),
+                iterations: 1,
+            })
+            .expect("the run ended");
+        assert_eq!(report.status, status, "{category:?}");
+        assert_eq!(report.blockers, ["it stopped"], "{category:?}");
+    }
+}
+
+#[test]
 fn host_tools_marked_shell_or_path_writer_count_as_evidence_and_changes() {
     use crate::protocol::{Event, ToolStatus, Usage};
     use crate::tool::{Safety, ToolDefinition};

@@ -537,19 +537,23 @@ pub enum GoalAction {
 /// Why a person's command was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GoalRefusal {
-    /// A complete goal is final: clear it and set a new one.
+    /// A complete goal is final: clear it and set a new one. Not
+    /// retryable.
     #[error("the goal is complete, which is final; clear it and set a new one")]
     Complete,
-    /// Only an active goal can be paused.
+    /// Only an active goal can be paused. Not retryable until the goal
+    /// is active again.
     #[error("the goal is {0}, not active")]
     NotActive(GoalStatus),
-    /// The goal is already active.
+    /// The goal is already active. Not retryable: there is nothing to
+    /// resume.
     #[error("the goal is already active")]
     AlreadyActive,
     /// A budget-limited goal resumes by raising or clearing its budget.
+    /// Not retryable until then.
     #[error("the goal's {} budget is spent: raise or clear it (`/goal budget=…`, `cadre goal budget`)", .0.map_or("", BudgetKind::as_str))]
     BudgetSpent(Option<BudgetKind>),
-    /// An objective must say something.
+    /// An objective must say something. Not retryable as is.
     #[error("the objective is empty")]
     EmptyObjective,
 }

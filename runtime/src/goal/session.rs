@@ -635,7 +635,51 @@ fn turn_end(ending: Option<&Event>) -> (TurnEnd, Usage) {
             *usage,
         ),
         // No closing event (a crash reported without one), or another.
-        _ => (TurnEnd::Failed, Usage::default()),
+        None
+        | Some(
+            Event::SessionStarted { .. }
+            | Event::InputAdmitted { .. }
+            | Event::TurnStarted { .. }
+            | Event::AssistantDelta { .. }
+            | Event::AssistantMessage { .. }
+            | Event::AssistantReasoning { .. }
+            | Event::ToolCall { .. }
+            | Event::ToolResult { .. }
+            | Event::AgentToolCall { .. }
+            | Event::AgentToolResult { .. }
+            | Event::ModelRetry { .. }
+            | Event::ModelParamDropped { .. }
+            | Event::ContextCompacted { .. }
+            | Event::PermissionDecision { .. }
+            | Event::ApprovalRequested { .. }
+            | Event::ApprovalResolved { .. }
+            | Event::PostureChanged { .. }
+            | Event::ModelChanged { .. }
+            | Event::AutonomyPaused { .. }
+            | Event::AgentSpawned { .. }
+            | Event::AgentStatusChanged { .. }
+            | Event::AgentCompleted { .. }
+            | Event::PlanEntered { .. }
+            | Event::QuestionnaireOpened { .. }
+            | Event::QuestionnaireAnswered { .. }
+            | Event::PlanStatus { .. }
+            | Event::PlanView { .. }
+            | Event::WorkspaceRestored { .. }
+            | Event::SessionIdle { .. }
+            | Event::ModeChanged { .. }
+            | Event::OpRejected { .. }
+            | Event::SessionStatus { .. }
+            | Event::SessionStopped { .. }
+            | Event::WorkflowStarted { .. }
+            | Event::StepState { .. }
+            | Event::StepOutput { .. }
+            | Event::WorkflowCompleted { .. }
+            | Event::GoalUpdated { .. }
+            | Event::GoalVerification { .. }
+            | Event::GoalContinuation { .. }
+            | Event::GoalCleared { .. }
+            | Event::SessionCompleted { .. },
+        ) => (TurnEnd::Failed, Usage::default()),
     }
 }
 

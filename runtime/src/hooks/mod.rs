@@ -59,7 +59,7 @@ pub trait TurnHooks: Send + Sync + 'static {
         tool: std::sync::Arc<dyn crate::tool::Tool>,
         args: serde_json::Value,
         safety: crate::tool::Safety,
-        result: Result<String, String>,
+        result: Result<String, crate::tool::ToolError>,
     ) -> HookFuture;
 
     /// The conversation is about to be compacted with a summary: its

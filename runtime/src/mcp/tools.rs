@@ -56,14 +56,14 @@ pub fn safety(trusted: bool, read_only_hint: Option<bool>) -> Safety {
 /// are). Not retryable: the server lists the same tool until it changes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DefinitionError {
-    /// The listed tool has no `name` string.
+    /// The listed tool has no `name` string. Not retryable.
     #[error("a tool without a name")]
     NoName,
-    /// The tool (named) has no `inputSchema` object.
+    /// The tool (named) has no `inputSchema` object. Not retryable.
     #[error("'{0}' has no input schema object")]
     NoSchema(String),
     /// The tool's (named) schema would take more than 64 KiB of every
-    /// request.
+    /// request. Not retryable.
     #[error("'{0}' has an input schema over 64 KiB")]
     SchemaTooLarge(String),
 }

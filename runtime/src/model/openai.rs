@@ -297,7 +297,16 @@ fn rejected(
             message,
             ..
         } if first => body.params().rejected(message, params),
-        _ => None,
+        // A parameter is dropped once, and only for a 400 or a 422.
+        ModelError::Http { .. }
+        | ModelError::Transport(_)
+        | ModelError::Interrupted(_)
+        | ModelError::Provider(_)
+        | ModelError::Malformed(_)
+        | ModelError::Script(_)
+        | ModelError::Request(_)
+        | ModelError::Limit(_)
+        | ModelError::RetriesExhausted { .. } => None,
     }
 }
 

@@ -121,3 +121,44 @@ pub enum Activity {
     /// A turn runs.
     Running,
 }
+
+/// How a host ended its session, as `session.completed` (and `cadre exec`'s
+/// JSON summary) says it: a word, with the exit code beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionOutcome {
+    /// The work is done (a turn completed, or a goal was met).
+    Success,
+    /// The agent failed, a goal was blocked, or the host's own request was
+    /// refused.
+    Failed,
+    /// The infrastructure failed (the model endpoint, the store), or a goal
+    /// hit a usage limit.
+    Error,
+    /// A person cancelled the turn.
+    Cancelled,
+    /// Too many denials paused it.
+    PausedByDenials,
+    /// A goal is still open: active, paused or over its budget.
+    Unfinished,
+}
+
+impl SessionOutcome {
+    /// The word serialized and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionOutcome::Success => "success",
+            SessionOutcome::Failed => "failed",
+            SessionOutcome::Error => "error",
+            SessionOutcome::Cancelled => "cancelled",
+            SessionOutcome::PausedByDenials => "paused_by_denials",
+            SessionOutcome::Unfinished => "unfinished",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}

@@ -80,10 +80,12 @@ pub enum RunError {
     /// not started. Not retryable as is.
     #[error("{0}; the command was not run")]
     Sandbox(String),
-    /// bash could not be started (or its thread could not be).
+    /// bash could not be started (or its thread could not be). Not
+    /// retryable as is: the system lacks bash or resources.
     #[error("could not start bash: {0}")]
     Spawn(String),
-    /// Waiting for the command failed.
+    /// Waiting for the command failed. Not retryable: whether the
+    /// command ran is unknown.
     #[error("bash failed: {0}")]
     Wait(String),
 }

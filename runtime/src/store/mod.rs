@@ -44,7 +44,10 @@ pub use launch::{LaunchRecord, ModelRecord};
 pub use leases::{LEASE_EXPIRY_SECS, LeaseOwner};
 pub use plans::{AnswerOutcome, NewQuestionnaire, Questionnaire};
 pub use queue::{Admission, Admitted, QueuedMessage, Source};
-pub use runs::{InstanceRecord, NewRun, OpenedRun, RunRecord, RunStatus, UnknownRunStatus};
+pub use runs::{
+    InstanceRecord, InstanceState, NewRun, OpenedRun, RunRecord, RunStatus, UnknownInstanceState,
+    UnknownRunStatus,
+};
 pub use schema::SCHEMA_VERSION;
 pub use sessions::{NewSession, SHORT_ID, SessionRecord, distinguishing_prefix};
 

@@ -96,6 +96,110 @@ impl FromSql for RunStatus {
     }
 }
 
+/// Where a step instance is in its life (W4): the `state` column of
+/// `workflow_instances` (whose `CHECK` allows exactly these seven) and a
+/// `step.state` event's. Stored, serialized and displayed as the lowercase
+/// word, so rows and JSON written before the type existed read back
+/// unchanged. Ordered as [`InstanceState::ALL`] lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InstanceState {
+    /// Waiting for a slot or for the steps it needs.
+    Pending,
+    /// Its agent is working.
+    Dispatched,
+    /// Its agent answered; its check (if any) has not passed yet.
+    Finalized,
+    /// Its check passed.
+    Verified,
+    /// It failed (after its retries).
+    Failed,
+    /// A step it needs has no result.
+    Blocked,
+    /// Someone cancelled it, or the run's budget ran out.
+    Cancelled,
+}
+
+impl InstanceState {
+    /// Every state, in lifecycle order (the order of the declaration, which
+    /// `Ord` follows).
+    pub const ALL: [InstanceState; 7] = [
+        InstanceState::Pending,
+        InstanceState::Dispatched,
+        InstanceState::Finalized,
+        InstanceState::Verified,
+        InstanceState::Failed,
+        InstanceState::Blocked,
+        InstanceState::Cancelled,
+    ];
+
+    /// The word stored, serialized and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InstanceState::Pending => "pending",
+            InstanceState::Dispatched => "dispatched",
+            InstanceState::Finalized => "finalized",
+            InstanceState::Verified => "verified",
+            InstanceState::Failed => "failed",
+            InstanceState::Blocked => "blocked",
+            InstanceState::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parses [`InstanceState::as_str`].
+    pub fn parse(text: &str) -> Option<InstanceState> {
+        InstanceState::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    /// Whether nothing more happens to it.
+    pub fn is_terminal(self) -> bool {
+        match self {
+            InstanceState::Verified
+            | InstanceState::Failed
+            | InstanceState::Blocked
+            | InstanceState::Cancelled => true,
+            InstanceState::Pending | InstanceState::Dispatched | InstanceState::Finalized => false,
+        }
+    }
+}
+
+impl fmt::Display for InstanceState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `pad`, so a width (`{:<10}` in `cadre workflow show`) applies.
+        f.pad(self.as_str())
+    }
+}
+
+/// A word that is no [`InstanceState`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown step instance state {0:?} (expected pending, dispatched, finalized, verified, failed, blocked or cancelled)"
+)]
+pub struct UnknownInstanceState(pub String);
+
+impl FromStr for InstanceState {
+    type Err = UnknownInstanceState;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        InstanceState::parse(s).ok_or_else(|| UnknownInstanceState(s.to_string()))
+    }
+}
+
+impl ToSql for InstanceState {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.as_str()))
+    }
+}
+
+impl FromSql for InstanceState {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        value
+            .as_str()?
+            .parse()
+            .map_err(|err: UnknownInstanceState| FromSqlError::Other(Box::new(err)))
+    }
+}
+
 /// A run as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
@@ -167,8 +271,8 @@ pub struct InstanceRecord {
     pub item: Option<String>,
     /// Its key (W10), once rendered.
     pub key: Option<String>,
-    /// Its state (`pending`, `dispatched`, …).
-    pub state: String,
+    /// Where it is in its life.
+    pub state: InstanceState,
     /// The agent that ran its last attempt (its row id).
     pub agent_id: Option<String>,
     /// Its accepted output.

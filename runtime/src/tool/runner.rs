@@ -185,12 +185,8 @@ impl ToolRunner {
         let Some((hooks, args)) = after else {
             return outcome;
         };
-        let result = match &outcome {
-            Ok(text) => Ok(text.clone()),
-            Err(err) => Err(err.to_string()),
-        };
         match hooks
-            .after_tool(entry.tool.clone(), args, safety, result)
+            .after_tool(entry.tool.clone(), args, safety, outcome.clone())
             .await
         {
             None => outcome,

@@ -58,7 +58,7 @@ async fn a_rate_limited_instance_is_requeued_behind_the_others_and_then_runs() {
             state,
             reason: Some(reason),
             ..
-        } if state == "pending" => Some(reason.clone()),
+        } if *state == State::Pending => Some(reason.clone()),
         _ => None,
     });
     assert!(

@@ -6,6 +6,7 @@
 use cadre::runtime::Mode;
 use cadre::runtime::permission::Posture;
 use cadre::runtime::protocol::{Event, Op, ToolStatus};
+use cadre::workflows::scheduler::State;
 use serde_json::{Value, json};
 
 use super::{Harness, answered, prompt_of};
@@ -164,5 +165,5 @@ async fn a_valid_plan_runs_and_its_report_names_completed_and_blocked_steps() {
             .iter()
             .any(|e| matches!(e, Event::WorkflowStarted { .. }))
     );
-    assert!(events.iter().any(|e| matches!(e, Event::StepState { step, state, .. } if step == "ship" && state == "blocked")));
+    assert!(events.iter().any(|e| matches!(e, Event::StepState { step, state, .. } if step == "ship" && *state == State::Blocked)));
 }

@@ -11,6 +11,7 @@ use cadre::workflows::scheduler::State;
 use serde_json::json;
 
 use cadre::actors::host::ModelChoice;
+use cadre::workflows::scheduler::StepOutcome;
 
 use super::{Counter, Harness, answered, prompt_of};
 use crate::support::mock::{MockServer, Reply, text_chunks, tool_call_chunks};
@@ -193,10 +194,10 @@ async fn a_failing_step_blocks_its_dependents_while_its_siblings_finish() {
     let h = Harness::new(&mock).await;
     let done = h.run(DIAMOND, Posture::Bypass, None).await;
     assert_eq!(done.report.status, RunStatus::Failed);
-    assert_eq!(done.step("b").status, "failed");
-    assert_eq!(done.step("c").status, "succeeded");
+    assert_eq!(done.step("b").status, StepOutcome::Failed);
+    assert_eq!(done.step("c").status, StepOutcome::Succeeded);
     let d = done.step("d");
-    assert_eq!(d.status, "blocked");
+    assert_eq!(d.status, StepOutcome::Blocked);
     assert!(
         d.reason
             .as_deref()
@@ -256,7 +257,7 @@ prompt = "use {{steps.bad.output}}"
         "{:?}",
         done.step("bad")
     );
-    assert_eq!(done.step("after").status, "blocked");
+    assert_eq!(done.step("after").status, StepOutcome::Blocked);
     assert!(
         !mock
             .requests()
@@ -347,16 +348,16 @@ needs = ["boom"]
 prompt = "after the crash"
 "#;
     let done = h.run(text, Posture::Bypass, None).await;
-    assert_eq!(done.step("calm").status, "succeeded");
+    assert_eq!(done.step("calm").status, StepOutcome::Succeeded);
     let boom = done.step("boom");
-    assert_eq!(boom.status, "failed");
+    assert_eq!(boom.status, StepOutcome::Failed);
     assert!(
         boom.reason
             .as_deref()
             .is_some_and(|r| r.contains("crashed")),
         "{boom:?}"
     );
-    assert_eq!(done.step("after").status, "blocked");
+    assert_eq!(done.step("after").status, StepOutcome::Blocked);
     assert!(!done.run_id.is_empty());
 }
 
@@ -402,13 +403,13 @@ async fn a_step_past_its_timeout_fails_and_keeps_its_transcript() {
     let text = "[workflow]\nname = \"slow\"\n[[steps]]\nname = \"slow\"\nprompt = \"slow\"\ntimeout = \"300ms\"\n[[steps]]\nname = \"fast\"\nprompt = \"fast\"\n";
     let done = h.run(text, Posture::Bypass, None).await;
     let slow = done.step("slow");
-    assert_eq!(slow.status, "failed");
+    assert_eq!(slow.status, StepOutcome::Failed);
     let reason = slow.reason.clone().unwrap_or_default();
     assert!(
         reason.starts_with("timed out after 300ms; its partial transcript is kept under agent"),
         "{reason}"
     );
-    assert_eq!(done.step("fast").status, "succeeded");
+    assert_eq!(done.step("fast").status, StepOutcome::Succeeded);
 }
 
 #[tokio::test]

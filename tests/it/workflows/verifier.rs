@@ -4,6 +4,7 @@
 use cadre::runtime::permission::Posture;
 use cadre::runtime::protocol::Event;
 use cadre::workflows::scheduler::State;
+use cadre::workflows::scheduler::StepOutcome;
 use serde_json::{Value, json};
 
 use super::{Harness, answered, prompt_of};
@@ -107,7 +108,7 @@ async fn a_verifier_pass_verifies_and_a_fail_keeps_the_output_from_dependents() 
         Some("check failed: the verifier: FAIL: bad.txt holds a placeholder")
     );
     assert_eq!(done.step("after-good").instances[0].state, State::Finalized);
-    assert_eq!(done.step("after-bad").status, "blocked");
+    assert_eq!(done.step("after-bad").status, StepOutcome::Blocked);
     let requests = mock.requests();
     assert!(
         requests.iter().any(|r| prompt_of(r) == "use GOOD-ANSWER"),
@@ -182,7 +183,7 @@ async fn a_verifier_pass_verifies_and_a_fail_keeps_the_output_from_dependents() 
             state,
             tokens,
             ..
-        } if step == "good" && state == "verified" => Some(*tokens),
+        } if step == "good" && *state == State::Verified => Some(*tokens),
         _ => None,
     });
     assert_eq!(

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use cadre::runtime::permission::Posture;
 use cadre::workflows::scheduler::State;
+use cadre::workflows::scheduler::StepOutcome;
 use git2::{Repository, Signature};
 use serde_json::json;
 
@@ -91,7 +92,7 @@ async fn a_clean_merge_comes_back_and_a_conflicting_one_fails_and_keeps_its_work
         reason.starts_with("merge conflict: shared.txt changed in the workspace too"),
         "{reason}"
     );
-    assert_eq!(done.step("after-second").status, "blocked");
+    assert_eq!(done.step("after-second").status, StepOutcome::Blocked);
 
     // The conflicting worktree is kept, with the step's version; the merged
     // one is gone; the unmerged one stays, and its file never came back.

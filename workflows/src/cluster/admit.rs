@@ -81,20 +81,21 @@ pub struct Admitted {
 /// Why a node refuses an order. None is retryable on the same node.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
-    /// The node does not serve the workspace.
+    /// The node does not serve the workspace. Not retryable here.
     #[error("node does not serve workspace {0}")]
     Workspace(PathBuf),
-    /// A rule of the order does not parse.
+    /// A rule of the order does not parse. Not retryable.
     #[error("a rule of the order does not parse: {0}")]
     Rule(#[from] RuleError),
-    /// The step's authority is wider than its caller's.
+    /// The step's authority is wider than its caller's. Not retryable.
     #[error("the step's authority is wider than its caller's")]
     Wider,
-    /// The live mode or posture is wider than the caller's authority.
+    /// The live mode or posture is wider than the caller's authority. Not
+    /// retryable.
     #[error("the caller's live mode or posture is wider than its authority")]
     WiderLive,
     /// The run id is not a plain name (it names the agent's scratch
-    /// directory on the node).
+    /// directory on the node). Not retryable.
     #[error("the run id {0:?} is not a plain name")]
     RunId(String),
 }

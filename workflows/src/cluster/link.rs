@@ -22,17 +22,18 @@ use tokio::sync::{mpsc, watch};
 use super::places::Places;
 use super::server::PeerEvent;
 use super::wire::{
-    Addressed, Batch, NODES_GROUP, NodeInfo, NodeMsg, Order, Outbound, PROTOCOL, Pull,
+    Addressed, AgentEnd, Batch, NODES_GROUP, NodeInfo, NodeMsg, Order, Outbound, PROTOCOL, Pull,
 };
 
 /// Why a node did not start an agent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StartFailure {
     /// The node answered no (full, the order refused): the attempt fails.
+    /// Not retryable as this attempt.
     #[error("{0}")]
     Refused(String),
-    /// The node could not be reached (gone, not answering): it is lost,
-    /// and the attempt can go elsewhere without counting.
+    /// The node could not be reached (gone, not answering): it is lost.
+    /// Retryable: the attempt can go elsewhere without counting.
     #[error("{0}")]
     Unreachable(String),
 }
@@ -44,8 +45,8 @@ pub enum Remote {
     Event(Box<Envelope>),
     /// The check ran there.
     Checked(bool, String),
-    /// The agent is gone (stopped, or crashed: the reason says).
-    Ended(String),
+    /// The agent is gone: stopped, or crashed.
+    Ended(AgentEnd),
     /// The node is lost; the reason says how.
     Lost(String),
 }
@@ -78,15 +79,41 @@ pub enum LinkNotice {
     NameTaken(String),
 }
 
+/// Why a node did not answer `Hello`: it is not used. Not retried: it is
+/// asked again when it next joins the nodes' group.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HelloFailure {
+    /// No answer within the link's timeout. Not retried.
+    #[error("no answer in time")]
+    Timeout,
+    /// The request or its answer was dropped (the connection went). Not
+    /// retried.
+    #[error("the request was dropped")]
+    Dropped,
+}
+
+/// Why a pull failed: the node is lost, and its attempts with it (each
+/// attempt's step decides whether to run it again elsewhere).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PullFailure {
+    /// No answer within the heartbeat timeout. Not retryable: the node is
+    /// lost.
+    #[error("no heartbeat within {} ms", .0.as_millis())]
+    Timeout(Duration),
+    /// The connection closed. Not retryable: the node is lost.
+    #[error("its connection closed")]
+    Closed,
+}
+
 /// Messages to the link.
 #[derive(Debug)]
 pub enum LinkMsg {
     /// From the node server.
     Peer(PeerEvent),
     /// A node answered `Hello` (or did not).
-    Hello(ActorRef<NodeMsg>, Result<NodeInfo, String>),
+    Hello(ActorRef<NodeMsg>, Result<NodeInfo, HelloFailure>),
     /// A pull came back.
-    Pulled(String, Result<Batch, String>),
+    Pulled(String, Result<Batch, PullFailure>),
     /// Start an agent on a node.
     Start {
         /// The node.
@@ -139,7 +166,7 @@ struct Attempt {
     news: mpsc::UnboundedSender<Remote>,
 }
 
-/// Its state.
+/// The link's state: the nodes in use and the attempts running on them.
 pub struct LinkState {
     args: LinkArgs,
     nodes: HashMap<String, Node>,
@@ -212,7 +239,7 @@ impl Actor for LinkActor {
                     state.deliver(&name, batch);
                     state.pull(&myself, &name);
                 }
-                Err(reason) => state.lose(&name, &reason),
+                Err(reason) => state.lose(&name, &reason.to_string()),
             },
             LinkMsg::Start {
                 node,
@@ -331,8 +358,8 @@ impl LinkState {
             tokio::spawn(async move {
                 let answer = match remote.call(NodeMsg::Hello, Some(timeout)).await {
                     Ok(CallResult::Success(info)) => Ok(info),
-                    Ok(CallResult::Timeout) => Err("no answer in time".to_string()),
-                    Ok(CallResult::SenderError) | Err(_) => Err("the request was dropped".into()),
+                    Ok(CallResult::Timeout) => Err(HelloFailure::Timeout),
+                    Ok(CallResult::SenderError) | Err(_) => Err(HelloFailure::Dropped),
                 };
                 let _ = me.cast(LinkMsg::Hello(remote, answer));
             });
@@ -377,10 +404,8 @@ impl LinkState {
         tokio::spawn(async move {
             let result = match remote.call(|r| NodeMsg::Pull(pull, r), Some(timeout)).await {
                 Ok(CallResult::Success(batch)) => Ok(batch),
-                Ok(CallResult::Timeout) => {
-                    Err(format!("no heartbeat within {} ms", timeout.as_millis()))
-                }
-                Ok(CallResult::SenderError) | Err(_) => Err("its connection closed".to_string()),
+                Ok(CallResult::Timeout) => Err(PullFailure::Timeout(timeout)),
+                Ok(CallResult::SenderError) | Err(_) => Err(PullFailure::Closed),
             };
             let _ = me.cast(LinkMsg::Pulled(name, result));
         });

@@ -62,18 +62,21 @@ pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Why a cluster could not start. None is retryable as it is.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ClusterError {
-    /// No secret: a cluster without one would let anybody in.
+    /// No secret: a cluster without one would let anybody in. Not
+    /// retryable.
     #[error(
         "no cluster secret: set CADRE_CLUSTER_SECRET or pass --secret-file (every node and coordinator must share it)"
     )]
     NoSecret,
-    /// The node server could not listen.
+    /// The node server could not listen. Not retryable as is (the
+    /// address is taken or not this host's).
     #[error("cannot listen on {0}: {1}")]
     Listen(SocketAddr, String),
-    /// A peer could not be reached.
+    /// A peer could not be reached. Not retryable as it is: it may
+    /// succeed once the peer is up.
     #[error("cannot connect to {0}: {1}")]
     Connect(String, String),
-    /// An actor could not start.
+    /// An actor could not start. Not retryable.
     #[error("the cluster could not start: {0}")]
     Actor(String),
 }

@@ -30,8 +30,8 @@ use tokio::time::Instant;
 
 use super::admit::{Ceiling, Mapping, admit};
 use super::wire::{
-    Addressed, Batch, CheckOrder, Item, NODES_GROUP, NodeInfo, NodeMsg, Order, Outbound, PROTOCOL,
-    Pull, StartRefusal,
+    Addressed, AgentEnd, Batch, CheckOrder, Item, NODES_GROUP, NodeInfo, NodeMsg, Order, Outbound,
+    PROTOCOL, Pull, StartRefusal,
 };
 use cadre_runtime::sandbox::run_check;
 
@@ -127,7 +127,8 @@ struct Outbox {
     last_pull: Option<Instant>,
 }
 
-/// Its state.
+/// A node service's state: the agents it runs for coordinators, and what
+/// each coordinator has not pulled yet.
 pub struct NodeState {
     config: NodeConfig,
     template: Caller,
@@ -221,7 +222,7 @@ impl Actor for NodeService {
                             .ended
                             .insert(key.clone(), (running.workspace, running.tmp));
                         let (coordinator, attempt) = key;
-                        state.push(&coordinator, attempt, Outbound::Ended("stopped".into()));
+                        state.push(&coordinator, attempt, Outbound::Ended(AgentEnd::Stopped));
                     }
                 }
                 Local::Checked((coordinator, attempt), passed, detail) => {
@@ -252,7 +253,7 @@ impl Actor for NodeService {
                 state.push(
                     &coordinator,
                     attempt,
-                    Outbound::Ended(format!("the agent crashed: {error}")),
+                    Outbound::Ended(AgentEnd::Failed(format!("the agent crashed: {error}"))),
                 );
             }
         }

@@ -202,8 +202,49 @@ pub enum Outbound {
         detail: String,
     },
     /// It is gone: stopped, crashed or refused by the node after it had
-    /// started; why.
-    Ended(String),
+    /// started.
+    Ended(AgentEnd),
+}
+
+/// Why an agent on a node is gone. It crosses the wire as the text it
+/// always did: `stopped`, or the words of its failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum AgentEnd {
+    /// It stopped when told to, its work done or given up.
+    Stopped,
+    /// It crashed, or the node ended it; why.
+    Failed(String),
+}
+
+/// The word of [`AgentEnd::Stopped`] on the wire.
+const STOPPED: &str = "stopped";
+
+impl From<String> for AgentEnd {
+    fn from(text: String) -> Self {
+        match text.as_str() {
+            STOPPED => AgentEnd::Stopped,
+            _ => AgentEnd::Failed(text),
+        }
+    }
+}
+
+impl From<AgentEnd> for String {
+    fn from(end: AgentEnd) -> Self {
+        match end {
+            AgentEnd::Stopped => STOPPED.to_string(),
+            AgentEnd::Failed(why) => why,
+        }
+    }
+}
+
+impl std::fmt::Display for AgentEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AgentEnd::Stopped => f.write_str(STOPPED),
+            AgentEnd::Failed(why) => f.write_str(why),
+        }
+    }
 }
 
 /// Why a node refuses to start an order's agent: [`NodeMsg::Start`]'s

@@ -65,7 +65,8 @@ pub struct Launch {
     pub source: Source,
     /// The file it came from.
     pub file: Option<String>,
-    /// Its settings.
+    /// Its variables and flags, stored so a resume validates it the same
+    /// way.
     pub settings: RunSettings,
     /// Resume this stored run instead of starting a new one.
     pub resume: Option<Resumed>,
@@ -80,13 +81,13 @@ pub struct Resumed {
     pub run_id: String,
     /// Its instances as stored.
     pub instances: Vec<InstanceRecord>,
-    /// Agents it started.
+    /// Agents it started: the resumed run numbers its next after them.
     pub agents: u32,
 }
 
 /// A started run.
 pub struct RunHandle {
-    /// Its id.
+    /// Its id, which `cadre workflow resume` takes.
     pub run_id: String,
     /// Its supervisor: cancel, approve.
     pub supervisor: ActorRef<SupervisorMsg>,
@@ -135,7 +136,7 @@ fn stored_results(instances: &[InstanceRecord]) -> HashMap<String, Stored> {
     instances
         .iter()
         .filter_map(|i| {
-            let state = State::parse(&i.state)?;
+            let state = i.state;
             let kept = matches!(state, State::Verified | State::Finalized | State::Failed);
             (kept && i.key.is_some()).then(|| {
                 (
@@ -237,7 +238,10 @@ pub async fn start_on(
 /// every session; it knows the runs in progress to route approvals.
 #[derive(Default)]
 pub struct Engine {
+    /// The supervisors of the runs in progress, by run id: a person's
+    /// answer to a step's prompt is passed to them.
     live: Arc<Mutex<HashMap<String, ActorRef<SupervisorMsg>>>>,
+    /// The nodes its runs' steps may run on.
     cluster: Option<Cluster>,
 }
 

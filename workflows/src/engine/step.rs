@@ -25,7 +25,7 @@ use std::time::Duration;
 use cadre_actors::kernel::{AgentServices, AgentSpec, SpawnedAgent, spawn_agent};
 use cadre_actors::session::SessionMsg;
 use cadre_runtime::agent::{AgentPath, LiveAuthority};
-use cadre_runtime::protocol::{Envelope, Event, FailureCategory, Op, ToolStatus, Usage};
+use cadre_runtime::protocol::{Envelope, Event, FailureCategory, Nested, Op, ToolStatus, Usage};
 use cadre_runtime::sandbox::SandboxConfig;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::time::Instant;
@@ -35,10 +35,10 @@ use super::supervisor::{StepReport, SupervisorMsg};
 use super::verify::{outcome, verifier, verifier_request};
 use super::worktree::{MergeError, MergeRules, Worktree};
 use crate::cluster::link::{Remote, StartFailure};
-use crate::cluster::wire::Order;
+use crate::cluster::wire::{AgentEnd, Order};
 use crate::cluster::{Cluster, HEARTBEAT_TIMEOUT, RemoteAgent};
 use crate::model::Check;
-use crate::scheduler::InstanceId;
+use crate::scheduler::{InstanceId, MergeFailure};
 use cadre_actors::verifier::{VERIFIER_ROLE, read_verdict};
 use cadre_runtime::goal::Verdict;
 use cadre_runtime::sandbox::{DEFAULT_CHECK_TIMEOUT, run_check};
@@ -60,18 +60,19 @@ pub enum Placement {
 
 /// What a step attempt starts with.
 pub struct StepArgs {
-    /// The instance.
+    /// The instance it is an attempt of, which its reports name.
     pub id: InstanceId,
     /// `step:<name>[<i>]`, the prefix of the ids the caller sees.
     pub prefix: String,
-    /// The run's supervisor.
+    /// The run's supervisor, which the attempt reports to.
     pub supervisor: ActorRef<SupervisorMsg>,
     /// The agent to start.
     pub spec: AgentSpec,
     /// The caller's roles and models, unmetered (the verifier's model
     /// comes from here; its tokens are counted from its turn).
     pub subagents: Option<std::sync::Arc<cadre_actors::session::Subagents>>,
-    /// Its services.
+    /// What the agent works with (model, tools, store); a verifier takes
+    /// them too unless its role names a model.
     pub services: AgentServices,
     /// The rendered prompt.
     pub prompt: String,
@@ -82,7 +83,7 @@ pub struct StepArgs {
     pub timeout: Option<Duration>,
     /// Limit on a stretch with no progress.
     pub idle_timeout: Option<Duration>,
-    /// For the check: the sandbox, and the temp dir.
+    /// The sandbox a check command runs in.
     pub sandbox: std::sync::Arc<SandboxConfig>,
     /// The check's private temp dir.
     pub tmp: PathBuf,
@@ -120,7 +121,7 @@ pub enum StepMsg {
     /// Bring the worktree's changes back.
     Merge,
     /// The merge ended.
-    Merged(Result<Vec<String>, String>),
+    Merged(Result<Vec<String>, MergeFailure>),
     /// Stop: cancel the agent's turn and end.
     Stop,
     /// Answer one of the agent's approval prompts (its own id).
@@ -208,8 +209,10 @@ async fn start_remote(
             let message = match item {
                 Remote::Event(envelope) => StepMsg::Agent(envelope),
                 Remote::Checked(passed, detail) => StepMsg::Checked(passed, detail),
-                Remote::Ended(reason) if reason == "stopped" => StepMsg::AgentGone,
-                Remote::Ended(reason) => StepMsg::Lost(format!("on node {node}: {reason}")),
+                Remote::Ended(AgentEnd::Stopped) => StepMsg::AgentGone,
+                Remote::Ended(AgentEnd::Failed(why)) => {
+                    StepMsg::Lost(format!("on node {node}: {why}"))
+                }
                 Remote::Lost(reason) => StepMsg::Lost(reason),
             };
             if me.cast(message).is_err() {
@@ -220,17 +223,21 @@ async fn start_remote(
     Ok(Agent::Remote(remote))
 }
 
-/// Its state.
+/// A step attempt's state: its agent, what it answered and the calls
+/// behind it, its check or verifier, and whether its outcome was reported.
 pub struct StepState {
     myself: ActorRef<StepMsg>,
     args: StepArgs,
     agent: Agent,
+    /// The agent's place in the run's tree, from which the ids the caller
+    /// sees are made.
     path: AgentPath,
     /// Its check was sent and has not come back.
     checking: bool,
     /// Why its node went away after it answered: a check asked later
     /// fails at once.
     lost: Option<String>,
+    /// The agent's last text, its answer once its turn completes.
     answer: String,
     /// The accepted answer, for a verifier to judge.
     claim: String,
@@ -241,7 +248,7 @@ pub struct StepState {
     /// Every tool call of the attempt, `name subject`, with its outcome
     /// once it has one.
     calls: Vec<(String, String)>,
-    tokens: u64,
+    /// When the agent last did anything, for the idle timeout.
     last_progress: Instant,
     /// Whether the attempt's outcome was reported (later events are
     /// forwarded but change nothing).
@@ -273,7 +280,6 @@ impl Actor for StepActor {
             verifier: None,
             worktree: None,
             calls: Vec::new(),
-            tokens: 0,
             last_progress: Instant::now(),
             reported: false,
         })
@@ -375,7 +381,7 @@ impl Actor for StepActor {
             StepMsg::Merge => {
                 let me = myself.clone();
                 let Some(worktree) = state.worktree.clone() else {
-                    let _ = me.cast(StepMsg::Merged(Err("the step has no worktree".into())));
+                    let _ = me.cast(StepMsg::Merged(Err(MergeFailure::NoWorktree)));
                     return Ok(());
                 };
                 // Held to what the step's own writes may reach.
@@ -574,7 +580,8 @@ fn terminal(message: &str) -> bool {
 
 /// Merges a worktree back, and removes it when everything came back; a
 /// conflict keeps it for a person and says where.
-fn merge_back(worktree: &Worktree, rules: &MergeRules) -> Result<Vec<String>, String> {
+fn merge_back(worktree: &Worktree, rules: &MergeRules) -> Result<Vec<String>, MergeFailure> {
+    let kept = || worktree.path.clone();
     match worktree.merge(rules) {
         Ok(files) => {
             if let Err(why) = worktree.remove() {
@@ -582,24 +589,17 @@ fn merge_back(worktree: &Worktree, rules: &MergeRules) -> Result<Vec<String>, St
             }
             Ok(files)
         }
-        Err(MergeError::Conflict(files)) => Err(format!(
-            "merge conflict: {} changed in the workspace too; nothing was brought back, and the \
-             step's worktree is kept at {} (branch {})",
-            files.join(", "),
-            worktree.path.display(),
-            worktree.branch()
-        )),
-        Err(MergeError::Refused(files)) => Err(format!(
-            "merge refused: {}; nothing was brought back, and the step's worktree is kept at {} \
-             (branch {})",
-            files.join(", "),
-            worktree.path.display(),
-            worktree.branch()
-        )),
-        Err(MergeError::Failed(why)) => Err(format!(
-            "the merge failed: {why}; the step's worktree is kept at {}",
-            worktree.path.display()
-        )),
+        Err(MergeError::Conflict(files)) => Err(MergeFailure::Conflict {
+            files,
+            kept: kept(),
+            branch: worktree.branch(),
+        }),
+        Err(MergeError::Refused(files)) => Err(MergeFailure::Refused {
+            files,
+            kept: kept(),
+            branch: worktree.branch(),
+        }),
+        Err(MergeError::Failed(why)) => Err(MergeFailure::Failed { why, kept: kept() }),
     }
 }
 

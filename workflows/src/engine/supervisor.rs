@@ -17,7 +17,7 @@ use cadre_actors::store::StoreRequest;
 use cadre_runtime::agent::AgentPath;
 use cadre_runtime::config::RoleConfig;
 use cadre_runtime::protocol::{ApprovalDecision, Event, Op, Usage};
-use cadre_runtime::store::InstanceRecord;
+use cadre_runtime::store::{InstanceRecord, StoreError};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
@@ -26,7 +26,7 @@ use super::step::StepMsg;
 use crate::cluster::Cluster;
 use crate::cluster::places::Place;
 use crate::model::Check;
-use crate::scheduler::{Effect, Input, InstanceId, Report, Scheduler, Target};
+use crate::scheduler::{Effect, Input, InstanceId, MergeFailure, Report, Scheduler, Target};
 
 mod dispatch;
 mod spec;
@@ -64,7 +64,7 @@ pub enum StepReport {
         reason: String,
     },
     /// The worktree was merged back (the files), or not (why).
-    Merged(Result<Vec<String>, String>),
+    Merged(Result<Vec<String>, MergeFailure>),
     /// The check ran.
     Checked {
         /// Exit 0.
@@ -101,7 +101,7 @@ pub enum SupervisorMsg {
         reason: Option<String>,
     },
     /// Instance states were written (or not).
-    Flushed(Result<(), String>),
+    Flushed(Result<(), StoreError>),
     /// Look for cancel requests from other processes.
     Poll,
     /// Cancel requests found.
@@ -112,17 +112,20 @@ impl ractor::Message for SupervisorMsg {}
 
 /// What a run starts with.
 pub struct SupervisorArgs {
-    /// The run.
+    /// The run's id: its store rows, its events and its agents' ids are
+    /// under it.
     pub run_id: String,
     /// The machine, built with the workflow and the stored results.
     pub scheduler: Scheduler,
-    /// Who runs it.
+    /// The agent that runs the workflow: every step's authority is
+    /// narrowed from its own, and the run's events go to its host.
     pub caller: Caller,
-    /// The run's directory.
+    /// Where the run keeps its files (large outputs, its agents'
+    /// directories).
     pub run_dir: PathBuf,
     /// Agent numbers already used under the run (a resume starts after them).
     pub next_agent: u32,
-    /// Roles by name.
+    /// The roles a step may name, by name.
     pub roles: std::collections::BTreeMap<String, RoleConfig>,
     /// Gets the report when the run is over.
     pub done: oneshot::Sender<Report>,
@@ -148,15 +151,21 @@ struct Waiting {
     scope: Vec<String>,
 }
 
-/// Its state.
+/// The supervisor's state: the machine, the attempts it runs, and what
+/// is not yet stored.
 pub struct SupervisorState {
+    /// Whoever waits for the report: taken when it is sent, so it is sent
+    /// once.
     args: Option<oneshot::Sender<Report>>,
     run_id: String,
     scheduler: Scheduler,
     caller: Caller,
     run_dir: PathBuf,
     roles: std::collections::BTreeMap<String, RoleConfig>,
+    /// The last agent number used under the run: each attempt's agent
+    /// takes the next.
     next_agent: u32,
+    /// The attempts running, by instance.
     live: HashMap<InstanceId, Live>,
     /// Attempts the machine is done with, told to stop, until their actor
     /// ends (its slot is given back then); the run ends only once none is
@@ -174,14 +183,21 @@ pub struct SupervisorState {
     nodes: HashMap<InstanceId, String>,
     /// Every agent an instance's attempts ran on, last last.
     agents: HashMap<InstanceId, String>,
+    /// The tokens each instance's attempts spent, shown in its events and
+    /// stored with it.
     tokens: HashMap<InstanceId, u64>,
     /// The run's usage in detail, since this process took it up.
     spent: Usage,
-    /// Instances whose state is not yet stored, and the events waiting
-    /// for it.
+    /// Instances whose state is not yet stored.
     dirty: BTreeSet<InstanceId>,
+    /// The events of those states, let out once they are stored: a state
+    /// is stored before its event.
     held: Vec<Event>,
+    /// A write of states is under way; the next waits for it, so writes
+    /// land in order.
     flushing: bool,
+    /// The report once the machine is done; sent when every state is
+    /// stored and every step actor has stopped.
     report: Option<Report>,
 }
 
@@ -442,7 +458,7 @@ impl SupervisorState {
                         step: name.clone(),
                         index: index.filter(|_| fan_out).map(|i| i as u64),
                         item,
-                        state: state.to_string(),
+                        state,
                         agent_id: id.and_then(|id| self.agents.get(&id).cloned()),
                         node: id.and_then(|id| self.nodes.get(&id).cloned()),
                         reason,
@@ -491,7 +507,7 @@ impl SupervisorState {
                     None => {
                         let more = self.scheduler.step(Input::Merged {
                             id,
-                            result: Err("the step ended before its changes could be merged".into()),
+                            result: Err(MergeFailure::Ended),
                         });
                         Box::pin(self.perform(myself, more)).await;
                     }
@@ -589,7 +605,7 @@ impl SupervisorState {
                 index: id.index as i64,
                 item: inst.item.as_ref().map(|v| v.to_string()),
                 key: inst.key.clone(),
-                state: inst.state.to_string(),
+                state: inst.state,
                 agent_id: self.agents.get(&id).cloned(),
                 output: inst.output.clone(),
                 reason: inst.reason.clone(),
@@ -627,8 +643,7 @@ impl SupervisorState {
                     instances: records,
                     reply,
                 })
-                .await
-                .map_err(|e| e.to_string());
+                .await;
             for event in events {
                 sink.send(event);
             }

@@ -284,7 +284,11 @@ impl Sim {
             Phase::Merging => {
                 self.actors.remove(&id);
                 let result = match dice.roll(4) {
-                    0 => Err("merge conflict: a.txt".into()),
+                    0 => Err(MergeFailure::Conflict {
+                        files: vec!["a.txt".into()],
+                        kept: "/tmp/wt".into(),
+                        branch: "cadre/step".into(),
+                    }),
                     _ => Ok(vec!["a.txt".into()]),
                 };
                 self.input(Input::Merged { id, result });

@@ -29,6 +29,61 @@ pub struct InstanceReport {
     pub calls: Vec<String>,
 }
 
+/// Where a step stands in a report: its [`StepStatus`] without the
+/// reason, which the report carries beside it. Serialized and shown as the
+/// lowercase word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepOutcome {
+    /// It waits for the steps it needs (a run that goes on).
+    Waiting,
+    /// Its instances exist and are not all done (a run that goes on).
+    Running,
+    /// It has a result.
+    Succeeded,
+    /// It has none: an instance failed.
+    Failed,
+    /// It has none: a step it needs has none.
+    Blocked,
+    /// It was cancelled.
+    Cancelled,
+}
+
+impl StepOutcome {
+    /// The word serialized and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepOutcome::Waiting => "waiting",
+            StepOutcome::Running => "running",
+            StepOutcome::Succeeded => "succeeded",
+            StepOutcome::Failed => "failed",
+            StepOutcome::Blocked => "blocked",
+            StepOutcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::fmt::Display for StepOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `pad`, so a width (`{:<10}` in the run's table) applies.
+        f.pad(self.as_str())
+    }
+}
+
+impl StepStatus {
+    /// Its outcome, and the reason a step without a result has.
+    pub fn outcome(&self) -> (StepOutcome, Option<&str>) {
+        match self {
+            StepStatus::Waiting => (StepOutcome::Waiting, None),
+            StepStatus::Running => (StepOutcome::Running, None),
+            StepStatus::Succeeded => (StepOutcome::Succeeded, None),
+            StepStatus::Failed(why) => (StepOutcome::Failed, Some(why)),
+            StepStatus::Blocked(why) => (StepOutcome::Blocked, Some(why)),
+            StepStatus::Cancelled(why) => (StepOutcome::Cancelled, Some(why)),
+        }
+    }
+}
+
 /// One step in a report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StepReport {
@@ -36,7 +91,7 @@ pub struct StepReport {
     pub name: String,
     /// `succeeded`, `failed`, `blocked`, `cancelled` (or `waiting` and
     /// `running` while a run goes on).
-    pub status: String,
+    pub status: StepOutcome,
     /// Why it has no result.
     pub reason: Option<String>,
     /// Its instances.
@@ -72,19 +127,6 @@ fn is_unpriced(usage: &cadre_runtime::protocol::Usage) -> bool {
     *usage == cadre_runtime::protocol::Usage::default()
 }
 
-impl Ord for State {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        let rank = |s: &State| State::ALL.iter().position(|x| x == s);
-        rank(self).cmp(&rank(other))
-    }
-}
-
-impl PartialOrd for State {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
 impl Scheduler {
     /// The run as it stands.
     pub fn report(&self) -> Report {
@@ -111,24 +153,17 @@ impl Scheduler {
             if run.instances.is_empty() && run.status != StepStatus::Succeeded {
                 all_ran = false;
             }
-            let (status, reason) = match &run.status {
-                StepStatus::Waiting => ("waiting", None),
-                StepStatus::Running => ("running", None),
-                StepStatus::Succeeded => ("succeeded", None),
-                StepStatus::Failed(why) => ("failed", Some(why.clone())),
-                StepStatus::Blocked(why) => ("blocked", Some(why.clone())),
-                StepStatus::Cancelled(why) => ("cancelled", Some(why.clone())),
-            };
+            let (status, reason) = run.status.outcome();
             steps.push(StepReport {
                 name: self.workflow.steps[s].name.clone(),
-                status: status.to_string(),
-                reason,
+                status,
+                reason: reason.map(str::to_string),
                 instances,
             });
         }
         let status = if self.cancelled {
             RunStatus::Cancelled
-        } else if steps.iter().all(|s| s.status == "succeeded") {
+        } else if steps.iter().all(|s| s.status == StepOutcome::Succeeded) {
             RunStatus::Completed
         } else {
             RunStatus::Failed
@@ -178,7 +213,11 @@ impl Report {
         }
         out.push_str("\nCompleted:\n");
         let mut any = false;
-        for step in self.steps.iter().filter(|s| s.status == "succeeded") {
+        for step in self
+            .steps
+            .iter()
+            .filter(|s| s.status == StepOutcome::Succeeded)
+        {
             for inst in &step.instances {
                 if matches!(inst.state, State::Verified | State::Finalized) {
                     any = true;
@@ -243,7 +282,7 @@ impl Report {
                 let failed: Vec<&str> = self
                     .steps
                     .iter()
-                    .filter(|s| s.status == "failed")
+                    .filter(|s| s.status == StepOutcome::Failed)
                     .map(|s| s.name.as_str())
                     .collect();
                 format!(

@@ -364,12 +364,12 @@ fn a_for_each_over_something_not_a_list_fails_the_step() {
     let mut run = Run::new(FAN, 2);
     run.answer("list", "{\"not\": \"a list\"}");
     let report = run.report();
-    assert_eq!(report.steps[1].status, "failed");
+    assert_eq!(report.steps[1].status, StepOutcome::Failed);
     assert_eq!(
         report.steps[1].reason.as_deref(),
         Some("for_each: step 'list' answered an object, not a JSON list")
     );
-    assert_eq!(report.steps[2].status, "blocked");
+    assert_eq!(report.steps[2].status, StepOutcome::Blocked);
 }
 
 #[test]
@@ -673,7 +673,11 @@ fn a_merging_step_holds_its_slot_and_counts_only_once_merged() {
     assert_eq!(run.state("b", 0), State::Finalized);
     run.input(Input::Merged {
         id: b,
-        result: Err("merge conflict: x".into()),
+        result: Err(MergeFailure::Conflict {
+            files: vec!["x".into()],
+            kept: "/tmp/wt".into(),
+            branch: "cadre/step".into(),
+        }),
     });
     assert_eq!(run.state("b", 0), State::Failed);
     let d = run.s.workflow().step_id("d").expect("d");

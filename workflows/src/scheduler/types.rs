@@ -88,12 +88,12 @@ pub enum Input {
         detail: String,
     },
     /// A `merge = true` instance's worktree was merged back (`Ok`, the
-    /// files brought back) or not (`Err`, why: a conflict fails it).
+    /// files brought back) or not (`Err`, why: it fails the instance).
     Merged {
         /// The instance.
         id: InstanceId,
         /// What came of it.
-        result: Result<Vec<String>, String>,
+        result: Result<Vec<String>, MergeFailure>,
     },
     /// Cancel something.
     Cancel(Target),
@@ -105,6 +105,58 @@ pub enum Input {
     /// fixes (authentication, an exhausted quota). What runs finishes; what
     /// waits is cancelled with the reason.
     Halt(String),
+}
+
+/// Why a `merge = true` instance's worktree was not merged back. Its text
+/// is the failed instance's reason. None is retryable: the instance fails,
+/// and a person decides (`--retry-failed` runs it again).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MergeFailure {
+    /// The step had no worktree to merge. Not retryable.
+    #[error("the step has no worktree")]
+    NoWorktree,
+    /// The step's agent ended before its changes could be merged. Not
+    /// retryable.
+    #[error("the step ended before its changes could be merged")]
+    Ended,
+    /// These files changed in the workspace too; nothing was brought
+    /// back. Not retryable: a person resolves the conflict.
+    #[error(
+        "merge conflict: {} changed in the workspace too; nothing was brought back, and the step's worktree is kept at {} (branch {branch})",
+        .files.join(", "),
+        .kept.display()
+    )]
+    Conflict {
+        /// The files, relative to the repository.
+        files: Vec<String>,
+        /// The worktree, kept for a person.
+        kept: PathBuf,
+        /// Its branch.
+        branch: String,
+    },
+    /// The step may not write these files (each with why); nothing was
+    /// brought back. Not retryable.
+    #[error(
+        "merge refused: {}; nothing was brought back, and the step's worktree is kept at {} (branch {branch})",
+        .files.join(", "),
+        .kept.display()
+    )]
+    Refused {
+        /// The files, each with why.
+        files: Vec<String>,
+        /// The worktree, kept for a person.
+        kept: PathBuf,
+        /// Its branch.
+        branch: String,
+    },
+    /// git or the file system failed. Not retryable.
+    #[error("the merge failed: {why}; the step's worktree is kept at {}", .kept.display())]
+    Failed {
+        /// What failed.
+        why: String,
+        /// The worktree, kept for a person.
+        kept: PathBuf,
+    },
 }
 
 /// What the actors must do.

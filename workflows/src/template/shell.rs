@@ -204,7 +204,8 @@ pub fn expansion(quoting: Quoting, escaped: bool, var: &str) -> String {
     let spent = match (quoting, escaped) {
         (Quoting::Bare | Quoting::Double, true) => "\n",
         (Quoting::AnsiC, true) => "\\",
-        _ => "",
+        // A backslash escapes nothing in `'…'` or a comment: nothing to spend.
+        (Quoting::Single | Quoting::Comment, true) | (_, false) => "",
     };
     let word = match quoting {
         Quoting::Bare => format!("\"${{{var}}}\""),

@@ -1,7 +1,7 @@
 use cadre_runtime::message::{Message, ToolCall};
 use cadre_runtime::protocol::{Event, ToolStatus, Usage};
 
-use super::{Recorder, own};
+use super::Recorder;
 
 fn call(id: &str) -> Event {
     Event::ToolCall {
@@ -112,7 +112,7 @@ fn a_remote_childs_events_naming_another_agent_are_dropped() {
         reason: String::new(),
         preview: None,
     };
-    let check = |event: Event, expected: bool| assert_eq!(own(&event, "1"), expected, "{event:?}");
+    let check = |event: Event, expected: bool| assert_eq!(event.is_own("1"), expected, "{event:?}");
     check(asked("agent:1:approval:1", "1"), true);
     // The parent's own prompt, another child's, a prefix of another id.
     check(asked("approval:1", "1"), false);

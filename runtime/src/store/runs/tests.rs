@@ -20,7 +20,7 @@ fn instance(step: &str, index: i64, state: &str) -> InstanceRecord {
         index,
         item: None,
         key: Some(format!("k-{step}-{index}")),
-        state: state.into(),
+        state: state.parse().expect("a state"),
         agent_id: None,
         output: Some("out".into()),
         reason: None,

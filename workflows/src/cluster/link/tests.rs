@@ -11,7 +11,7 @@ use cadre_runtime::protocol::Event;
 use ractor::Actor;
 
 use super::*;
-use crate::cluster::wire::Item;
+use crate::cluster::wire::{AgentEnd, Item};
 
 /// Records every message it gets, as `Debug` text.
 struct Recorder<M>(PhantomData<fn() -> M>);
@@ -149,9 +149,9 @@ async fn a_node_cannot_speak_for_another_nodes_attempts() {
                     detail: String::new(),
                 },
             ),
-            item(3, 2, Outbound::Ended("crashed".into())),
+            item(3, 2, Outbound::Ended(AgentEnd::Failed("crashed".into()))),
             item(4, 1, answer("mine")),
-            item(5, 99, Outbound::Ended("nobody's".into())),
+            item(5, 99, Outbound::Ended(AgentEnd::Failed("nobody's".into()))),
         ],
         free: 0,
     };

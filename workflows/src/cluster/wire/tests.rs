@@ -1,6 +1,6 @@
 use pretty_assertions::assert_eq;
 
-use super::StartRefusal;
+use super::{AgentEnd, Outbound, StartRefusal};
 
 #[test]
 fn a_start_refusal_crosses_the_wire_whole_and_reads_as_before() {
@@ -28,5 +28,20 @@ fn a_start_refusal_crosses_the_wire_whole_and_reads_as_before() {
         },
         r#"{"kind":"workspace","path":"/srv/ws","message":"gone"}"#,
         "workspace /srv/ws: gone",
+    );
+}
+
+#[test]
+fn an_agents_end_crosses_the_wire_as_the_text_it_always_was() {
+    let check = |end: AgentEnd, json: &str| {
+        let bytes = serde_json::to_string(&Outbound::Ended(end.clone())).expect("serialized");
+        assert_eq!(bytes, json);
+        let back: Outbound = serde_json::from_str(&bytes).expect("deserialized");
+        assert_eq!(back, Outbound::Ended(end));
+    };
+    check(AgentEnd::Stopped, r#"{"Ended":"stopped"}"#);
+    check(
+        AgentEnd::Failed("the agent crashed: boom".into()),
+        r#"{"Ended":"the agent crashed: boom"}"#,
     );
 }

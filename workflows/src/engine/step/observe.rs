@@ -116,9 +116,7 @@ impl StepState {
                 }
             }
             Event::TurnCompleted { usage, .. } => {
-                let spent = spent(usage);
-                self.tokens = self.tokens.saturating_add(spent);
-                self.supervisor(StepReport::Tokens(spent));
+                self.supervisor(StepReport::Tokens(spent(usage)));
                 self.supervisor(StepReport::Spent(*usage));
                 if !std::mem::replace(&mut self.reported, true) {
                     let output = std::mem::take(&mut self.answer);
@@ -190,118 +188,19 @@ impl StepState {
     }
 
     /// The events the caller must see, with the step's ids: prompts,
-    /// decisions, sub-agents. An event naming an agent or a prompt outside
-    /// the step is dropped: it cannot come from the step's own agent, and
-    /// a node must not be able to raise it.
+    /// decisions, sub-agents, as [`Event::nested`] lists them. An event
+    /// naming an agent or a prompt outside the step is dropped: it cannot
+    /// come from the step's own agent, and a node must not be able to
+    /// raise it.
     fn outward(&self, event: Event) -> Option<Event> {
         let prefix = &self.args.prefix;
         let agent = |inner: &str| outer_agent_id(prefix, &self.path, inner);
         let approval = |inner: &str| outer_approval_id(prefix, &self.path, inner);
-        Some(match event {
-            Event::ApprovalRequested {
-                id,
-                agent_id,
-                call_id,
-                tool,
-                arguments,
-                reason,
-                preview,
-            } => Event::ApprovalRequested {
-                id: approval(&id)?,
-                agent_id: agent(&agent_id)?,
-                call_id,
-                tool,
-                arguments,
-                reason,
-                preview,
-            },
-            Event::ApprovalResolved { id, outcome } => Event::ApprovalResolved {
-                id: approval(&id)?,
-                outcome,
-            },
-            Event::PermissionDecision {
-                agent_id,
-                call_id,
-                tool,
-                decision,
-                line,
-            } => Event::PermissionDecision {
-                agent_id: agent(&agent_id)?,
-                call_id,
-                tool,
-                decision,
-                line,
-            },
-            Event::AgentSpawned {
-                agent_id,
-                role,
-                model,
-                posture,
-                depth,
-            } => Event::AgentSpawned {
-                agent_id: agent(&agent_id)?,
-                role,
-                model,
-                posture,
-                depth,
-            },
-            Event::AgentCompleted {
-                agent_id,
-                status,
-                summary,
-                verified,
-            } => Event::AgentCompleted {
-                agent_id: agent(&agent_id)?,
-                status,
-                summary,
-                verified,
-            },
-            Event::AutonomyPaused { reason, fallback } => Event::AutonomyPaused {
-                reason: format!("{prefix}: {reason}"),
-                fallback,
-            },
-            Event::ContextCompacted {
-                agent: inner,
-                tokens_before,
-                tokens_after,
-                kind,
-            } => Event::ContextCompacted {
-                agent: agent(&inner)?,
-                tokens_before,
-                tokens_after,
-                kind,
-            },
-            Event::AgentToolCall {
-                agent_id,
-                call_id,
-                name,
-                arguments,
-            } => Event::AgentToolCall {
-                agent_id: agent(&agent_id)?,
-                call_id,
-                name,
-                arguments,
-            },
-            Event::AgentToolResult {
-                agent_id,
-                call_id,
-                name,
-                status,
-                error_code,
-                output,
-            } => Event::AgentToolResult {
-                agent_id: agent(&agent_id)?,
-                call_id,
-                name,
-                status,
-                error_code,
-                output,
-            },
-            // The step's own calls, under its name.
-            own @ (Event::ToolCall { .. } | Event::ToolResult { .. }) => {
-                own.forwarded_call(&agent(&self.path.to_string())?)?
-            }
-            _ => return None,
+        event.nested(&Nested {
+            agent: &agent,
+            approval: &approval,
+            own: &self.path.to_string(),
+            label: prefix,
         })
     }
 }
