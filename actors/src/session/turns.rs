@@ -251,7 +251,7 @@ impl SessionState {
                 .map(|hooks| Arc::new(hooks) as Arc<dyn cadre_runtime::hooks::TurnHooks>),
         };
         TurnArgs {
-            machine: TurnMachine::new(turn, start.conversation.clone()),
+            machine: TurnMachine::new(turn, &start.conversation),
             supervisor: myself.get_derived(),
             model: self.services.model.clone(),
             tools: self.services.tools.clone(),

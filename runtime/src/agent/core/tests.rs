@@ -127,7 +127,7 @@ fn render(effect: &AgentEffect) -> String {
             t.compact_first,
             t.tools,
             t.budget.is_some(),
-            t.conversation.len()
+            t.conversation.view().len()
         ),
         AgentEffect::StopTurn => "stop turn".into(),
         AgentEffect::CancelTurn => "cancel turn".into(),
@@ -251,13 +251,13 @@ fn a_resume_continues_the_interrupted_turn_first_and_closes_the_calls_it_left_op
     };
     let opened = Opened {
         stored: Some((Mode::Work, Posture::Suggest)),
-        conversation: vec![
-            Message::user("build it"),
-            Message::Assistant {
+        conversation: crate::context::Conversation::of(&[
+            Arc::new(Message::user("build it")),
+            Arc::new(Message::Assistant {
                 content: String::new(),
                 tool_calls: vec![call],
-            },
-        ],
+            }),
+        ]),
         turns: 4,
         ..Opened::default()
     };

@@ -12,7 +12,7 @@ fn machine(window: u64, first: &str) -> TurnMachine {
     let mut config = config(Mode::Work, 20);
     config.context_budget = ContextBudget::default().with_window(window);
     let history: Arc<[Arc<Message>]> = Arc::from(vec![Arc::new(Message::user(first))]);
-    TurnMachine::new(config, history)
+    TurnMachine::new(config, &Conversation::of(&history))
 }
 
 /// What one step asked for, reduced.
@@ -221,7 +221,7 @@ fn past_an_assumed_window_the_request_is_sent_and_the_server_decides() {
     config.context_budget = ContextBudget::default();
     let history: Arc<[Arc<Message>]> =
         Arc::from(vec![Arc::new(Message::user("x".repeat(600_000)))]);
-    let mut m = TurnMachine::new(config, history);
+    let mut m = TurnMachine::new(config, &Conversation::of(&history));
     let effects = asks(m.step(TurnInput::Start));
     assert!(
         matches!(&effects[..], [Ask::Model { messages }] if messages.len() == 1),
@@ -247,7 +247,7 @@ fn a_compaction_that_stays_past_the_threshold_is_not_repeated_before_every_reque
     config.system = Arc::from("s".repeat(34_000));
     config.context_budget = ContextBudget::default().with_window(10_000);
     let history: Arc<[Arc<Message>]> = Arc::from(vec![Arc::new(Message::user("go"))]);
-    let mut m = TurnMachine::new(config, history);
+    let mut m = TurnMachine::new(config, &Conversation::of(&history));
     // Nothing to compact: sent as it is.
     assert!(matches!(
         asks(m.step(TurnInput::Start))[..],
