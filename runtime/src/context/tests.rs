@@ -8,6 +8,8 @@ use proptest::prelude::*;
 use super::*;
 use crate::message::ToolCall;
 
+mod held;
+
 fn user(text: &str) -> Arc<Message> {
     Arc::new(Message::user(text))
 }

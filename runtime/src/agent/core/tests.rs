@@ -2,6 +2,7 @@
 //! effects they lead to, rendered one per line, through one
 //! [`check`] helper.
 
+mod memory;
 mod props;
 
 use std::time::Instant;
