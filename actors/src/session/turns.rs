@@ -85,7 +85,7 @@ impl SessionState {
             children,
             goal: opened.goal,
         };
-        self.run(myself, AgentInput::Opened(opened)).await;
+        self.run(myself, AgentInput::Opened(Box::new(opened))).await;
         Ok(())
     }
 

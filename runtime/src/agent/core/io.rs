@@ -114,7 +114,7 @@ pub enum Answer {
 #[derive(Debug, Clone)]
 pub enum AgentInput {
     /// The store's record of the agent, read at its start.
-    Opened(Opened),
+    Opened(Box<Opened>),
     /// The actor runs: carry on with the stored queue and the first
     /// message.
     Running {

@@ -284,7 +284,7 @@ impl AgentCore {
 
     fn take(&mut self, input: AgentInput, out: &mut Vec<AgentEffect>) {
         match input {
-            AgentInput::Opened(opened) => self.opened(opened, out),
+            AgentInput::Opened(opened) => self.opened(*opened, out),
             AgentInput::Running { pending, first } => {
                 self.agenda
                     .push_back(Work::Queue(QueueInput::Resumed(pending)));

@@ -271,7 +271,7 @@ fn a_resume_continues_the_interrupted_turn_first_and_closes_the_calls_it_left_op
     };
     check(
         vec![
-            AgentInput::Opened(opened),
+            AgentInput::Opened(Box::new(opened)),
             AgentInput::Running {
                 pending: vec![interrupted],
                 first: Some(First::Queue("and then this".into())),
@@ -632,7 +632,7 @@ fn a_follow_up_that_could_not_start_leaves_the_child_idle() {
     check_on(
         &mut core,
         vec![
-            AgentInput::Opened(opened),
+            AgentInput::Opened(Box::new(opened)),
             AgentInput::FollowUp {
                 ticket: Ticket(1),
                 path: one.clone(),
@@ -680,7 +680,7 @@ fn approving_a_plan_returns_to_work_and_runs_the_implementation_message_first() 
     check_on(
         &mut core,
         vec![
-            AgentInput::Opened(opened),
+            AgentInput::Opened(Box::new(opened)),
             op(Op::Answer {
                 id: "plan-1".into(),
                 answer: QuestionnaireAnswer::Approve,
