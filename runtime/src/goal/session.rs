@@ -319,7 +319,7 @@ impl GoalSession {
     }
 
     /// Decides whether a message about to run does (G6), and notes the
-    /// turn's place in the goal. `seq` is the conversation's length now.
+    /// turn's place in the goal. `seq` is how many messages are stored now.
     pub fn gate(&mut self, message: &Queued, at: &Surroundings, seq: usize, now: Instant) -> Gate {
         if !self.enabled {
             return Gate::Run;
