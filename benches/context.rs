@@ -10,7 +10,12 @@
 //! step 100 and at the end, and the peak; what the compactions cost (their
 //! count, the summary requests' bytes, and the requests' largest size);
 //! the requests the window refused (0 expected: the threshold comes
-//! first).
+//! first); and how many messages the store holds at the end (every one,
+//! compacted or not).
+//!
+//! The store is a file in a temporary data directory, as a real session's
+//! is; `STORE=memory` puts it in memory instead, where the whole stored
+//! history is resident by design.
 //!
 //! Run with `cargo bench --bench context`; `STEPS=N` changes the number of
 //! steps.
@@ -32,6 +37,7 @@ use cadre::runtime::model::{OpenAiClient, OpenAiConfig, RetryPolicy, Retrying};
 use cadre::runtime::paths::DataDir;
 use cadre::runtime::permission::Posture;
 use cadre::runtime::protocol::{Event, Op};
+use cadre::runtime::store::{Store, store_path};
 use cadre::runtime::tool::{ToolRegistry, ToolRunner, Workspace};
 use serde_json::{Value, json};
 
@@ -80,6 +86,9 @@ struct Run {
     cpu_at: Vec<Duration>,
     /// Resident bytes when each step's result arrived.
     rss_at: Vec<f64>,
+    /// Messages the store holds at the end (`None`: a store in memory,
+    /// gone with the run).
+    stored: Option<usize>,
     compactions: usize,
     fallbacks: usize,
     completed: bool,
@@ -112,11 +121,16 @@ impl Run {
             late / early
         );
         println!(
-            "  resident memory: {:.1} MiB at step 100, {:.1} MiB at the end, peak {:.1} MiB",
+            "  resident memory: {:.1} MiB at step 100, {:.1} MiB at step {}, {:.1} MiB at the end, peak {:.1} MiB",
             mib(self.rss_at[100]),
+            mib(self.rss_at[self.rss_at.len().min(1_000) - 1]),
+            self.rss_at.len().min(1_000),
             mib(*self.rss_at.last().expect("steps")),
             mib(peak)
         );
+        if let Some(stored) = self.stored {
+            println!("  messages stored at the end: {stored}");
+        }
         println!(
             "  compactions {} ({} by the fallback); summary requests {} of {} B in all ({} tokens at 4 B a token)",
             self.compactions,
@@ -142,19 +156,29 @@ async fn run(url: &str, steps: usize) -> Run {
     let mut model = OpenAiConfig::new(url, "m");
     model.stream = false;
     let client = OpenAiClient::new(model).expect("client");
+    let on_disk = std::env::var("STORE").as_deref() != Ok("memory");
+    let (store, thread) = if on_disk {
+        let (handle, thread) =
+            StoreHandle::start(Store::open(&store_path(data.path())).expect("store"))
+                .await
+                .expect("store");
+        (handle, Some(thread))
+    } else {
+        (StoreHandle::in_memory().await.expect("store"), None)
+    };
+    let session_id = uuid::Uuid::new_v4().to_string();
     let services = SessionServices {
         model: Arc::new(Retrying::new(Arc::new(client), RetryPolicy::default())),
         tools: ToolRunner::new(
             Arc::new(ToolRegistry::with_builtins()),
             Duration::from_secs(30),
         ),
-        store: Some(StoreHandle::in_memory().await.expect("store")),
+        store: Some(store.clone()),
         summarizer: None,
     };
-    let session_id = uuid::Uuid::new_v4().to_string();
     let paths = DataDir::new(data.path()).session(&session_id);
     let mut config = SessionConfig::new(
-        session_id,
+        session_id.clone(),
         Workspace::new(workspace.path()).expect("workspace"),
         paths,
     );
@@ -176,6 +200,7 @@ async fn run(url: &str, steps: usize) -> Run {
     let mut run = Run {
         cpu_at: Vec::with_capacity(steps),
         rss_at: Vec::with_capacity(steps),
+        stored: None,
         compactions: 0,
         fallbacks: 0,
         completed: false,
@@ -206,6 +231,12 @@ async fn run(url: &str, steps: usize) -> Run {
     }
     run.wall = start.elapsed();
     session.submit(Op::Shutdown).expect("shutdown");
+    let _ = session.stopped().await;
+    if let Some(thread) = thread {
+        store.close(thread).await;
+        let store = Store::open(&store_path(data.path())).expect("reopen");
+        run.stored = Some(store.conversation(&session_id).expect("conversation").len());
+    }
     run
 }
 

@@ -165,7 +165,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut options = SessionOptions::new(&workspace);
     options.resume = Resume::Session(id.clone());
     let mut session = host.start(options).await?;
-    let stored = session.handle.snapshot().await?.conversation.len();
+    let stored = session.handle.snapshot().await?.stored;
     println!("resumed {id} with {stored} stored messages");
     one_turn(&mut session, "What did you count before?").await?;
     stop(session).await?;

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::context::{ContextBudget, ContextUsage, Pinned};
+use crate::context::{ContextBudget, ContextUsage, Conversation, Pinned, Trail};
 use crate::goal::{BudgetGuard, GuardDecision};
 use crate::message::{Message, ToolCall};
 use crate::mode::Mode;
@@ -155,11 +155,12 @@ enum Phase {
 #[derive(Debug)]
 pub struct TurnMachine {
     config: TurnConfig,
-    history: Arc<[Arc<Message>]>,
-    /// Every message the turn recorded.
-    own: Vec<Arc<Message>>,
+    /// What a compaction record re-states, from every stored message: the
+    /// agent's at the start, then with each message the turn records.
+    trail: Trail,
     /// What requests send before `tail`: the stored history's view
-    /// (`context::view`), then the view after each compaction.
+    /// (`context::view`), then the view after each compaction. Nothing
+    /// else of the history is held: a long turn's memory stays flat.
     base: Arc<[Arc<Message>]>,
     /// Messages recorded since `base` was made.
     tail: Vec<Arc<Message>>,
@@ -184,21 +185,20 @@ pub struct TurnMachine {
 }
 
 impl TurnMachine {
-    /// A turn over `history`, which already holds the user's message.
-    pub fn new(mut config: TurnConfig, history: Arc<[Arc<Message>]>) -> Self {
+    /// A turn over the agent's `conversation`, which already holds the
+    /// user's message.
+    pub fn new(mut config: TurnConfig, conversation: &Conversation) -> Self {
         let guard = config.budget.take().filter(BudgetGuard::limits_anything);
-        let base = compact::base_of(&history);
         let window = compact::Window::new(&config);
         Self {
             guard,
             elapsed: Duration::ZERO,
             stop_checks: config.stop_checks,
             config,
-            history,
-            base,
+            trail: conversation.trail().clone(),
+            base: conversation.view().into(),
             tail: Vec::new(),
             window,
-            own: Vec::new(),
             phase: Phase::NotStarted,
             iteration: 0,
             usage: Usage::default(),
@@ -560,7 +560,7 @@ impl TurnMachine {
 
     fn record(&mut self, message: Message, effects: &mut Vec<TurnEffect>) {
         let message = Arc::new(message);
-        self.own.push(message.clone());
+        self.trail.push(&message);
         self.tail.push(message.clone());
         effects.push(TurnEffect::Record(message));
     }

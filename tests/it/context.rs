@@ -18,6 +18,7 @@ use crate::support::{SessionBuilder, TestSession, turn_end};
 mod agents;
 mod crash;
 mod goal;
+mod history;
 
 /// The size of the file the agent keeps reading.
 const FILE_BYTES: usize = 5_000;

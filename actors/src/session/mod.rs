@@ -192,8 +192,12 @@ pub struct SessionSnapshot {
     pub queue_length: usize,
     /// Turns started.
     pub turns: u64,
-    /// The stored conversation.
+    /// The conversation as the agent holds it: what its next request
+    /// sends (after a compaction, the record and what follows it; the
+    /// messages it replaced are only in the store).
     pub conversation: Vec<Arc<Message>>,
+    /// Messages stored, replaced ones included.
+    pub stored: usize,
 }
 
 /// The agent actor. Stateless itself; everything lives in its state.
@@ -649,7 +653,8 @@ impl SessionState {
             mode: self.mode(),
             queue_length: self.core.queue().len(),
             turns: self.core.queue().turns(),
-            conversation: self.core.conversation().to_vec(),
+            conversation: self.core.conversation().view().to_vec(),
+            stored: self.core.conversation().stored(),
         }
     }
 

@@ -215,7 +215,7 @@ impl Actor for RemoteChildActor {
             ops,
             done: Some(done),
             recorder: Recorder::default(),
-            next_seq: opened.conversation.len() as i64,
+            next_seq: opened.conversation.stored() as i64,
         };
         state.store_message(Message::user(prompt));
         Ok(state)

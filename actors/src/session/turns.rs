@@ -85,7 +85,7 @@ impl SessionState {
             children,
             goal: opened.goal,
         };
-        self.run(myself, AgentInput::Opened(opened)).await;
+        self.run(myself, AgentInput::Opened(Box::new(opened))).await;
         Ok(())
     }
 
@@ -251,7 +251,7 @@ impl SessionState {
                 .map(|hooks| Arc::new(hooks) as Arc<dyn cadre_runtime::hooks::TurnHooks>),
         };
         TurnArgs {
-            machine: TurnMachine::new(turn, start.conversation.clone()),
+            machine: TurnMachine::new(turn, &start.conversation),
             supervisor: myself.get_derived(),
             model: self.services.model.clone(),
             summarizer: self.services.summarizer.clone(),

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use cadre_runtime::Mode;
 use cadre_runtime::agent::{AgentPath, AgentReport, ChildState};
+use cadre_runtime::context::Conversation;
 use cadre_runtime::goal::Goal;
 use cadre_runtime::message::Message;
 use cadre_runtime::permission::Posture;
@@ -64,8 +65,9 @@ pub struct Opened {
     pub record: SessionRecord,
     /// Whether it was already stored (a resume).
     pub resumed: bool,
-    /// Its stored messages, which a resume gives the model again.
-    pub conversation: Vec<Message>,
+    /// Its stored messages as the agent holds them (what a resume gives
+    /// the model again), read row by row.
+    pub conversation: Conversation,
     /// Messages not yet done, an interrupted one first.
     pub pending: Vec<QueuedMessage>,
     /// The id of a questionnaire still waiting for a person, which a

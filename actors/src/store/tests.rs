@@ -158,7 +158,11 @@ async fn a_new_agents_first_message_is_admitted_and_started_with_its_opening() {
         .expect("reopen");
     assert!(reopened.resumed && reopened.first.is_none(), "{reopened:?}");
     assert_eq!(reopened.pending.len(), 1, "{:?}", reopened.pending);
-    assert_eq!(reopened.conversation, vec![Message::user("hello")]);
+    assert_eq!(
+        reopened.conversation.view(),
+        [std::sync::Arc::new(Message::user("hello"))]
+    );
+    assert_eq!(reopened.conversation.stored(), 1);
 }
 
 /// The conversation as another connection to the file reads it.

@@ -32,31 +32,47 @@ const TRANSCRIPT_OUTPUT_BYTES: usize = 1_500;
 pub fn view(raw: &[Arc<Message>]) -> Vec<Arc<Message>> {
     let mut out: Vec<Arc<Message>> = Vec::with_capacity(raw.len());
     for message in raw {
-        let Message::Compaction(record) = message.as_ref() else {
-            out.push(message.clone());
-            continue;
-        };
-        let keep = record.keep.min(out.len());
-        let kept = out.split_off(out.len() - keep);
-        let stubs: HashMap<&str, &str> = record
-            .stubs
-            .iter()
-            .map(|s| (s.call_id.as_str(), s.line.as_str()))
-            .collect();
-        out.clear();
-        out.push(message.clone());
-        out.extend(kept.into_iter().map(|m| match m.as_ref() {
-            Message::Tool { call_id, .. } => match stubs.get(call_id.as_str()) {
-                Some(line) => Arc::new(Message::Tool {
-                    call_id: call_id.clone(),
-                    content: (*line).to_string(),
-                }),
-                None => m,
-            },
-            Message::User { .. } | Message::Assistant { .. } | Message::Compaction(_) => m,
-        }));
+        match message.as_ref() {
+            Message::Compaction(record) => {
+                replace(&mut out, message, record);
+            }
+            Message::User { .. } | Message::Assistant { .. } | Message::Tool { .. } => {
+                out.push(message.clone())
+            }
+        }
     }
     out
+}
+
+/// One step of [`view`]: the record `message` (holding `record`) replaces
+/// what `out` holds with itself and the last `keep` messages of it, its
+/// stubs applied. Returns how many messages it dropped from the front.
+pub(super) fn replace(
+    out: &mut Vec<Arc<Message>>,
+    message: &Arc<Message>,
+    record: &Compaction,
+) -> usize {
+    let keep = record.keep.min(out.len());
+    let dropped = out.len() - keep;
+    let kept = out.split_off(dropped);
+    let stubs: HashMap<&str, &str> = record
+        .stubs
+        .iter()
+        .map(|s| (s.call_id.as_str(), s.line.as_str()))
+        .collect();
+    out.clear();
+    out.push(message.clone());
+    out.extend(kept.into_iter().map(|m| match m.as_ref() {
+        Message::Tool { call_id, .. } => match stubs.get(call_id.as_str()) {
+            Some(line) => Arc::new(Message::Tool {
+                call_id: call_id.clone(),
+                content: (*line).to_string(),
+            }),
+            None => m,
+        },
+        Message::User { .. } | Message::Assistant { .. } | Message::Compaction(_) => m,
+    }));
+    dropped
 }
 
 /// The indices `i` (from 0 to `view.len()`) where `view[i..]` may be kept

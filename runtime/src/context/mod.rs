@@ -15,10 +15,17 @@
 //!   the summary request's transcript.
 //! - `pinned`: what a compaction re-states from cadre's own records (goal,
 //!   gaps, todo list, recent commands, role and mode).
+//! - `trail`: the part of it read from the messages themselves, kept as
+//!   they are recorded, in bounded memory ([`Trail`]).
+//! - `conversation`: what an agent holds of its stored conversation: the
+//!   view its next request sends and the trail ([`Conversation`]).
+//! - `history`: what became of each stored message ([`fates`]).
 
 mod compact;
+mod conversation;
 mod history;
 mod pinned;
+mod trail;
 
 #[cfg(test)]
 mod tests;
@@ -29,8 +36,10 @@ pub use compact::{
     SUMMARY_SYSTEM, SUMMARY_TAG, fit_by_stubs, keep_from, summary_instruction, transcript,
     valid_cuts, view,
 };
+pub use conversation::Conversation;
 pub use history::{Fate, fates};
-pub use pinned::{Pinned, goal_state, recent_commands, todo_list};
+pub use pinned::{Pinned, goal_state};
+pub use trail::{CHANGED_FILES, RECENT_COMMANDS, Trail};
 
 use crate::message::Message;
 

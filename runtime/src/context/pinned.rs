@@ -5,21 +5,11 @@
 //! force — and never taken from the
 //! model's prose, which may have dropped or bent them.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
+use super::Trail;
 use crate::goal::Goal;
-use crate::message::Message;
 use crate::mode::Mode;
 use crate::plan::lifecycle::IMPLEMENT_INSTRUCTION;
-use crate::tool::TodoItem;
 use sha2::{Digest, Sha256};
-
-/// Commands a record lists, most recent last.
-pub const RECENT_COMMANDS: usize = 10;
-
-/// Changed files a record lists, most recent last.
-pub const CHANGED_FILES: usize = 30;
 
 /// The most bytes of the latest user message a record repeats.
 const USER_MESSAGE_BYTES: usize = 4_000;
@@ -47,9 +37,9 @@ pub struct Pinned {
 }
 
 impl Pinned {
-    /// The record's state section, from this and the stored conversation
-    /// (`raw`: every message, compacted ones included).
-    pub fn render(&self, raw: &[Arc<Message>]) -> String {
+    /// The record's state section, from this and the trail of the stored
+    /// conversation (every message, compacted ones included).
+    pub fn render(&self, trail: &Trail) -> String {
         let mut text = format!(
             "- Agent: role `{}`, mode `{}`.\n",
             self.role,
@@ -64,7 +54,7 @@ impl Pinned {
             ));
         }
 
-        match todo_list(raw) {
+        match trail.todo_list() {
             Some(list) if !list.is_empty() => {
                 text.push_str("- Todo list (from your last todo_write):\n");
                 for item in list {
@@ -73,24 +63,21 @@ impl Pinned {
             }
             Some(_) | None => {}
         }
-        let files = changed_files(raw, CHANGED_FILES);
+        let files = trail.changed_files();
         if !files.is_empty() {
             text.push_str(&format!(
                 "- Files your calls wrote or edited: {}\n",
                 files.join(", ")
             ));
         }
-        let commands = recent_commands(raw, RECENT_COMMANDS);
+        let commands = trail.recent_commands();
         if !commands.is_empty() {
             text.push_str("- Recent commands (oldest first):\n");
             for line in commands {
                 text.push_str(&format!("  - {line}\n"));
             }
         }
-        let latest = raw.iter().rev().find_map(|m| match m.as_ref() {
-            Message::User { content } => Some(content),
-            Message::Assistant { .. } | Message::Tool { .. } | Message::Compaction(_) => None,
-        });
+        let latest = trail.latest_user();
         let implementing = latest.and_then(|u| u.strip_prefix(IMPLEMENT_INSTRUCTION));
         if let Some(snapshot) = implementing {
             // The same hash `plan::freeze` gave the snapshot the user approved.
@@ -145,104 +132,4 @@ pub fn goal_state(goal: &Goal) -> String {
         }
     }
     text
-}
-
-/// The list the last successful `todo_write` set; `None` when it never ran.
-pub fn todo_list(raw: &[Arc<Message>]) -> Option<Vec<TodoItem>> {
-    let answers = answers(raw);
-    raw.iter()
-        .rev()
-        .filter_map(|m| match m.as_ref() {
-            Message::Assistant { tool_calls, .. } => Some(tool_calls.iter().rev()),
-            Message::User { .. } | Message::Tool { .. } | Message::Compaction(_) => None,
-        })
-        .flatten()
-        .filter(|c| c.name == "todo_write")
-        .filter(|c| answers.get(c.id.as_str()).is_some_and(|a| !is_error(a)))
-        .find_map(|c| {
-            let args: serde_json::Value = serde_json::from_str(&c.arguments).ok()?;
-            serde_json::from_value(args.get("todos")?.clone()).ok()
-        })
-}
-
-/// The last `n` `bash` commands and how they ended, oldest first.
-pub fn recent_commands(raw: &[Arc<Message>], n: usize) -> Vec<String> {
-    let answers = answers(raw);
-    let mut lines: Vec<String> = raw
-        .iter()
-        .filter_map(|m| match m.as_ref() {
-            Message::Assistant { tool_calls, .. } => Some(tool_calls.iter()),
-            Message::User { .. } | Message::Tool { .. } | Message::Compaction(_) => None,
-        })
-        .flatten()
-        .filter(|c| c.name == "bash")
-        .map(|c| {
-            let command = serde_json::from_str::<serde_json::Value>(&c.arguments)
-                .ok()
-                .and_then(|v| {
-                    v.get("command")
-                        .and_then(|s| s.as_str())
-                        .map(str::to_string)
-                })
-                .unwrap_or_else(|| c.arguments.clone());
-            let command = crate::tool::truncate_middle(&command.replace('\n', " "), 200);
-            let ended = match answers.get(c.id.as_str()) {
-                Some(a) if is_error(a) => a.lines().next().unwrap_or("error").to_string(),
-                Some(a) => a
-                    .lines()
-                    .next()
-                    .filter(|l| l.starts_with("exit code"))
-                    .unwrap_or("ran")
-                    .to_string(),
-                None => "no result".to_string(),
-            };
-            format!("`{command}` → {ended}")
-        })
-        .collect();
-    let skip = lines.len().saturating_sub(n);
-    lines.drain(..skip);
-    lines
-}
-
-/// The paths `write_file` and `edit_file` calls changed (answered without
-/// an error), each once, the last `n` in the order last changed.
-pub fn changed_files(raw: &[Arc<Message>], n: usize) -> Vec<String> {
-    let answers = answers(raw);
-    let mut paths: Vec<String> = Vec::new();
-    let calls = raw
-        .iter()
-        .filter_map(|m| match m.as_ref() {
-            Message::Assistant { tool_calls, .. } => Some(tool_calls.iter()),
-            Message::User { .. } | Message::Tool { .. } | Message::Compaction(_) => None,
-        })
-        .flatten()
-        .filter(|c| c.name == "write_file" || c.name == "edit_file")
-        .filter(|c| answers.get(c.id.as_str()).is_some_and(|a| !is_error(a)));
-    for call in calls {
-        let path = serde_json::from_str::<serde_json::Value>(&call.arguments)
-            .ok()
-            .and_then(|v| v.get("path").and_then(|p| p.as_str()).map(str::to_string));
-        if let Some(path) = path {
-            paths.retain(|p| *p != path);
-            paths.push(path);
-        }
-    }
-    let skip = paths.len().saturating_sub(n);
-    paths.drain(..skip);
-    paths
-}
-
-/// Each call's answer, by call id.
-fn answers(raw: &[Arc<Message>]) -> HashMap<&str, &str> {
-    raw.iter()
-        .filter_map(|m| match m.as_ref() {
-            Message::Tool { call_id, content } => Some((call_id.as_str(), content.as_str())),
-            Message::User { .. } | Message::Assistant { .. } | Message::Compaction(_) => None,
-        })
-        .collect()
-}
-
-/// A result the turn machine wrote for a failed call (`error (code): …`).
-fn is_error(answer: &str) -> bool {
-    answer.starts_with("error (")
 }

@@ -8,6 +8,8 @@ use proptest::prelude::*;
 use super::*;
 use crate::message::ToolCall;
 
+mod held;
+
 fn user(text: &str) -> Arc<Message> {
     Arc::new(Message::user(text))
 }
@@ -226,7 +228,7 @@ fn the_pinned_state_comes_from_the_calls_that_succeeded() {
         instructions: Some("/repo/AGENTS.md (SHA-256 ab12)".into()),
     };
     assert_eq!(
-        pinned.render(&raw),
+        pinned.render(&Trail::of(&raw)),
         "- Agent: role `main`, mode `work`.\n\
          - Session goal (active, none): ship\n\
          - Project instructions still in force (in the system prompt): /repo/AGENTS.md (SHA-256 ab12)\n\
@@ -248,7 +250,7 @@ fn an_implementing_turn_pins_the_approved_plans_hash_and_file() {
         plan: Some("/data/plan.md".into()),
         ..Pinned::default()
     };
-    let text = pinned.render(&raw);
+    let text = pinned.render(&Trail::of(&raw));
     // sha256("## Summary\nDo it.")
     let sha: String = {
         use sha2::{Digest, Sha256};

@@ -27,35 +27,55 @@ impl TurnTrace {
     /// The trace of a turn from the messages it recorded (the assistant's
     /// replies and the tool results, in order).
     pub fn of(messages: &[std::sync::Arc<Message>]) -> Self {
-        let mut calls = 0;
-        let mut digest = Sha256::new();
-        let mut reply = "";
+        let mut tracing = Tracing::default();
         for message in messages {
-            match message.as_ref() {
-                Message::Assistant {
-                    content,
-                    tool_calls,
-                } => {
-                    reply = content;
-                    for call in tool_calls {
-                        calls += 1;
-                        digest.update(call.name.as_bytes());
-                        digest.update([0]);
-                        digest.update(call.arguments.as_bytes());
-                        digest.update([0]);
-                    }
-                }
-                Message::Tool { content, .. } => {
-                    digest.update(content.as_bytes());
-                    digest.update([0]);
-                }
-                Message::User { .. } | Message::Compaction(_) => {}
-            }
+            tracing.push(message);
         }
-        Self {
-            reply: hex(&Sha256::digest(reply.trim().as_bytes())),
-            calls,
-            calls_digest: hex(&digest.finalize()),
+        tracing.finish()
+    }
+}
+
+/// A turn's [`TurnTrace`] in the making, taking its messages as they are
+/// recorded: the last reply and a running digest, whatever the turn's
+/// length.
+#[derive(Debug, Clone, Default)]
+pub struct Tracing {
+    reply: String,
+    calls: usize,
+    digest: Sha256,
+}
+
+impl Tracing {
+    /// Takes the turn's next message.
+    pub fn push(&mut self, message: &Message) {
+        match message {
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                self.reply.clone_from(content);
+                for call in tool_calls {
+                    self.calls += 1;
+                    self.digest.update(call.name.as_bytes());
+                    self.digest.update([0]);
+                    self.digest.update(call.arguments.as_bytes());
+                    self.digest.update([0]);
+                }
+            }
+            Message::Tool { content, .. } => {
+                self.digest.update(content.as_bytes());
+                self.digest.update([0]);
+            }
+            Message::User { .. } | Message::Compaction(_) => {}
+        }
+    }
+
+    /// The trace of the messages taken.
+    pub fn finish(self) -> TurnTrace {
+        TurnTrace {
+            reply: hex(&Sha256::digest(self.reply.trim().as_bytes())),
+            calls: self.calls,
+            calls_digest: hex(&self.digest.finalize()),
         }
     }
 }

@@ -36,7 +36,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub use breaker::{Breaker, BreakerVerdict, TurnTrace};
+pub use breaker::{Breaker, BreakerVerdict, Tracing, TurnTrace};
 pub use budget::{BudgetGuard, GuardDecision, spent_budget};
 pub use continuation::{
     ContinuationHeader, ContinuationKind, Recheck, RecheckInput, continuation_text, recheck,

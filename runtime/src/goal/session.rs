@@ -12,13 +12,12 @@
 //! A completion claim *holds the queue*: [`GoalSession::settle`] says so
 //! ([`Step::holds_queue`]), and no other turn starts until its verdict.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use super::{
     ContinuationHeader, ContinuationKind, Dependencies, Goal, GoalAction, GoalCommand,
     GoalSettings, GoalStatus, Proposal, Recheck, RecheckInput, Settled, Settlement, StatusReason,
-    TurnEnd, TurnFacts, TurnKind, TurnTrace, Verdict, after_verdict, recheck, settle,
+    Tracing, TurnEnd, TurnFacts, TurnKind, Verdict, after_verdict, recheck, settle,
 };
 use crate::lifecycle::Queued;
 use crate::message::Message;
@@ -49,9 +48,11 @@ struct GoalTurn {
     /// the goal was already complete when a person's turn began.
     revision: Option<u64>,
     started: Instant,
-    /// Where the turn's messages begin in the conversation: the breaker and
-    /// the verifier's evidence read from here.
+    /// Where the turn's messages begin in the conversation: the verifier's
+    /// evidence reads from a little before.
     seq: usize,
+    /// The breaker's trace of the turn, message by message.
+    trace: Tracing,
     /// The worker's `update_goal` with a status, read at settlement.
     proposal: Option<Proposal>,
 }
@@ -318,7 +319,7 @@ impl GoalSession {
     }
 
     /// Decides whether a message about to run does (G6), and notes the
-    /// turn's place in the goal. `seq` is the conversation's length now.
+    /// turn's place in the goal. `seq` is how many messages are stored now.
     pub fn gate(&mut self, message: &Queued, at: &Surroundings, seq: usize, now: Instant) -> Gate {
         if !self.enabled {
             return Gate::Run;
@@ -374,6 +375,7 @@ impl GoalSession {
             revision,
             started: now,
             seq,
+            trace: Tracing::default(),
             proposal: None,
         });
         Gate::Run
@@ -394,13 +396,19 @@ impl GoalSession {
             .then(|| super::BudgetGuard::new(&goal.budgets, &goal.usage, goal.settings.grace_steps))
     }
 
-    /// Settles the goal turn `turn_id` that ended with `ending` (G4);
-    /// `conversation` is the whole conversation now.
+    /// The running turn recorded `message` (its user message included).
+    pub fn recorded(&mut self, message: &Message) {
+        if let Some(turn) = self.turn.as_mut() {
+            turn.trace.push(message);
+        }
+    }
+
+    /// Settles the goal turn `turn_id` that ended with `ending` (G4), by
+    /// the messages it recorded ([`GoalSession::recorded`]).
     pub fn settle(
         &mut self,
         turn_id: u64,
         ending: Option<&Event>,
-        conversation: &[Arc<Message>],
         at: &Surroundings,
         now: Instant,
     ) -> Step {
@@ -425,7 +433,7 @@ impl GoalSession {
             end,
             usage,
             seconds: now.saturating_duration_since(turn.started).as_secs(),
-            trace: TurnTrace::of(conversation.get(turn.seq..).unwrap_or_default()),
+            trace: turn.trace.finish(),
             proposal: turn.proposal,
             dependencies: at.dependencies,
         };

@@ -14,6 +14,7 @@ use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use super::{ModeIntent, Store, StoreError, mode_text, now};
+use crate::context::Conversation;
 use crate::message::Message;
 use crate::mode::Mode;
 
@@ -268,6 +269,22 @@ impl Store {
             .iter()
             .map(|t| serde_json::from_str(t).map_err(StoreError::from))
             .collect()
+    }
+
+    /// The conversation as an agent holds it ([`Conversation`]: what its
+    /// next request sends), read row by row: the stored history is never
+    /// in memory whole.
+    pub fn held_conversation(&self, session_id: &str) -> Result<Conversation, StoreError> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT message FROM conversation WHERE session_id = ?1 ORDER BY seq",
+        )?;
+        let mut rows = statement.query([session_id])?;
+        let mut conversation = Conversation::default();
+        while let Some(row) = rows.next()? {
+            let text: String = row.get(0)?;
+            conversation.push(Arc::new(serde_json::from_str(&text)?));
+        }
+        Ok(conversation)
     }
 
     /// The audit records (JSON), oldest first.

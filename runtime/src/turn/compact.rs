@@ -88,31 +88,10 @@ impl Window {
     }
 }
 
-/// The history's view, shared as it is when it holds no compaction.
-pub(super) fn base_of(history: &Arc<[Arc<Message>]>) -> Arc<[Arc<Message>]> {
-    if history
-        .iter()
-        .any(|m| matches!(m.as_ref(), Message::Compaction(_)))
-    {
-        context::view(history).into()
-    } else {
-        history.clone()
-    }
-}
-
 impl TurnMachine {
     /// The conversation the next request sends.
     fn current_view(&self) -> Vec<Arc<Message>> {
         self.base.iter().chain(self.tail.iter()).cloned().collect()
-    }
-
-    /// Every stored message: the history and the turn's own.
-    fn raw(&self) -> Vec<Arc<Message>> {
-        self.history
-            .iter()
-            .chain(self.own.iter())
-            .cloned()
-            .collect()
     }
 
     /// The tokens the next request takes: the larger of the bytes estimate
@@ -213,7 +192,7 @@ impl TurnMachine {
         let record = Compaction {
             kind: CompactionKind::Model,
             summary: Some(summary),
-            pinned: self.config.pinned.render(&self.raw()),
+            pinned: self.config.pinned.render(&self.trail),
             keep: view.len() - cut,
             stubs: Vec::new(),
             tokens_before: before,
@@ -236,7 +215,7 @@ impl TurnMachine {
         let record = Compaction {
             kind: CompactionKind::Fallback,
             summary,
-            pinned: self.config.pinned.render(&self.raw()),
+            pinned: self.config.pinned.render(&self.trail),
             keep: view.len() - first,
             stubs: Vec::new(),
             tokens_before: before,

@@ -114,7 +114,7 @@ fn config(mode: Mode, max_iterations: u32) -> TurnConfig {
 /// the effects of each input.
 fn scenario(mode: Mode, max_iterations: u32, inputs: Vec<TurnInput>) -> Vec<Vec<Fx>> {
     let history: Arc<[Arc<Message>]> = Arc::from(vec![Arc::new(Message::user("hi"))]);
-    let mut machine = TurnMachine::new(config(mode, max_iterations), history);
+    let mut machine = TurnMachine::new(config(mode, max_iterations), &Conversation::of(&history));
     inputs
         .into_iter()
         .map(|input| machine.step(input).into_iter().map(fx).collect())
@@ -666,7 +666,7 @@ fn a_spent_goal_budget_refuses_calls_asks_for_a_summary_then_ends_the_turn() {
         ..GoalUsage::default()
     };
     config.budget = Some(BudgetGuard::new(&budgets, &used, 1));
-    let mut machine = TurnMachine::new(config, history);
+    let mut machine = TurnMachine::new(config, &Conversation::of(&history));
     let mut step = |input| -> Vec<Fx> { machine.step(input).into_iter().map(fx).collect() };
     step(TurnInput::Start);
     // Within the budget the call runs.

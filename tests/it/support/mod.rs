@@ -100,6 +100,12 @@ impl SessionBuilder {
         }
     }
 
+    /// The model requests a turn may make.
+    pub fn max_iterations(mut self, requests: u32) -> Self {
+        self.max_iterations = requests;
+        self
+    }
+
     /// The model's context window (tokens) and compaction threshold.
     pub fn context_window(mut self, window: u64) -> Self {
         self.context = self.context.with_window(window);
@@ -328,6 +334,18 @@ impl TestSession {
                 .await
                 .expect("session did not stop");
         }
+    }
+
+    /// Shuts the session down and hands back its workspace and data
+    /// directory, for what reads them afterwards (the command line).
+    pub async fn shutdown_keeping_dirs(mut self) -> (TempDir, TempDir) {
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.submit(Op::Shutdown);
+            tokio::time::timeout(PATIENCE, handle.stopped())
+                .await
+                .expect("session did not stop");
+        }
+        (self.workspace, self._data)
     }
 }
 

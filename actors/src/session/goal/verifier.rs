@@ -80,10 +80,7 @@ impl SessionState {
                 let request = verifier_request(
                     &objective,
                     &claim,
-                    self.core
-                        .conversation()
-                        .get(seq.saturating_sub(40)..)
-                        .unwrap_or_default(),
+                    &self.core.conversation().since(seq.saturating_sub(40)),
                 );
                 match self.start_verifier(myself).await {
                     Ok((SpawnedAgent { actor, events, .. }, path)) => {

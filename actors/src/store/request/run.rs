@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use cadre_runtime::context::Conversation;
 use cadre_runtime::message::Message;
 use cadre_runtime::plan::{self, EntryError};
 use cadre_runtime::store::{
@@ -265,7 +266,7 @@ fn open_session(
         return Ok(Opened {
             record,
             resumed,
-            conversation: Vec::new(),
+            conversation: Conversation::default(),
             pending: Vec::new(),
             questionnaire: None,
             children: Vec::new(),
@@ -288,7 +289,7 @@ fn open_session(
         return Ok(Opened {
             record,
             resumed,
-            conversation: Vec::new(),
+            conversation: Conversation::default(),
             pending: Vec::new(),
             questionnaire: None,
             children: Vec::new(),
@@ -301,7 +302,7 @@ fn open_session(
     Ok(Opened {
         record,
         resumed,
-        conversation: s.conversation(id)?,
+        conversation: s.held_conversation(id)?,
         pending: s.pending(id)?,
         questionnaire: s.pending_questionnaire(id)?.map(|q| q.id),
         children: s.agents(id)?,

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::agent::{AgentPath, AgentReport, ChildState};
+use crate::context::Conversation;
 use crate::goal::{BudgetGuard, Goal, GoalSettings, VerifierOutcome};
 use crate::lifecycle::Queued;
 use crate::message::Message;
@@ -61,8 +62,9 @@ pub struct Opened {
     /// The mode and posture a session runs with now (a sub-agent's come
     /// from its parent, so it has none).
     pub stored: Option<(Mode, Posture)>,
-    /// The conversation a resume gives the model again.
-    pub conversation: Vec<Message>,
+    /// The conversation a resume gives the model again, as the agent holds
+    /// it (read from the store message by message).
+    pub conversation: Conversation,
     /// Turns finished before: the next one is numbered after them.
     pub turns: u64,
     /// The questionnaire still waiting for a person.
@@ -112,7 +114,7 @@ pub enum Answer {
 #[derive(Debug, Clone)]
 pub enum AgentInput {
     /// The store's record of the agent, read at its start.
-    Opened(Opened),
+    Opened(Box<Opened>),
     /// The actor runs: carry on with the stored queue and the first
     /// message.
     Running {
@@ -405,7 +407,7 @@ pub struct TurnStart {
     /// The goal as a compaction re-states it.
     pub goal: Option<String>,
     /// The conversation the turn starts from, its message included.
-    pub conversation: Arc<[Arc<Message>]>,
+    pub conversation: Conversation,
 }
 
 /// What a plan read shows.

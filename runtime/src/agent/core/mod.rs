@@ -49,6 +49,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::agent::{AgentPath, ChildTable, LiveAuthority};
+use crate::context::Conversation;
 use crate::goal::{GoalEffect, GoalSession};
 use crate::lifecycle::{QueueEffect, QueueInput, Queued, TurnQueue};
 use crate::message::Message;
@@ -101,8 +102,9 @@ pub struct AgentCore {
     goal: GoalSession,
     /// The plan questionnaire waiting for a person, which holds entry.
     questionnaire: Option<String>,
-    /// What the next request of a turn is built from, as stored.
-    conversation: Vec<Arc<Message>>,
+    /// What the next request of a turn is built from: the view of the
+    /// stored conversation, never the whole of it.
+    conversation: Conversation,
     /// The running turn has an actor: it can be cancelled, compacted or
     /// ended (a turn whose claim is being verified has none).
     turn_live: bool,
@@ -182,7 +184,7 @@ impl AgentCore {
             live,
             queue: TurnQueue::default(),
             questionnaire: None,
-            conversation: Vec::new(),
+            conversation: Conversation::default(),
             turn_live: false,
             turn_cause: None,
             compact_next: false,
@@ -225,8 +227,9 @@ impl AgentCore {
         out
     }
 
-    /// The conversation as stored.
-    pub fn conversation(&self) -> &[Arc<Message>] {
+    /// The conversation as the agent holds it: what its next request
+    /// sends, and how many messages are stored.
+    pub fn conversation(&self) -> &Conversation {
         &self.conversation
     }
 
@@ -281,7 +284,7 @@ impl AgentCore {
 
     fn take(&mut self, input: AgentInput, out: &mut Vec<AgentEffect>) {
         match input {
-            AgentInput::Opened(opened) => self.opened(opened, out),
+            AgentInput::Opened(opened) => self.opened(*opened, out),
             AgentInput::Running { pending, first } => {
                 self.agenda
                     .push_back(Work::Queue(QueueInput::Resumed(pending)));
@@ -502,7 +505,7 @@ impl AgentCore {
             self.posture = posture;
             self.publish_posture();
         }
-        self.conversation = opened.conversation.into_iter().map(Arc::new).collect();
+        self.conversation = opened.conversation;
         self.queue = TurnQueue::after(opened.turns);
         self.questionnaire = opened.questionnaire;
         for child in opened.children {

@@ -2,6 +2,7 @@
 //! effects they lead to, rendered one per line, through one
 //! [`check`] helper.
 
+mod memory;
 mod props;
 
 use std::time::Instant;
@@ -127,7 +128,7 @@ fn render(effect: &AgentEffect) -> String {
             t.compact_first,
             t.tools,
             t.budget.is_some(),
-            t.conversation.len()
+            t.conversation.view().len()
         ),
         AgentEffect::StopTurn => "stop turn".into(),
         AgentEffect::CancelTurn => "cancel turn".into(),
@@ -251,13 +252,13 @@ fn a_resume_continues_the_interrupted_turn_first_and_closes_the_calls_it_left_op
     };
     let opened = Opened {
         stored: Some((Mode::Work, Posture::Suggest)),
-        conversation: vec![
-            Message::user("build it"),
-            Message::Assistant {
+        conversation: crate::context::Conversation::of(&[
+            Arc::new(Message::user("build it")),
+            Arc::new(Message::Assistant {
                 content: String::new(),
                 tool_calls: vec![call],
-            },
-        ],
+            }),
+        ]),
         turns: 4,
         ..Opened::default()
     };
@@ -270,7 +271,7 @@ fn a_resume_continues_the_interrupted_turn_first_and_closes_the_calls_it_left_op
     };
     check(
         vec![
-            AgentInput::Opened(opened),
+            AgentInput::Opened(Box::new(opened)),
             AgentInput::Running {
                 pending: vec![interrupted],
                 first: Some(First::Queue("and then this".into())),
@@ -631,7 +632,7 @@ fn a_follow_up_that_could_not_start_leaves_the_child_idle() {
     check_on(
         &mut core,
         vec![
-            AgentInput::Opened(opened),
+            AgentInput::Opened(Box::new(opened)),
             AgentInput::FollowUp {
                 ticket: Ticket(1),
                 path: one.clone(),
@@ -679,7 +680,7 @@ fn approving_a_plan_returns_to_work_and_runs_the_implementation_message_first() 
     check_on(
         &mut core,
         vec![
-            AgentInput::Opened(opened),
+            AgentInput::Opened(Box::new(opened)),
             op(Op::Answer {
                 id: "plan-1".into(),
                 answer: QuestionnaireAnswer::Approve,

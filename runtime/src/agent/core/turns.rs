@@ -51,7 +51,7 @@ impl AgentCore {
         let ask = Ask::Admit {
             text: text.clone(),
             intent,
-            start_seq: starts_now.then_some(self.conversation.len() as i64),
+            start_seq: starts_now.then_some(self.conversation.stored() as i64),
         };
         let waiting = Waiting::Admit {
             text,
@@ -139,7 +139,7 @@ impl AgentCore {
     /// is recorded (unless the admission did) and its actor spawned.
     pub(super) fn start(&mut self, turn_id: u64, message: Queued, out: &mut Vec<AgentEffect>) {
         let at = self.surroundings();
-        let seq = self.conversation.len();
+        let seq = self.conversation.stored();
         if let crate::goal::Gate::Skip(effects) = self.goal.gate(&message, &at, seq, self.now) {
             let mut work: Vec<Work> = effects.into_iter().map(Work::Goal).collect();
             work.push(Work::Queue(QueueInput::Finished { turn_id }));
@@ -163,8 +163,8 @@ impl AgentCore {
     /// The turn's start is recorded: its actor starts.
     pub(super) fn begin_turn(&mut self, turn_id: u64, message: Queued, out: &mut Vec<AgentEffect>) {
         if !message.interrupted {
-            self.conversation
-                .push(Arc::new(Message::user(message.text.clone())));
+            // Its row was stored with the turn's start.
+            self.hold(Arc::new(Message::user(message.text.clone())));
         }
         self.turn_cause = message.cause.clone();
         self.turn_live = true;
@@ -175,7 +175,7 @@ impl AgentCore {
             tools: !self.goal.summary_turn(),
             budget: self.goal.budget_guard(),
             goal: self.goal.goal().map(goal_state),
-            conversation: self.conversation.as_slice().into(),
+            conversation: self.conversation.clone(),
         }));
     }
 
@@ -270,9 +270,7 @@ impl AgentCore {
             }
         }
         let at = self.surroundings();
-        let step = self
-            .goal
-            .settle(turn_id, closing.as_ref(), &self.conversation, &at, self.now);
+        let step = self.goal.settle(turn_id, closing.as_ref(), &at, self.now);
         let mut work: Vec<Work> = step.effects.into_iter().map(Work::Goal).collect();
         if !step.holds_queue {
             work.push(Work::Queue(QueueInput::Finished { turn_id }));
@@ -282,17 +280,24 @@ impl AgentCore {
 
     /// Appends a message to the conversation and the store.
     pub(super) fn record(&mut self, message: Arc<Message>, out: &mut Vec<AgentEffect>) {
-        let seq = self.conversation.len() as i64;
         out.push(AgentEffect::Persist(Write::Append {
-            seq,
+            seq: self.conversation.stored() as i64,
             message: message.clone(),
         }));
+        self.hold(message);
+    }
+
+    /// Takes a stored message into the conversation (and the goal's trace
+    /// of the running turn).
+    fn hold(&mut self, message: Arc<Message>) {
+        self.goal.recorded(&message);
         self.conversation.push(message);
     }
 
-    /// Answers every call the conversation left open with `content`.
+    /// Answers every call the conversation left open with `content` (the
+    /// view holds every open call: none is ever replaced by a record).
     pub(super) fn answer_unanswered(&mut self, content: &str, out: &mut Vec<AgentEffect>) {
-        for call in unanswered_calls(&self.conversation) {
+        for call in unanswered_calls(self.conversation.view()) {
             let answer = Arc::new(Message::Tool {
                 call_id: call.id,
                 content: content.to_string(),

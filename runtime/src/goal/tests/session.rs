@@ -106,10 +106,12 @@ impl Harness {
             },
             In::End(completed, tokens) => {
                 let content = format!("worked in turn {}", self.turn);
-                self.conversation.push(Arc::new(Message::Assistant {
+                let reply = Message::Assistant {
                     content,
                     tool_calls: Vec::new(),
-                }));
+                };
+                self.goal.recorded(&reply);
+                self.conversation.push(Arc::new(reply));
                 let usage = Usage {
                     prompt_tokens: tokens,
                     ..Usage::default()
@@ -132,9 +134,7 @@ impl Harness {
                 };
                 self.running = false;
                 let at = self.at();
-                let step =
-                    self.goal
-                        .settle(self.turn, Some(&ending), &self.conversation, &at, self.now);
+                let step = self.goal.settle(self.turn, Some(&ending), &at, self.now);
                 assert_eq!(step.holds_queue, self.goal.verifying().is_some());
                 let mut effects = step.effects;
                 if step.holds_queue {

@@ -2,6 +2,8 @@
 //! the fallback, a context-length error and its one retry, a request that
 //! can never fit.
 
+use std::sync::Weak;
+
 use pretty_assertions::assert_eq;
 
 use super::*;
@@ -12,7 +14,7 @@ fn machine(window: u64, first: &str) -> TurnMachine {
     let mut config = config(Mode::Work, 20);
     config.context_budget = ContextBudget::default().with_window(window);
     let history: Arc<[Arc<Message>]> = Arc::from(vec![Arc::new(Message::user(first))]);
-    TurnMachine::new(config, history)
+    TurnMachine::new(config, &Conversation::of(&history))
 }
 
 /// What one step asked for, reduced.
@@ -221,7 +223,7 @@ fn past_an_assumed_window_the_request_is_sent_and_the_server_decides() {
     config.context_budget = ContextBudget::default();
     let history: Arc<[Arc<Message>]> =
         Arc::from(vec![Arc::new(Message::user("x".repeat(600_000)))]);
-    let mut m = TurnMachine::new(config, history);
+    let mut m = TurnMachine::new(config, &Conversation::of(&history));
     let effects = asks(m.step(TurnInput::Start));
     assert!(
         matches!(&effects[..], [Ask::Model { messages }] if messages.len() == 1),
@@ -247,7 +249,7 @@ fn a_compaction_that_stays_past_the_threshold_is_not_repeated_before_every_reque
     config.system = Arc::from("s".repeat(34_000));
     config.context_budget = ContextBudget::default().with_window(10_000);
     let history: Arc<[Arc<Message>]> = Arc::from(vec![Arc::new(Message::user("go"))]);
-    let mut m = TurnMachine::new(config, history);
+    let mut m = TurnMachine::new(config, &Conversation::of(&history));
     // Nothing to compact: sent as it is.
     assert!(matches!(
         asks(m.step(TurnInput::Start))[..],
@@ -265,4 +267,75 @@ fn a_compaction_that_stays_past_the_threshold_is_not_repeated_before_every_reque
     // Still past the threshold, but hardly grown since: no new compaction.
     let next = read(&mut m, "r2", 400);
     assert!(matches!(next[..], [Ask::Model { .. }]), "{next:?}");
+}
+
+/// Steps `m`, keeping a weak reference to each message it records.
+fn step_noting(
+    m: &mut TurnMachine,
+    input: TurnInput,
+    recorded: &mut Vec<Weak<Message>>,
+) -> Vec<Ask> {
+    let effects = m.step(input);
+    for effect in &effects {
+        if let TurnEffect::Record(message) = effect {
+            recorded.push(Arc::downgrade(message));
+        }
+    }
+    asks(effects)
+}
+
+#[test]
+fn a_long_turn_holds_only_what_its_next_request_sends_however_many_compactions() {
+    let mut config = config(Mode::Work, 2_000);
+    config.context_budget = ContextBudget::default().with_window(2_000);
+    let history: Arc<[Arc<Message>]> = Arc::from(vec![Arc::new(Message::user(
+        "read big.txt again and again",
+    ))]);
+    let mut m = TurnMachine::new(config, &Conversation::of(&history));
+    drop(history);
+    let mut recorded = Vec::new();
+    m.step(TurnInput::Start);
+    // A write first: the records must go on naming it long after the
+    // messages that made it were let go.
+    let write = call("w", "write_file", r#"{"path":"notes.md","content":"x"}"#);
+    step_noting(&mut m, calls(std::slice::from_ref(&write)), &mut recorded);
+    step_noting(
+        &mut m,
+        finished("w", Ok("wrote notes.md".into())),
+        &mut recorded,
+    );
+    let (mut compactions, mut most) = (0, 0);
+    let mut last_record = None;
+    for n in 0..1_000 {
+        let id = format!("r{n}");
+        let read = call(&id, "read_file", r#"{"path":"big.txt"}"#);
+        step_noting(&mut m, calls(&[read]), &mut recorded);
+        let mut next = step_noting(&mut m, finished(&id, Ok("r".repeat(1_500))), &mut recorded);
+        if let [Ask::Summary { .. }] = &next[..] {
+            let summary = text_input("reads big.txt, again and again");
+            next = step_noting(&mut m, summary, &mut recorded);
+            compactions += 1;
+        }
+        let [.., Ask::Model { messages }] = &next[..] else {
+            panic!("step {n}: {next:?}");
+        };
+        if let Some(Message::Compaction(record)) = messages.first() {
+            last_record = Some(record.clone());
+        }
+        // The messages still alive are those the next request sends: the
+        // machine keeps no other.
+        let alive = recorded.iter().filter(|w| w.strong_count() > 0).count();
+        assert!(
+            alive <= messages.len(),
+            "step {n}: {alive} alive, {} sent",
+            messages.len()
+        );
+        most = most.max(alive);
+    }
+    assert!(compactions > 100, "{compactions} compactions");
+    assert_eq!(recorded.len(), 2 + 2_000 + compactions);
+    assert!(most <= 10, "{most} messages held at most");
+    let record = last_record.expect("a record");
+    assert!(record.pinned.contains("notes.md"), "{}", record.pinned);
+    assert!(record.pinned.contains("read big.txt again and again"));
 }

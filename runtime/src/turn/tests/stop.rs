@@ -11,7 +11,7 @@ fn machine(stop_checks: u32, max_iterations: u32) -> TurnMachine {
         stop_checks,
         ..config(Mode::Work, max_iterations)
     };
-    TurnMachine::new(config, history)
+    TurnMachine::new(config, &Conversation::of(&history))
 }
 
 /// The effects that matter here, one line each.
