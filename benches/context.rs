@@ -150,6 +150,7 @@ async fn run(url: &str, steps: usize) -> Run {
         ),
         store: Some(StoreHandle::in_memory().await.expect("store")),
         summarizer: None,
+        subagents: None,
     };
     let session_id = uuid::Uuid::new_v4().to_string();
     let paths = DataDir::new(data.path()).session(&session_id);
