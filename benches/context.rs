@@ -175,6 +175,7 @@ async fn run(url: &str, steps: usize) -> Run {
         ),
         store: Some(store.clone()),
         summarizer: None,
+        subagents: None,
     };
     let paths = DataDir::new(data.path()).session(&session_id);
     let mut config = SessionConfig::new(

@@ -303,6 +303,7 @@ async fn services(url: &str) -> SessionServices {
         ),
         store: Some(StoreHandle::in_memory().await.expect("store")),
         summarizer: None,
+        subagents: None,
     }
 }
 
@@ -431,6 +432,7 @@ async fn admission_latency(n: usize, workspace: &std::path::Path) -> (Duration, 
         ),
         store: Some(store.clone()),
         summarizer: None,
+        subagents: None,
     };
     let (session, mut events) = spawn_session(config(workspace, dir.path()), services)
         .await
@@ -522,14 +524,14 @@ async fn fan_out(
         ),
         store: Some(StoreHandle::in_memory().await.expect("store")),
         summarizer: None,
+        subagents: Some(Arc::new(Subagents::new(
+            BTreeMap::new(),
+            Arc::new(SameModel(model)),
+            parallel as u32,
+        ))),
     };
     let mut config = config(workspace, data);
     config.max_iterations = 2 * waves.len() as u32 + 1;
-    config.subagents = Some(Arc::new(Subagents::new(
-        BTreeMap::new(),
-        Arc::new(SameModel(model)),
-        parallel as u32,
-    )));
     let (session, mut events) = spawn_session(config, services).await.expect("session");
     let start = Instant::now();
     session.submit(Op::user("fan out")).expect("submit");

@@ -586,7 +586,6 @@ impl Host {
             guardian: options.guardian,
             protected: (*options.protected).clone(),
         };
-        config.subagents = Some(self.subagents());
         config.plan_agent_entry = options.plan_agent_entry;
         config.sandbox = self.sandbox.clone();
         config.hooks = self.hooks.clone();
@@ -614,6 +613,7 @@ impl Host {
             tools,
             store: Some(self.store.clone()),
             summarizer: self.summarizer.clone(),
+            subagents: Some(self.subagents()),
         };
         let (handle, events) = spawn_session(config, services).await?;
         if let Some(text) = submitted {
@@ -664,7 +664,6 @@ impl Host {
         spec.max_iterations = options.max_iterations;
         spec.interactive = options.interactive;
         spec.guardian = options.guardian.clone();
-        spec.subagents = Some(self.subagents());
         spec.sandbox = self.sandbox.clone();
         spec.hooks = self.hooks.clone();
         spec.protected = options.protected.clone();
@@ -678,6 +677,7 @@ impl Host {
                 tools: self.tools.clone(),
                 store: Some(self.store.clone()),
                 summarizer: self.summarizer.clone(),
+                subagents: Some(self.subagents()),
             },
             events,
             session_id: None,

@@ -1,13 +1,15 @@
 //! The agent kernel: one way to run an agent under any supervisor.
 //!
 //! An [`AgentSpec`] says what an agent is (its place in the tree, role,
-//! authority, model, prompt, workspace, files, parent); [`spawn_agent`]
-//! starts it as an agent actor linked to whoever supervises it: nobody for
-//! a user's session, the session for its sub-agents, and the goal verifier
-//! and workflow step supervisors. Whatever the supervisor, the agent keeps
-//! its conversation, queue and transcript in the store under its own row,
-//! narrows live with its parent ([`LiveAuthority`]), and reports through
-//! its event stream.
+//! authority, model, prompt, workspace, files, parent) and holds no
+//! service; its [`AgentServices`] are what it works with (model client,
+//! tools, store, summarizer, and the sub-agents' roles, clients, slots,
+//! workflow engine and placement). [`spawn_agent`] starts it as an agent
+//! actor linked to whoever supervises it: nobody for a user's session, the
+//! session for its sub-agents, and the goal verifier and workflow step
+//! supervisors. Whatever the supervisor, the agent keeps its conversation,
+//! queue and transcript in the store under its own row, narrows live with
+//! its parent ([`LiveAuthority`]), and reports through its event stream.
 
 use std::sync::Arc;
 
@@ -62,8 +64,6 @@ pub struct AgentSpec {
     pub interactive: bool,
     /// The guardian's model and deadline.
     pub guardian: GuardianConfig,
-    /// Roles, models and limits for the `agent` tool; `None` disables it.
-    pub subagents: Option<Arc<Subagents>>,
     /// Offer `enter_plan_mode` in Work (a session only).
     pub plan_agent_entry: bool,
     /// The host chose the mode: a resumed session switches to it. Otherwise
@@ -118,9 +118,9 @@ pub struct Child {
 
 impl AgentSpec {
     /// A user's session, or another root of a tree (a workflow run's
-    /// caller): the root path, role `main`, no parent, no sub-agents,
-    /// nobody to prompt, the default guardian, sandbox and protected paths,
-    /// 50 model requests per turn; the host sets what it configures.
+    /// caller): the root path, role `main`, no parent, nobody to prompt,
+    /// the default guardian, sandbox and protected paths, 50 model
+    /// requests per turn; the host sets what it configures.
     pub fn session(
         session_id: impl Into<String>,
         workspace: Workspace,
@@ -141,7 +141,6 @@ impl AgentSpec {
             paths,
             interactive: false,
             guardian: GuardianConfig::default(),
-            subagents: None,
             plan_agent_entry: false,
             mode_given: true,
             posture_given: true,
@@ -158,9 +157,9 @@ impl AgentSpec {
 
     /// A sub-agent of this agent: `child`'s place, role, authority and
     /// model, and this agent's session, workspace, limits, interactivity,
-    /// guardian, sub-agents, sandbox, protected paths and snapshots. It
-    /// starts with no message of its own, and never offers
-    /// `enter_plan_mode`.
+    /// guardian, sandbox, protected paths and snapshots (its sub-agents
+    /// come with its services). It starts with no message of its own, and
+    /// never offers `enter_plan_mode`.
     pub fn child(&self, child: Child) -> Self {
         let context = match child.model.as_deref().and_then(known_window) {
             Some(window) => self.context.with_window(window),
@@ -180,7 +179,6 @@ impl AgentSpec {
             paths: SessionPaths { dir: child.dir },
             interactive: self.interactive,
             guardian: self.guardian.clone(),
-            subagents: self.subagents.clone(),
             plan_agent_entry: false,
             mode_given: true,
             posture_given: true,
@@ -196,12 +194,12 @@ impl AgentSpec {
     }
 
     /// The verifier of this agent's work (goals, workflow checks): a
-    /// child that no person answers (what would ask is denied), that
-    /// starts nothing and, changing nothing, takes no snapshots.
+    /// child that no person answers (what would ask is denied) and,
+    /// changing nothing, takes no snapshots. (It starts nothing either:
+    /// its services carry no sub-agents, see [`crate::verifier`].)
     pub fn verifier(&self, child: Child) -> Self {
         let mut spec = self.child(child);
         spec.interactive = false;
-        spec.subagents = None;
         spec.snapshots = None;
         spec
     }
@@ -257,7 +255,8 @@ impl AgentSpec {
     }
 }
 
-/// What an agent uses to do its work.
+/// What an agent uses to do its work: the clients, engines and shared
+/// limits it is handed, beside what it is (its [`AgentSpec`]).
 #[derive(Clone)]
 pub struct AgentServices {
     /// The model.
@@ -270,6 +269,11 @@ pub struct AgentServices {
     /// Who writes the agent's compaction summaries when it is not its own
     /// model (`[context] model`); its sub-agents inherit it.
     pub summarizer: Option<Summarizer>,
+    /// What the `agent` tool starts sub-agents with: the roles, their
+    /// model clients, the tree's running slots, the workflow engine and
+    /// the node placement. Its sub-agents inherit it; `None` means the
+    /// agent starts none (no `agent` or `workflow` tool).
+    pub subagents: Option<Arc<Subagents>>,
 }
 
 /// The model that writes compaction summaries in place of the agent's own.

@@ -55,10 +55,13 @@ pub struct Seat<'a> {
     pub path: AgentPath,
     /// Its directory (its session files).
     pub dir: PathBuf,
-    /// The roles and models, for a configured `[roles.verifier]`.
+    /// The roles and models, for a configured `[roles.verifier]`: the
+    /// judged agent's services' (a workflow step passes its caller's,
+    /// unmetered: the verifier's tokens are counted from its turn).
     pub subagents: Option<&'a Subagents>,
     /// The judged agent's services: the verifier's model unless its role
-    /// names one, its tools (with `run_check` added) and its store.
+    /// names one, its tools (with `run_check` added) and its store; never
+    /// its sub-agents.
     pub services: &'a AgentServices,
 }
 
@@ -138,6 +141,8 @@ pub fn verifier(seat: Seat<'_>) -> Result<(AgentSpec, AgentServices), VerifierEr
         tools: with_run_check(&seat.services.tools)?,
         store: seat.services.store.clone(),
         summarizer: seat.services.summarizer.clone(),
+        // It starts nothing itself.
+        subagents: None,
     };
     Ok((spec, services))
 }

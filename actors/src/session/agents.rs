@@ -270,7 +270,7 @@ impl SessionState {
     /// runs in a task; the mailbox does not wait for it.
     pub(super) fn delegate(&self, plan: serde_json::Value, reply: RpcReplyPort<ToolOutcome>) {
         let Some(engine) = self
-            .spec
+            .services
             .subagents
             .as_ref()
             .and_then(|s| s.workflows().cloned())
@@ -340,7 +340,7 @@ impl SessionState {
     }
 
     fn roster(&self) -> String {
-        let Some(env) = &self.spec.subagents else {
+        let Some(env) = &self.services.subagents else {
             return "sub-agents are not available in this host".into();
         };
         let mut out = format!(
@@ -407,7 +407,7 @@ impl SessionState {
     }
 
     fn role(&self, name: &str) -> Result<RoleConfig, ToolError> {
-        let Some(env) = &self.spec.subagents else {
+        let Some(env) = &self.services.subagents else {
             return Err(ToolError::failed(
                 "sub-agents are not available in this host",
             ));
@@ -447,7 +447,7 @@ impl SessionState {
         // A session's new child may run on a node: the placement answers
         // later, as a message, and the spawn goes on from there.
         let placement = self
-            .spec
+            .services
             .subagents
             .as_ref()
             .and_then(|s| s.placement.clone());
@@ -478,7 +478,7 @@ impl SessionState {
             .current_authority()
             .narrow(&role_name, &role)
             .map_err(refusal)?;
-        let Some(env) = self.spec.subagents.clone() else {
+        let Some(env) = self.services.subagents.clone() else {
             return Err(ToolError::failed(
                 "sub-agents are not available in this host",
             ));
@@ -553,6 +553,7 @@ impl SessionState {
             tools: self.services.tools.clone(),
             store: Some(self.store.clone()),
             summarizer: self.services.summarizer.clone(),
+            subagents: self.services.subagents.clone(),
         };
         let SpawnedAgent { actor, events, .. } =
             spawn_agent(child.spec.clone(), services, Some(myself.get_cell()))
@@ -612,7 +613,7 @@ impl SessionState {
         self.current_authority()
             .narrow(&role_name, &role)
             .map_err(refusal)?;
-        if self.spec.subagents.is_none() {
+        if self.services.subagents.is_none() {
             return Err(ToolError::failed(
                 "sub-agents are not available in this host",
             ));
@@ -654,7 +655,7 @@ impl SessionState {
         live: bool,
         background: bool,
     ) -> Result<(), ToolError> {
-        let Some(env) = self.spec.subagents.clone() else {
+        let Some(env) = self.services.subagents.clone() else {
             return Err(ToolError::failed(
                 "sub-agents are not available in this host",
             ));

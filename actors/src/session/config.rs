@@ -11,7 +11,7 @@ use cadre_runtime::sandbox::SandboxConfig;
 use cadre_runtime::snapshot::Snapshots;
 use cadre_runtime::tool::Workspace;
 
-use super::{PermissionConfig, Subagents};
+use super::PermissionConfig;
 use crate::kernel::AgentSpec;
 
 /// What a user's session is, fixed at its start: the ergonomic form of an
@@ -36,8 +36,6 @@ pub struct SessionConfig {
     pub max_depth: u32,
     /// A model name sent instead of the client's.
     pub model_override: Option<String>,
-    /// Roles, models and limits for the `agent` tool; `None` disables it.
-    pub subagents: Option<Arc<Subagents>>,
     /// Offer `enter_plan_mode` in Work (config `plan.agent_entry`).
     pub plan_agent_entry: bool,
     /// The host chose `mode` (a flag): a resumed session switches to it.
@@ -61,7 +59,8 @@ pub struct SessionConfig {
 
 impl SessionConfig {
     /// A user's session in Work mode with the defaults: Ask, interactive,
-    /// 50 model requests per turn, sub-agents disabled.
+    /// 50 model requests per turn (its sub-agents are a service:
+    /// `SessionServices::subagents`).
     pub fn new(session_id: impl Into<String>, workspace: Workspace, paths: SessionPaths) -> Self {
         Self {
             session_id: session_id.into(),
@@ -73,7 +72,6 @@ impl SessionConfig {
             permissions: PermissionConfig::default(),
             max_depth: cadre_runtime::agent::DEFAULT_MAX_DEPTH,
             model_override: None,
-            subagents: None,
             plan_agent_entry: false,
             mode_given: true,
             posture_given: true,
@@ -104,7 +102,6 @@ impl SessionConfig {
         spec.max_iterations = self.max_iterations;
         spec.interactive = permissions.interactive;
         spec.guardian = permissions.guardian;
-        spec.subagents = self.subagents;
         spec.plan_agent_entry = self.plan_agent_entry;
         spec.mode_given = self.mode_given;
         spec.posture_given = self.posture_given;

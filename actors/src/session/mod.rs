@@ -622,7 +622,7 @@ impl SessionState {
             reason,
         } = &op
             && id.starts_with("step:")
-            && let Some(engine) = self.spec.subagents.as_ref().and_then(|s| s.workflows())
+            && let Some(engine) = self.services.subagents.as_ref().and_then(|s| s.workflows())
             && engine.approve(id, *decision, reason.clone())
         {
             return None;

@@ -125,16 +125,14 @@ impl SessionState {
             .as_ref()
             .map(|tools| tools.iter().cloned().collect());
         let plans = spec.is_session();
-        let workflows = spec
-            .subagents
-            .as_ref()
-            .is_some_and(|s| s.workflows().is_some());
+        let subagents = &self.services.subagents;
+        let workflows = subagents.as_ref().is_some_and(|s| s.workflows().is_some());
         let offer = Offer {
             mode,
             allow: allowed.clone(),
             // Only Plan's descriptions name the plan file.
             plan_file: plan_file.clone().filter(|_| mode == Mode::Plan),
-            agents: spec.subagents.is_some(),
+            agents: subagents.is_some(),
             plans,
             plan_entry: spec.plan_agent_entry,
             workflows,
@@ -151,7 +149,7 @@ impl SessionState {
             mode,
             posture: self.live.posture(),
             session: spec.is_session(),
-            delegates: spec.subagents.is_some(),
+            delegates: subagents.is_some(),
             environment: spec.grounding.environment.as_deref(),
             workspace: root,
             instructions: spec.grounding.instructions.as_deref(),
@@ -215,7 +213,7 @@ impl SessionState {
                 store: self.store.clone(),
             })),
             file_scopes: spec.authority.file_scopes.clone(),
-            agents: spec.subagents.is_some().then(|| {
+            agents: subagents.is_some().then(|| {
                 Arc::new(agents::SessionAgentHost {
                     session: myself.clone(),
                 }) as Arc<dyn cadre_runtime::tool::AgentHost>

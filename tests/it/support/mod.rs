@@ -215,7 +215,7 @@ impl SessionBuilder {
             )));
         }
         let snapshots = config.snapshots.clone();
-        config.subagents = self.subagents.map(|(roles, max)| {
+        let subagents = self.subagents.map(|(roles, max)| {
             Arc::new(Subagents::new(
                 roles,
                 Arc::new(SameModel(self.model.clone())),
@@ -232,6 +232,7 @@ impl SessionBuilder {
             tools: ToolRunner::new(Arc::new(registry), self.tool_timeout),
             store: Some(store.clone()),
             summarizer: None,
+            subagents,
         };
         let (handle, events) = spawn_session(config, services)
             .await

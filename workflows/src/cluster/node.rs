@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cadre_actors::delegation::Caller;
-use cadre_actors::kernel::{Child, SpawnedAgent, spawn_agent};
+use cadre_actors::kernel::{AgentServices, Child, SpawnedAgent, spawn_agent};
 use cadre_actors::session::SessionMsg;
 use cadre_actors::store::{RunDraft, StoreRequest};
 use cadre_runtime::agent::LiveAuthority;
@@ -343,19 +343,18 @@ impl NodeState {
         // The coordinator's hooks, run here: a step on a node skips none.
         spec.hooks = std::sync::Arc::new(order.hooks.clone());
         // A remote step starts no sub-agents of its own.
-        spec.subagents = None;
+        let services = AgentServices {
+            subagents: None,
+            ..self.template.services.clone()
+        };
         let agent_id = spec.row_id();
         let SpawnedAgent {
             actor, mut events, ..
-        } = spawn_agent(
-            spec,
-            self.template.services.clone(),
-            Some(myself.get_cell()),
-        )
-        .await
-        .map_err(|e| StartRefusal::Agent {
-            message: e.to_string(),
-        })?;
+        } = spawn_agent(spec, services, Some(myself.get_cell()))
+            .await
+            .map_err(|e| StartRefusal::Agent {
+                message: e.to_string(),
+            })?;
         let me = myself.clone();
         let forward = key.clone();
         tokio::spawn(async move {

@@ -2,10 +2,11 @@
 //!
 //! A step's own turns (and its verifier's) report their tokens in their
 //! events; its sub-agents' turns do not reach the step. So the step's agent
-//! is given the caller's [`Subagents`] with every role's model client
-//! wrapped in a [`Metered`] one, which reports each response's usage to the
-//! run's supervisor as the step's tokens. The wrapping travels down the
-//! tree with the `Subagents`, so sub-agents of sub-agents are counted too.
+//! is given, in its services, the caller's [`Subagents`] with every role's
+//! model client wrapped in a [`Metered`] one, which reports each response's
+//! usage to the run's supervisor as the step's tokens. The wrapping travels
+//! down the tree with the `Subagents`, so sub-agents of sub-agents are
+//! counted too.
 
 use std::sync::Arc;
 

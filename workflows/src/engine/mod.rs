@@ -207,7 +207,7 @@ pub async fn start_on(
         },
     );
     let roles = caller
-        .spec
+        .services
         .subagents
         .as_ref()
         .map(|s| s.roles.clone())

@@ -699,7 +699,7 @@ impl SupervisorState {
 /// The roles the caller's agents may take.
 pub fn role_names(caller: &Caller) -> Option<BTreeSet<String>> {
     caller
-        .spec
+        .services
         .subagents
         .as_ref()
         .map(|s| s.roles.keys().cloned().collect())

@@ -126,7 +126,7 @@ impl SessionState {
             parent: self.live.clone(),
             dir: self.spec.paths.dir.join("agents").join(path.to_string()),
             path: path.clone(),
-            subagents: self.spec.subagents.as_deref(),
+            subagents: self.services.subagents.as_deref(),
             services: &services,
         };
         let (spec, services) = verifier(seat).map_err(|e| e.to_string())?;

@@ -106,7 +106,7 @@ impl SupervisorState {
             prompt: prompt.clone(),
             scope: scope.clone(),
         });
-        let mut spec = match self.spec_for(id, &path, scope) {
+        let spec = match self.spec_for(id, &path, scope) {
             Ok(spec) => spec,
             Err(reason) => {
                 if let Some(place) = &place {
@@ -116,14 +116,9 @@ impl SupervisorState {
                 return Box::pin(self.perform(myself, effects)).await;
             }
         };
-        // What its sub-agents spend is the step's.
-        let plain = spec.subagents.clone();
-        spec.subagents = plain
-            .as_deref()
-            .map(|s| Arc::new(metered(s, myself.clone(), id)));
         let step = &self.scheduler.workflow().steps[id.step];
         self.agents.insert(id, spec.row_id());
-        let services = match self.services_for(step.role.as_deref()) {
+        let mut services = match self.services_for(step.role.as_deref()) {
             Ok(services) => services,
             Err(err) => {
                 if let Some(place) = &place {
@@ -134,6 +129,11 @@ impl SupervisorState {
                 return Box::pin(self.perform(myself, effects)).await;
             }
         };
+        // What its sub-agents spend is the step's.
+        let plain = services.subagents.clone();
+        services.subagents = plain
+            .as_deref()
+            .map(|s| Arc::new(metered(s, myself.clone(), id)));
         let placement = match (&self.cluster, &place) {
             (Some(cluster), Some(Place::Node(node))) => {
                 self.nodes.insert(id, node.clone());

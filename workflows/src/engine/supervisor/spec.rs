@@ -100,7 +100,7 @@ impl SupervisorState {
         let mut services = self.caller.services.clone();
         if let Some(role) = role.and_then(|r| self.roles.get(r))
             && role.own_client()
-            && let Some(subagents) = &self.caller.spec.subagents
+            && let Some(subagents) = &self.caller.services.subagents
         {
             services.model = subagents.models.client(role)?;
         }
