@@ -407,7 +407,12 @@ fn with_usage(mut chunks: Vec<Value>, prompt: u64, cached: u64, completion: u64)
 /// Answers every turn with a `list_dir` call (1000 prompt tokens, 400
 /// cached, 500 completion) and then a text (2000 prompt, 100 completion).
 fn priced_turns(mock: &MockServer) {
-    mock.respond_with(|body| {
+    priced_turns_answering(mock, "listed");
+}
+
+/// [`priced_turns`], each turn ending with `answer`.
+fn priced_turns_answering(mock: &MockServer, answer: &'static str) {
+    mock.respond_with(move |body| {
         let answered = body["messages"].to_string().contains("\"role\":\"tool\"");
         Some(match answered {
             false => Reply::sse(&with_usage(
@@ -416,7 +421,7 @@ fn priced_turns(mock: &MockServer) {
                 400,
                 500,
             )),
-            true => Reply::sse(&with_usage(text_chunks("listed"), 2000, 0, 100)),
+            true => Reply::sse(&with_usage(text_chunks(answer), 2000, 0, 100)),
         })
     });
 }
@@ -698,23 +703,8 @@ env_key = "OTHER_LLM_KEY"
 #[tokio::test]
 async fn a_workflow_runs_summary_counts_its_verifiers_usage() {
     let mock = MockServer::start().await;
-    mock.respond_with(|body| {
-        let answered = body["messages"].to_string().contains("\"role\":\"tool\"");
-        Some(match answered {
-            false => Reply::sse(&with_usage(
-                tool_call_chunks("c1", "list_dir", &json!({})),
-                1000,
-                400,
-                500,
-            )),
-            true => Reply::sse(&with_usage(
-                text_chunks("listed\nVERDICT: PASS"),
-                2000,
-                0,
-                100,
-            )),
-        })
-    });
+    // The step's answer and the verifier's verdict alike.
+    priced_turns_answering(&mock, "listed\nVERDICT: PASS");
     let dirs = Dirs::new();
     configure(&dirs, PRICED, &mock.url);
     let file = dirs.ws.path().join("wf.toml");
