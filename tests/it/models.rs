@@ -611,6 +611,9 @@ async fn a_workflow_step_with_a_role_runs_on_the_roles_provider_key_and_effort()
 async fn compaction_summaries_go_to_their_own_model_and_provider() {
     use cadre::runtime::context::SUMMARY_TAG;
     let mock = MockServer::start().await;
+    // 8k tokens as the mock counts them (bytes / 4), refused past it as
+    // OpenAI refuses.
+    mock.enforce_window(32_000, crate::support::mock::Overflow::OpenAi);
     let is_summary = |body: &Value| {
         body.get("tools").is_none() && body["messages"].to_string().contains(SUMMARY_TAG)
     };
@@ -690,6 +693,8 @@ env_key = "OTHER_LLM_KEY"
         assert_eq!(effort.as_ref(), Some(&json!("low")));
         assert_eq!(key.as_deref(), Some("Bearer other-secret"));
     }
+    // The threshold came first: nothing went past the window.
+    assert_eq!(mock.overflows(), 0);
     assert!(work.len() >= 9, "{work:?}");
     for (_, model, effort, key) in &work {
         assert_eq!(model, "main-model");

@@ -54,7 +54,6 @@ impl ContextSettings {
     /// `None` leaves each agent summarising with its own model.
     pub fn summarizer(&self) -> Option<RoleConfig> {
         let choice = RoleConfig {
-            description: Some("compaction".into()),
             model: self.model.clone(),
             provider: self.provider.clone(),
             reasoning_effort: self.reasoning_effort,
