@@ -3,18 +3,20 @@
 //! workflow file for it.
 //!
 //! The engine lives above this crate (`cadre-workflows` depends on it), so
-//! the agent knows it only as a [`Delegation`]: it gives the engine a
-//! [`Caller`] (its spec with its authority as it is now, its live
-//! authority, its services and its event sink) and the plan, and waits for
-//! the report. Steps run as agents under the caller's live authority, so
-//! they never exceed it, and its later narrowing reaches them.
+//! the agent knows it only as a mailbox ([`Delegate`]), whose messages
+//! ([`DelegationMsg`]) are declared here: it sends the engine a [`Caller`]
+//! (its spec with its authority as it is now, its live authority, its
+//! services and its event sink) and the plan, and a task of its own waits
+//! for the report. Steps run as agents under the caller's live authority,
+//! so they never exceed it, and its later narrowing reaches them.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use cadre_runtime::agent::LiveAuthority;
 use cadre_runtime::protocol::ApprovalDecision;
-use cadre_runtime::tool::ToolFuture;
+use cadre_runtime::tool::ToolOutcome;
+use ractor::{ActorRef, RpcReplyPort};
 
 use crate::events::EventSink;
 use crate::kernel::{AgentServices, AgentSpec};
@@ -49,22 +51,68 @@ impl std::fmt::Debug for Caller {
     }
 }
 
-/// A workflow engine an agent can delegate to.
-pub trait Delegation: Send + Sync + 'static {
-    /// Validates and runs `plan` (the workflow as JSON) for `caller`;
-    /// resolves, once the run is done, blocked or out of budget, to the
-    /// report the model reads. An invalid plan is an error naming each
-    /// problem.
-    fn run(&self, caller: Caller, plan: serde_json::Value) -> ToolFuture<'static>;
-
-    /// Routes a person's answer to a step's approval prompt
-    /// (`step:<name>[<i>]:approval:<n>`); false when no running workflow
-    /// asked it.
-    fn approve(&self, id: &str, decision: ApprovalDecision, reason: Option<String>) -> bool;
+/// What an agent asks of the workflow engine: the mailbox the engine
+/// serves (`cadre-workflows` spawns the actor behind it; a host without
+/// one offers no `workflow` tool). Nothing here waits for the engine: a
+/// run's report comes back on its reply port, read by a task of the
+/// caller's, and a prompt's answer needs no reply.
+pub enum DelegationMsg {
+    /// Validate and run `plan` (the workflow as JSON) for `caller`.
+    /// `reply` takes the report the model reads once the run is done,
+    /// blocked or out of budget, or, for an invalid plan, the error
+    /// naming each problem (nothing ran).
+    Run {
+        /// Who runs it (boxed: it is large, and the mailbox holds the
+        /// messages of every agent of the host).
+        caller: Box<Caller>,
+        /// The workflow, as the model wrote it.
+        plan: serde_json::Value,
+        /// Where the report goes.
+        reply: RpcReplyPort<ToolOutcome>,
+    },
+    /// A person's answer to a step's prompt
+    /// (`step:<name>[<i>]:approval:<n>`), given to the session whose tree
+    /// delegated the run. It reaches only that tree's runs in progress:
+    /// another session's run with the same step names never sees it. With
+    /// none in progress the answer is refused on `events`, as the agent
+    /// refuses an id it does not know.
+    Approve {
+        /// The session (the tree's root) the answer was given to.
+        session: String,
+        /// The prompt's id.
+        id: String,
+        /// The answer.
+        decision: ApprovalDecision,
+        /// What the person said with it.
+        reason: Option<String>,
+        /// The session's event stream, for the refusal.
+        events: EventSink,
+    },
 }
 
-impl std::fmt::Debug for dyn Delegation {
+impl ractor::Message for DelegationMsg {}
+
+impl std::fmt::Debug for DelegationMsg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Delegation")
+        match self {
+            DelegationMsg::Run { caller, .. } => f
+                .debug_struct("Run")
+                .field("caller", caller)
+                .finish_non_exhaustive(),
+            DelegationMsg::Approve {
+                session,
+                id,
+                decision,
+                ..
+            } => f
+                .debug_struct("Approve")
+                .field("session", session)
+                .field("id", id)
+                .field("decision", decision)
+                .finish_non_exhaustive(),
+        }
     }
 }
+
+/// The workflow engine's mailbox, as an agent holds it.
+pub type Delegate = ActorRef<DelegationMsg>;

@@ -35,9 +35,10 @@ use cadre_runtime::tool::{FileLimits, Tool, ToolRegistry, ToolRunner, Workspace}
 
 use cadre_runtime::agent::{Authority, DEFAULT_MAX_DEPTH, LiveAuthority};
 
-use crate::delegation::{Caller, Delegation};
+use crate::delegation::{Caller, Delegate};
 use crate::events::EventSink;
 use crate::kernel::{AgentSpec, Summarizer};
+use crate::session::remote::Placement;
 use crate::session::{
     PermissionConfig, SessionConfig, SessionHandle, SessionServices, Subagents, spawn_session,
 };
@@ -135,8 +136,8 @@ pub struct HostBuilder {
     max_subagents: u32,
     sandbox: SandboxConfig,
     hooks: HookSet,
-    workflows: Option<Arc<dyn Delegation>>,
-    placement: Option<Arc<dyn crate::session::remote::ChildPlacement>>,
+    workflows: Option<Delegate>,
+    placement: Option<Placement>,
     model_requests: Option<u32>,
     context: ContextSettings,
     /// Named model servers and their keys, for roles, the guardian and
@@ -205,16 +206,17 @@ impl HostBuilder {
         self
     }
 
-    /// The workflow engine sessions in Operate delegate to (the
-    /// `workflow` tool); without one the tool is not offered.
-    pub fn workflows(mut self, engine: Arc<dyn Delegation>) -> Self {
+    /// The mailbox of the workflow engine sessions in Operate delegate to
+    /// (the `workflow` tool); without one the tool is not offered.
+    pub fn workflows(mut self, engine: Delegate) -> Self {
         self.workflows = Some(engine);
         self
     }
 
-    /// Where sessions' sub-agents may run besides this process (cluster
-    /// nodes); without it every sub-agent runs here.
-    pub fn placement(mut self, placement: Arc<dyn crate::session::remote::ChildPlacement>) -> Self {
+    /// The mailbox of the placement on cluster nodes, where sessions'
+    /// sub-agents may run besides this process; without it every
+    /// sub-agent runs here.
+    pub fn placement(mut self, placement: Placement) -> Self {
         self.placement = Some(placement);
         self
     }
@@ -531,8 +533,8 @@ pub struct Host {
     roles: BTreeMap<String, RoleConfig>,
     max_subagents: u32,
     sandbox: Arc<SandboxConfig>,
-    workflows: Option<Arc<dyn Delegation>>,
-    placement: Option<Arc<dyn crate::session::remote::ChildPlacement>>,
+    workflows: Option<Delegate>,
+    placement: Option<Placement>,
     /// `[context]`, resolved per session against the model's name.
     context: ContextSettings,
     /// Who writes compaction summaries when `[context]` names a model.

@@ -14,9 +14,9 @@
 //!   to its supervisor as [`turn::TurnReport`]s.
 //! - [`guardian`]: [`guardian::GuardianActor`], one Auto-Review per held
 //!   call, answering with a [`guardian::GuardianVerdict`].
-//! - [`delegation`]: [`delegation::Delegation`], how an agent hands a
-//!   workflow to an engine (the Operate `workflow` tool), and the
-//!   [`delegation::Caller`] it hands over.
+//! - [`delegation`]: [`delegation::DelegationMsg`], the mailbox by which
+//!   an agent hands a workflow to the engine above this crate (the Operate
+//!   `workflow` tool), and the [`delegation::Caller`] it hands over.
 //! - [`host`]: [`Host`], what a program embedding cadre builds once: the
 //!   store, the model, the tools, the roles; it starts and resumes sessions.
 //! - [`events`]: [`EventSink`], an agent's event output and stored transcript.

@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cadre_actors::EventSink;
-use cadre_actors::delegation::Delegation;
 use cadre_runtime::Mode;
 use cadre_runtime::permission::Posture;
 use cadre_runtime::protocol::{Envelope, Event, FailureCategory, Op};

@@ -1,34 +1,39 @@
 //! The library's host, whole: sessions, the workflow runs they (or the
 //! host itself) start, and the nodes both place work on, over one store.
 //!
-//! [`cadre_actors::host::Host`] runs sessions and knows a workflow engine
-//! and a node placement only through the two seams the actors declare
-//! ([`cadre_actors::delegation::Delegation`],
-//! [`cadre_actors::session::remote::ChildPlacement`]). This host sits
-//! above both layers and is the one place they are joined: it builds the
-//! [`Engine`] (and, given a [`Cluster`], the placement on its nodes) into
-//! the session host, so a library host, the `cadre` binary and a node all
-//! compose the same way.
+//! [`cadre_actors::host::Host`] runs sessions and reaches a workflow engine
+//! and a node placement only through the two mailboxes the actors declare
+//! ([`cadre_actors::delegation::DelegationMsg`],
+//! [`cadre_actors::session::remote::PlacementMsg`]). This host sits above
+//! both layers and is the one place they are joined: it serves the
+//! [`Engine`] (and, given a [`Cluster`], the placement on its nodes) as
+//! those mailboxes and builds them into the session host, so a library
+//! host, the `cadre` binary and a node all compose the same way.
 
 use std::sync::Arc;
 
 use cadre_actors::EventSink;
 use cadre_actors::host::{HostBuilder, HostError, SessionOptions, Started};
+use ractor::{ActorCell, SpawnErr};
 
-use crate::cluster::child::ClusterPlacement;
+use crate::cluster::child;
 use crate::cluster::node::NodeConfig;
 use crate::cluster::server::ServerConfig;
 use crate::cluster::{Cluster, ClusterError, NodeHandle, serve};
-use crate::engine::{Engine, Launch, RunHandle, StartError, start_on};
+use crate::engine::{Engine, Launch, RunHandle, StartError, delegate, start_on};
 
 /// Sessions, workflow runs and nodes on one store; see the module
 /// documentation.
 pub struct Host {
-    /// Runs the sessions; built with [`Host::engine`] as their delegation.
+    /// Runs the sessions; built with the engine's mailbox as their
+    /// delegation.
     sessions: cadre_actors::host::Host,
     /// The engine every session's Operate `workflow` tool delegates to,
     /// and which routes approvals to the runs in progress.
     engine: Arc<Engine>,
+    /// The mailboxes serving the engine and the placement to sessions,
+    /// stopped with the host.
+    served: Vec<ActorCell>,
     /// The nodes steps and sub-agents are placed on, when there are any.
     cluster: Option<Cluster>,
 }
@@ -38,18 +43,33 @@ impl Host {
     /// and, with `cluster`, to its nodes: sessions' sub-agents and every
     /// run's steps (delegated or started here) may then run on them.
     pub async fn build(sessions: HostBuilder, cluster: Option<Cluster>) -> Result<Self, HostError> {
+        let started = |e: SpawnErr| HostError::Start(e.into());
+        let mut served = Vec::new();
         let (sessions, engine) = match &cluster {
-            Some(cluster) => (
-                sessions.placement(Arc::new(ClusterPlacement::new(cluster.clone()))),
-                Engine::new().with_cluster(cluster.clone()),
-            ),
+            Some(cluster) => {
+                let placement = child::serve(cluster.clone()).await.map_err(started)?;
+                served.push(placement.get_cell());
+                (
+                    sessions.placement(placement),
+                    Engine::new().with_cluster(cluster.clone()),
+                )
+            }
             None => (sessions, Engine::new()),
         };
         let engine = Arc::new(engine);
-        let sessions = sessions.workflows(engine.clone()).build().await?;
+        let delegate = delegate::serve(engine.clone()).await.map_err(started)?;
+        served.push(delegate.get_cell());
+        let sessions = match sessions.workflows(delegate).build().await {
+            Ok(sessions) => sessions,
+            Err(error) => {
+                stop(&served);
+                return Err(error);
+            }
+        };
         Ok(Self {
             sessions,
             engine,
+            served,
             cluster,
         })
     }
@@ -102,7 +122,17 @@ impl Host {
     /// Writes everything the store buffered and stops it. Call it once
     /// every session and run has stopped.
     pub async fn close(self) {
+        stop(&self.served);
         self.sessions.close().await;
+    }
+}
+
+/// Stops the mailboxes a host served: a session still running then gets
+/// "the workflow engine has stopped" from its `workflow` tool, and runs
+/// its new children here.
+fn stop(served: &[ActorCell]) {
+    for actor in served {
+        actor.stop(None);
     }
 }
 

@@ -32,8 +32,9 @@ use cadre_runtime::tool::{AgentHost, AgentRequest, ErrorCode, ToolError, ToolFut
 use ractor::{ActorRef, RpcReplyPort};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::remote::{ChildPlacement, RemoteMsg};
+use super::remote::{Placement, RemoteMsg};
 use super::{SessionMsg, SessionState};
+use crate::delegation::{Caller, Delegate, DelegationMsg};
 use crate::kernel::{AgentServices, AgentSpec, Child, SpawnedAgent, spawn_agent};
 
 /// What a tree of agents shares for its sub-agents.
@@ -45,12 +46,12 @@ pub struct Subagents {
     /// Running sub-agents at once, across the whole tree.
     slots: Arc<Semaphore>,
     limit: usize,
-    /// The workflow engine the Operate `workflow` tool delegates to;
-    /// `None` leaves the tool out.
-    workflows: Option<Arc<dyn crate::delegation::Delegation>>,
-    /// Where a session's children may run besides here; `None` runs every
-    /// child here.
-    placement: Option<Arc<dyn ChildPlacement>>,
+    /// The workflow engine's mailbox, which the Operate `workflow` tool
+    /// delegates to; `None` leaves the tool out.
+    workflows: Option<Delegate>,
+    /// The mailbox of the placement on nodes, where a session's children
+    /// may run besides here; `None` runs every child here.
+    placement: Option<Placement>,
 }
 
 impl Subagents {
@@ -73,13 +74,13 @@ impl Subagents {
     }
 
     /// The same, placing a session's children on cluster nodes too.
-    pub fn with_placement(mut self, placement: Arc<dyn ChildPlacement>) -> Self {
+    pub fn with_placement(mut self, placement: Placement) -> Self {
         self.placement = Some(placement);
         self
     }
 
     /// The same, delegating the Operate `workflow` tool to `engine`.
-    pub fn with_workflows(mut self, engine: Arc<dyn crate::delegation::Delegation>) -> Self {
+    pub fn with_workflows(mut self, engine: Delegate) -> Self {
         self.workflows = Some(engine);
         self
     }
@@ -100,7 +101,7 @@ impl Subagents {
     }
 
     /// The workflow engine, when the host has one.
-    pub fn workflows(&self) -> Option<&Arc<dyn crate::delegation::Delegation>> {
+    pub fn workflows(&self) -> Option<&Delegate> {
         self.workflows.as_ref()
     }
 
@@ -266,15 +267,11 @@ impl SessionState {
     }
 
     /// Runs a `workflow` plan through the host's engine, as this agent
-    /// now is: its steps narrow its current authority, live. The engine
-    /// runs in a task; the mailbox does not wait for it.
+    /// now is: its steps narrow its current authority, live. The request
+    /// carries the tool's reply port: the mailbox does not wait for the
+    /// run.
     pub(super) fn delegate(&self, plan: serde_json::Value, reply: RpcReplyPort<ToolOutcome>) {
-        let Some(engine) = self
-            .services
-            .subagents
-            .as_ref()
-            .and_then(|s| s.workflows().cloned())
-        else {
+        let Some(engine) = self.services.subagents.as_ref().and_then(|s| s.workflows()) else {
             let _ = reply.send(Err(ToolError::failed(
                 "workflows are not available in this host",
             )));
@@ -282,7 +279,7 @@ impl SessionState {
         };
         let mut spec = self.spec.clone();
         spec.authority = self.current_authority();
-        let caller = crate::delegation::Caller {
+        let caller = Caller {
             runs_dir: self.spec.paths.dir.join("runs"),
             session_id: Some(self.row.to_string()),
             spec,
@@ -290,9 +287,18 @@ impl SessionState {
             services: self.services.clone(),
             events: self.events.clone(),
         };
-        tokio::spawn(async move {
-            let _ = reply.send(engine.run(caller, plan).await);
-        });
+        let run = DelegationMsg::Run {
+            caller: Box::new(caller),
+            plan,
+            reply,
+        };
+        if let Err(ractor::MessagingErr::SendErr(DelegationMsg::Run { reply, .. })) =
+            engine.cast(run)
+        {
+            let _ = reply.send(Err(ToolError::failed(
+                "the workflow engine has stopped; nothing ran",
+            )));
+        }
     }
 
     /// An `agent` tool request: what the core takes of it, once its
@@ -452,7 +458,7 @@ impl SessionState {
             .as_ref()
             .and_then(|s| s.placement.clone());
         if let Some(placement) = placement.filter(|_| self.spec.is_session()) {
-            self.place_child(myself, placement, child, reply);
+            self.place_child(myself, &placement, child, reply);
             return None;
         }
         match self.start_local(myself, &child).await {

@@ -616,18 +616,28 @@ impl SessionState {
         op: Op,
         cause: Option<String>,
     ) -> Option<AgentInput> {
-        if let Op::Approve {
-            id,
-            decision,
-            reason,
-        } = &op
-            && id.starts_with("step:")
-            && let Some(engine) = self.services.subagents.as_ref().and_then(|s| s.workflows())
-            && engine.approve(id, *decision, reason.clone())
-        {
-            return None;
+        let engine = self.services.subagents.as_ref().and_then(|s| s.workflows());
+        match (op, engine) {
+            (
+                Op::Approve {
+                    id,
+                    decision,
+                    reason,
+                },
+                Some(engine),
+            ) if id.starts_with("step:") => {
+                // The engine routes it to this tree's runs, or refuses it.
+                let _ = engine.cast(crate::delegation::DelegationMsg::Approve {
+                    session: self.spec.session_id.clone(),
+                    id,
+                    decision,
+                    reason,
+                    events: self.events.clone(),
+                });
+                None
+            }
+            (op, _) => self.prompted(myself, op, cause),
         }
-        self.prompted(myself, op, cause)
     }
 
     /// The mode in force: this agent's, narrowed by its ancestors'.

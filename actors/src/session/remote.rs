@@ -2,7 +2,8 @@
 //! cluster nodes.
 //!
 //! The cluster lives above this crate (`cadre-workflows`), so a session
-//! knows it only as a [`ChildPlacement`]: given a new child (its spec with
+//! knows it only as a mailbox ([`Placement`]) whose message
+//! ([`PlacementMsg`]) is declared here: given a new child (its spec with
 //! the authority narrowed here, the parent's authority now, the prompt), it
 //! starts the child on a node with a free slot and hands back how to reach
 //! it ([`RemoteStart`]), or says to run it here. A placed child is a
@@ -14,8 +15,6 @@
 //! stored here, by the coordinator's store: the node keeps nothing that
 //! must survive.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use cadre_runtime::agent::Authority;
@@ -63,10 +62,9 @@ pub struct RemoteStart {
     pub done: Box<dyn FnOnce() + Send + Sync>,
 }
 
-/// What [`ChildPlacement::start`] resolves to: the child on a node,
+/// What a placement answers for a new child: the child on a node,
 /// `None` to run it here, or why it was refused.
-pub type PlacementFuture =
-    Pin<Box<dyn Future<Output = Result<Option<RemoteStart>, PlacementError>> + Send>>;
+pub type Placed = Result<Option<RemoteStart>, PlacementError>;
 
 /// Why a placement refused a child (a node that could not be reached is no
 /// refusal: the child runs here instead).
@@ -95,18 +93,25 @@ impl std::fmt::Display for PlacementError {
 
 impl std::error::Error for PlacementError {}
 
-/// Places a session's children on nodes.
-pub trait ChildPlacement: Send + Sync + 'static {
-    /// Starts `child` on a node with a free slot (which sends it the
-    /// prompt), or `None` when it should run here.
-    fn start(&self, child: RemoteChild) -> PlacementFuture;
+/// What a session asks of the placement on nodes: the mailbox the
+/// cluster serves (`cadre-workflows` spawns the actor behind it; a host
+/// without one runs every child here).
+pub enum PlacementMsg {
+    /// Start `child` on a node with a free slot (which sends it the
+    /// prompt); `reply` takes where it runs. A task of the session's reads
+    /// the answer and hands it back as [`super::SessionMsg::Placed`].
+    Start {
+        /// The new child.
+        child: RemoteChild,
+        /// Where it runs, or why it was refused.
+        reply: RpcReplyPort<Placed>,
+    },
 }
 
-impl std::fmt::Debug for dyn ChildPlacement {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ChildPlacement")
-    }
-}
+impl ractor::Message for PlacementMsg {}
+
+/// The placement's mailbox, as a session holds it.
+pub type Placement = ActorRef<PlacementMsg>;
 
 /// Messages to a remote child's actor.
 #[derive(Debug)]
@@ -299,7 +304,7 @@ impl Placing {
 impl RemoteStart {
     /// Stops the child on its node and frees its slot there: nobody here
     /// will hold it.
-    fn abandon(self) {
+    pub fn abandon(self) {
         (self.ops)(Op::Shutdown);
         (self.done)();
     }
@@ -313,7 +318,7 @@ impl super::SessionState {
     pub(super) fn place_child(
         &self,
         myself: &ActorRef<super::SessionMsg>,
-        placement: Arc<dyn ChildPlacement>,
+        placement: &Placement,
         child: super::agents::NewChild,
         reply: RpcReplyPort<ToolOutcome>,
     ) {
@@ -322,9 +327,21 @@ impl super::SessionState {
             caller: self.current_authority(),
             prompt: child.prompt.clone(),
         };
+        let (tx, rx) = ractor::concurrency::oneshot();
+        // A placement that is gone (its host closing) places nothing: the
+        // child runs here, as when its node cannot be reached.
+        let asked = placement
+            .cast(PlacementMsg::Start {
+                child: remote,
+                reply: tx.into(),
+            })
+            .is_ok();
         let me = myself.clone();
         tokio::spawn(async move {
-            let placed = placement.start(remote).await;
+            let placed = match asked {
+                true => rx.await.unwrap_or(Ok(None)),
+                false => Ok(None),
+            };
             let placing = Placing {
                 child,
                 reply,

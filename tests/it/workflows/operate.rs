@@ -3,9 +3,10 @@
 //! session's authority and its report names what completed and what is
 //! blocked.
 
+use cadre::actors::Started;
 use cadre::runtime::Mode;
 use cadre::runtime::permission::Posture;
-use cadre::runtime::protocol::{Event, Op, ToolStatus};
+use cadre::runtime::protocol::{ApprovalDecision, Event, Op, ToolStatus};
 use cadre::workflows::scheduler::State;
 use serde_json::{Value, json};
 
@@ -166,4 +167,127 @@ async fn a_valid_plan_runs_and_its_report_names_completed_and_blocked_steps() {
             .any(|e| matches!(e, Event::WorkflowStarted { .. }))
     );
     assert!(events.iter().any(|e| matches!(e, Event::StepState { step, state, .. } if step == "ship" && *state == State::Blocked)));
+}
+
+/// Reads `started`'s events until one matches `want`, and returns it.
+async fn until(started: &mut Started, want: impl Fn(&Event) -> bool) -> Event {
+    loop {
+        let envelope = tokio::time::timeout(PATIENCE * 3, started.events.recv())
+            .await
+            .expect("an event in time")
+            .expect("the session is alive");
+        if want(&envelope.event) {
+            return envelope.event;
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_answer_to_a_steps_prompt_reaches_only_the_run_its_own_session_delegated() {
+    // Two sessions of one host delegate a workflow with the same step
+    // names, so their steps' prompts have the same id. Each step writes a
+    // file of its own under Ask and waits for a person's answer.
+    let mock = MockServer::start().await;
+    mock.respond_with(|request| {
+        let prompt = prompt_of(request);
+        let delegate = |file: &str| {
+            tool_call_chunks(
+                "w1",
+                "workflow",
+                &json!({
+                    "workflow": {"name": "same"},
+                    "steps": [{"name": "w", "prompt": format!("write {file}")}]
+                }),
+            )
+        };
+        Some(match (prompt.as_str(), answered(request)) {
+            ("delegate a", 0) => Reply::sse(&delegate("a.txt")),
+            ("delegate b", 0) => Reply::sse(&delegate("b.txt")),
+            ("delegate a" | "delegate b", _) => Reply::sse(&text_chunks("delegated")),
+            (step, 0) if step.starts_with("write ") => Reply::sse(&tool_call_chunks(
+                "c1",
+                "write_file",
+                &json!({"path": &step["write ".len()..], "content": "written\n"}),
+            )),
+            (_, _) => Reply::sse(&text_chunks("step done")),
+        })
+    });
+    let h = Harness::new(&mock).await;
+    let mut sessions = Vec::new();
+    for name in ["a", "b"] {
+        let mut options = h.options(Posture::Suggest);
+        options.mode = Some(Mode::Operate);
+        options.interactive = true;
+        let started = h.host.start(options).await.expect("session");
+        started
+            .handle
+            .submit(Op::user(format!("delegate {name}")))
+            .expect("submitted");
+        sessions.push(started);
+    }
+    let mut ids = Vec::new();
+    for started in &mut sessions {
+        let asked = until(started, |e| matches!(e, Event::ApprovalRequested { .. })).await;
+        let Event::ApprovalRequested { id, .. } = asked else {
+            unreachable!()
+        };
+        ids.push(id);
+    }
+    assert_eq!(ids[0], ids[1], "the two steps' prompts share an id");
+    let [mut a, mut b] = <[Started; 2]>::try_from(sessions).ok().expect("two");
+
+    // Session a allows its step's write; its run finishes.
+    a.handle
+        .submit(Op::Approve {
+            id: ids[0].clone(),
+            decision: ApprovalDecision::AllowOnce,
+            reason: None,
+        })
+        .expect("answered");
+    until(&mut a, |e| matches!(e, Event::TurnCompleted { .. })).await;
+    assert_eq!(
+        std::fs::read_to_string(h.path("a.txt")).expect("a's step wrote"),
+        "written\n"
+    );
+    // Session b's step is still waiting: a's answer never reached it.
+    assert!(!h.path("b.txt").exists(), "b's step wrote on a's answer");
+
+    // b refuses its own; its step's write never happens.
+    b.handle
+        .submit(Op::Approve {
+            id: ids[1].clone(),
+            decision: ApprovalDecision::Deny,
+            reason: None,
+        })
+        .expect("answered");
+    let resolved = until(&mut b, |e| {
+        matches!(e, Event::ApprovalResolved { .. } | Event::OpRejected { .. })
+    })
+    .await;
+    assert!(
+        matches!(&resolved, Event::ApprovalResolved { id, .. } if id == &ids[1]),
+        "b's answer found its own prompt: {resolved:?}"
+    );
+    until(&mut b, |e| matches!(e, Event::TurnCompleted { .. })).await;
+    assert!(!h.path("b.txt").exists());
+
+    // An answer for a run nobody delegated any more is refused, as an
+    // unknown id is.
+    a.handle
+        .submit(Op::Approve {
+            id: ids[0].clone(),
+            decision: ApprovalDecision::AllowOnce,
+            reason: None,
+        })
+        .expect("answered");
+    let refused = until(&mut a, |e| matches!(e, Event::OpRejected { .. })).await;
+    assert!(
+        matches!(&refused, Event::OpRejected { op, message, .. }
+            if op == "approve" && message.contains(&ids[0])),
+        "{refused:?}"
+    );
+    for started in [a, b] {
+        let _ = started.handle.submit(Op::Shutdown);
+        started.handle.stopped().await;
+    }
 }

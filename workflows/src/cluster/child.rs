@@ -1,5 +1,5 @@
-//! A session's sub-agents on nodes: the [`ChildPlacement`] a coordinator's
-//! host gives its sessions.
+//! A session's sub-agents on nodes: the placement a coordinator's host
+//! gives its sessions, served as a mailbox ([`serve`]).
 //!
 //! A child goes through the step machinery: a slot from the same
 //! placement table (by free slots, among the nodes serving its workspace),
@@ -12,92 +12,120 @@
 //! before it started runs here too.
 
 use cadre_actors::session::remote::{
-    ChildNews, ChildPlacement, PlacementError, PlacementFuture, RemoteChild, RemoteStart,
+    ChildNews, Placed, Placement, PlacementError, PlacementMsg, RemoteChild, RemoteStart,
 };
 use cadre_runtime::protocol::Op;
+use ractor::{Actor, ActorProcessingErr, ActorRef, SpawnErr};
 
 use super::Cluster;
 use super::link::{Remote, StartFailure};
 use super::places::Place;
 use super::wire::Order;
 
-/// Places a session's children on a coordinator's nodes.
-#[derive(Debug, Clone)]
-pub struct ClusterPlacement {
-    cluster: Cluster,
+/// Serves the placement of a session's children on `cluster`'s nodes: the
+/// mailbox a session host is built with.
+pub async fn serve(cluster: Cluster) -> Result<Placement, SpawnErr> {
+    let (actor, _) = Actor::spawn(None, PlacementActor, cluster).await?;
+    Ok(actor)
 }
 
-impl ClusterPlacement {
-    /// Children placed on `cluster`'s nodes.
-    pub fn new(cluster: Cluster) -> Self {
-        Self { cluster }
+/// The actor behind [`serve`]: each request is answered by a task of its
+/// own (reaching a node takes a round trip), so the mailbox never waits.
+struct PlacementActor;
+
+impl Actor for PlacementActor {
+    type Msg = PlacementMsg;
+    type State = Cluster;
+    type Arguments = Cluster;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        cluster: Cluster,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(cluster)
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        message: PlacementMsg,
+        cluster: &mut Cluster,
+    ) -> Result<(), ActorProcessingErr> {
+        let PlacementMsg::Start { child, reply } = message;
+        let cluster = cluster.clone();
+        tokio::spawn(async move {
+            let placed = place(cluster, child).await;
+            if let Err(ractor::MessagingErr::SendErr(Ok(Some(start)))) = reply.send(placed) {
+                // The session is gone: nobody holds the child.
+                start.abandon();
+            }
+        });
+        Ok(())
     }
 }
 
-impl ChildPlacement for ClusterPlacement {
-    fn start(&self, child: RemoteChild) -> PlacementFuture {
-        let cluster = self.cluster.clone();
-        Box::pin(async move {
-            let workspace = child.spec.workspace.root().to_path_buf();
-            let node = match cluster.take(&workspace) {
-                Some(Place::Node(node)) => node,
-                Some(Place::Local) => {
-                    cluster.release(&Place::Local);
-                    return Ok(None);
-                }
-                None => return Ok(None),
-            };
-            let place = Place::Node(node.clone());
-            let Some(live) = child.spec.parent.clone() else {
-                cluster.release(&place);
-                return Ok(None);
-            };
-            let order = order(&child, &live);
-            let (remote, mut news) = match cluster.start(&node, order, live).await {
-                Ok(started) => started,
-                Err(StartFailure::Unreachable(why)) => {
-                    tracing::info!(%node, %why, "a sub-agent runs here: its node is gone");
-                    cluster.release(&place);
-                    return Ok(None);
-                }
-                Err(StartFailure::Refused(why)) => {
-                    cluster.release(&place);
-                    return Err(PlacementError::Refused {
-                        node: node.clone(),
-                        why,
-                    });
-                }
-            };
-            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            let from = node.clone();
-            tokio::spawn(async move {
-                while let Some(item) = news.recv().await {
-                    let item = match item {
-                        Remote::Event(envelope) => ChildNews::Event(envelope),
-                        // A child has no check.
-                        Remote::Checked(..) => continue,
-                        Remote::Ended(reason) => {
-                            ChildNews::Lost(format!("its agent on node {from} ended: {reason}"))
-                        }
-                        Remote::Lost(reason) => ChildNews::Lost(reason),
-                    };
-                    if tx.send(item).is_err() {
-                        return;
-                    }
-                }
+/// Starts `child` on a node with a free slot, or answers `None` to run it
+/// here.
+async fn place(cluster: Cluster, child: RemoteChild) -> Placed {
+    let workspace = child.spec.workspace.root().to_path_buf();
+    let node = match cluster.take(&workspace) {
+        Some(Place::Node(node)) => node,
+        Some(Place::Local) => {
+            cluster.release(&Place::Local);
+            return Ok(None);
+        }
+        None => return Ok(None),
+    };
+    let place = Place::Node(node.clone());
+    let Some(live) = child.spec.parent.clone() else {
+        cluster.release(&place);
+        return Ok(None);
+    };
+    let order = order(&child, &live);
+    let (remote, mut news) = match cluster.start(&node, order, live).await {
+        Ok(started) => started,
+        Err(StartFailure::Unreachable(why)) => {
+            tracing::info!(%node, %why, "a sub-agent runs here: its node is gone");
+            cluster.release(&place);
+            return Ok(None);
+        }
+        Err(StartFailure::Refused(why)) => {
+            cluster.release(&place);
+            return Err(PlacementError::Refused {
+                node: node.clone(),
+                why,
             });
-            let (sender, forget) = (remote.clone(), remote);
-            Ok(Some(RemoteStart {
-                node,
-                ops: Box::new(move |op: Op| sender.op(op)),
-                news: rx,
-                done: Box::new(move || {
-                    forget.forget();
-                    cluster.release(&place);
-                }),
-            }))
-        })
-    }
+        }
+    };
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let from = node.clone();
+    tokio::spawn(async move {
+        while let Some(item) = news.recv().await {
+            let item = match item {
+                Remote::Event(envelope) => ChildNews::Event(envelope),
+                // A child has no check.
+                Remote::Checked(..) => continue,
+                Remote::Ended(reason) => {
+                    ChildNews::Lost(format!("its agent on node {from} ended: {reason}"))
+                }
+                Remote::Lost(reason) => ChildNews::Lost(reason),
+            };
+            if tx.send(item).is_err() {
+                return;
+            }
+        }
+    });
+    let (sender, forget) = (remote.clone(), remote);
+    Ok(Some(RemoteStart {
+        node,
+        ops: Box::new(move |op: Op| sender.op(op)),
+        news: rx,
+        done: Box::new(move || {
+            forget.forget();
+            cluster.release(&place);
+        }),
+    }))
 }
 
 /// What a node is sent for a child: as for a step, the child's authority

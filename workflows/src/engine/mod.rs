@@ -15,8 +15,10 @@
 //! - `check`: a check command under a read-only sandbox.
 //! - `verify`: a verifier agent's check: its authority, request, verdict.
 //! - `ids`: `step:<name>[<i>]:approval:<n>` and back.
+//! - `delegate`: the actor serving the engine's mailbox to sessions.
 //! - `meter`: a step's sub-agents' tokens, counted as the step's.
 
+pub mod delegate;
 pub mod ids;
 mod meter;
 mod step;
@@ -25,13 +27,13 @@ pub mod verify;
 pub mod worktree;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
-use cadre_actors::delegation::{Caller, Delegation};
+use cadre_actors::delegation::Caller;
 use cadre_actors::store::{RunDraft, StoreRequest};
 use cadre_runtime::protocol::ApprovalDecision;
 use cadre_runtime::store::{InstanceRecord, StoreError};
-use cadre_runtime::tool::{ToolError, ToolFuture};
+use cadre_runtime::tool::{ToolError, ToolOutcome};
 use ractor::{Actor, ActorRef};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
@@ -236,13 +238,22 @@ pub async fn start_on(
 
 /// The engine behind the Operate `workflow` tool: one per host, shared by
 /// every session; it knows the runs in progress to route approvals.
+/// Sessions reach it through its mailbox ([`delegate::serve`]).
 #[derive(Default)]
 pub struct Engine {
-    /// The supervisors of the runs in progress, by run id: a person's
-    /// answer to a step's prompt is passed to them.
-    live: Arc<Mutex<HashMap<String, ActorRef<SupervisorMsg>>>>,
+    /// The runs in progress, by run id: the session (the tree's root) that
+    /// delegated each, and its supervisor, to which that session's answers
+    /// to a step's prompt are passed.
+    live: Mutex<HashMap<String, LiveRun>>,
     /// The nodes its runs' steps may run on.
     cluster: Option<Cluster>,
+}
+
+/// A delegated run in progress.
+struct LiveRun {
+    /// The session whose tree delegated it.
+    session: String,
+    supervisor: ActorRef<SupervisorMsg>,
 }
 
 impl Engine {
@@ -256,70 +267,84 @@ impl Engine {
         self.cluster = Some(cluster);
         self
     }
-}
 
-/// The cap on each output in a report the model reads.
-const REPORT_OUTPUT_BYTES: usize = 4000;
-
-impl Delegation for Engine {
-    fn run(&self, caller: Caller, plan: serde_json::Value) -> ToolFuture<'static> {
-        let live = self.live.clone();
-        let cluster = self.cluster.clone();
-        Box::pin(async move {
-            let text = json_to_toml(&plan).map_err(|e| ToolError::invalid(e.to_string()))?;
-            let source = Source {
-                name: "workflow".into(),
-                text,
-                positions: false,
-            };
-            let options = Options {
-                vars: BTreeMap::new(),
-                roles: role_names(&caller),
-            };
-            let validated = validate(&source, &options).map_err(|invalid| {
-                ToolError::invalid(format!(
-                    "the workflow is not valid; nothing ran:\n{}",
-                    invalid.render()
-                ))
-            })?;
-            let launch = Launch {
-                workflow: validated.workflow,
-                source,
-                file: None,
-                settings: RunSettings::default(),
-                resume: None,
-                retry_failed: false,
-            };
-            let handle = start_on(caller, launch, cluster)
-                .await
-                .map_err(|e| ToolError::failed(e.to_string()))?;
-            let run_id = handle.run_id.clone();
-            live.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(run_id.clone(), handle.supervisor.clone());
-            let report = handle.done.await;
-            live.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&run_id);
-            let report = report.map_err(|_| {
-                ToolError::failed(format!("workflow run {run_id} stopped without a report"))
-            })?;
-            Ok(format!(
-                "run {run_id}\n{}",
-                report.render(REPORT_OUTPUT_BYTES)
+    /// Validates and runs `plan` (the workflow as JSON) for `caller`;
+    /// resolves, once the run is done, blocked or out of budget, to the
+    /// report the model reads. An invalid plan is an error naming each
+    /// problem, and nothing runs.
+    pub async fn run(&self, caller: Caller, plan: serde_json::Value) -> ToolOutcome {
+        let text = json_to_toml(&plan).map_err(|e| ToolError::invalid(e.to_string()))?;
+        let source = Source {
+            name: "workflow".into(),
+            text,
+            positions: false,
+        };
+        let options = Options {
+            vars: BTreeMap::new(),
+            roles: role_names(&caller),
+        };
+        let validated = validate(&source, &options).map_err(|invalid| {
+            ToolError::invalid(format!(
+                "the workflow is not valid; nothing ran:\n{}",
+                invalid.render()
             ))
-        })
+        })?;
+        let launch = Launch {
+            workflow: validated.workflow,
+            source,
+            file: None,
+            settings: RunSettings::default(),
+            resume: None,
+            retry_failed: false,
+        };
+        let session = caller.spec.session_id.clone();
+        let handle = start_on(caller, launch, self.cluster.clone())
+            .await
+            .map_err(|e| ToolError::failed(e.to_string()))?;
+        let run_id = handle.run_id.clone();
+        let run = LiveRun {
+            session,
+            supervisor: handle.supervisor.clone(),
+        };
+        self.runs().insert(run_id.clone(), run);
+        let report = handle.done.await;
+        self.runs().remove(&run_id);
+        let report = report.map_err(|_| {
+            ToolError::failed(format!("workflow run {run_id} stopped without a report"))
+        })?;
+        Ok(format!(
+            "run {run_id}\n{}",
+            report.render(REPORT_OUTPUT_BYTES)
+        ))
     }
 
-    fn approve(&self, id: &str, decision: ApprovalDecision, reason: Option<String>) -> bool {
-        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        for supervisor in live.values() {
-            let _ = supervisor.cast(SupervisorMsg::Approve {
+    /// Passes a person's answer to a step's prompt (`id`, given to
+    /// `session`) to that session's runs in progress; false when it has
+    /// none, and nobody asked it.
+    pub fn approve(
+        &self,
+        session: &str,
+        id: &str,
+        decision: ApprovalDecision,
+        reason: Option<String>,
+    ) -> bool {
+        let runs = self.runs();
+        let mut routed = false;
+        for run in runs.values().filter(|run| run.session == session) {
+            routed = true;
+            let _ = run.supervisor.cast(SupervisorMsg::Approve {
                 id: id.to_string(),
                 decision,
                 reason: reason.clone(),
             });
         }
-        !live.is_empty()
+        routed
+    }
+
+    fn runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, LiveRun>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+/// The cap on each output in a report the model reads.
+const REPORT_OUTPUT_BYTES: usize = 4000;
