@@ -1,11 +1,10 @@
 //! What the code reading an agent's events takes from them: the agent's
-//! turn (its answers, calls and end), read by a goal's or a step's
-//! verifier, a workflow step and a remote child's recorder; a sub-agent's
-//! status and the events its parent passes on, read by its pump; and what a
-//! transcript keeps. Each lists every event, so a new one is a decision
-//! here (`Event` is `#[non_exhaustive]`, so a match in another crate cannot
-//! be closed), and a new part of a turn is a decision in each reader of
-//! [`TurnEvent`].
+//! turn (its answers, calls and end), read by the verifier, a workflow
+//! step and a remote child's recorder; a sub-agent's status and the events
+//! its parent passes on, read by its pump; and what a transcript keeps.
+//! Each lists every event, so a new one is a decision here (`Event` is
+//! `#[non_exhaustive]`, so a match in another crate cannot be closed), and
+//! a new part of a turn is a decision in each reader of [`TurnEvent`].
 
 use serde_json::Value;
 
@@ -58,10 +57,10 @@ pub enum TurnEvent<'a> {
 }
 
 impl Event {
-    /// What this event is of the agent's own turn: its answer, a call and
-    /// its result, the turn's end; `None` for the rest, which no reader of
-    /// a turn needs (the agent's session, plan, goal and prompts, and
-    /// another agent's events, which its own stream carries).
+    /// What this event is of the agent's own turn: a response's text, a
+    /// call, its result, the turn's end; `None` for the rest, which no
+    /// reader of a turn needs (the agent's session, plan, goal and prompts,
+    /// and its sub-agents' events).
     pub fn turn_event(&self) -> Option<TurnEvent<'_>> {
         Some(match self {
             Event::AssistantMessage { text, .. } => TurnEvent::Answer(text),
@@ -108,8 +107,9 @@ impl Event {
             | Event::ModelRetry { .. }
             | Event::ModelParamDropped { .. }
             | Event::ContextCompacted { .. }
-            // Another agent's calls, prompts and decisions, and the
-            // agent's own sub-agents: each is that agent's to read.
+            // The prompts and decisions its calls met, its sub-agents and
+            // their calls: they pass outward (`forward.rs`), and what the
+            // turn did is in its calls' results.
             | Event::AgentToolCall { .. }
             | Event::AgentToolResult { .. }
             | Event::PermissionDecision { .. }
