@@ -71,7 +71,8 @@ impl EventSink {
         }
     }
 
-    /// Also stores every event but the deltas as `session_id`'s transcript.
+    /// Also stores the events a transcript keeps ([`Event::transcribed`])
+    /// as `session_id`'s transcript.
     pub fn with_transcript(mut self, store: StoreHandle, session_id: Arc<str>) -> Self {
         self.transcript = Some((store, session_id));
         self
@@ -96,17 +97,13 @@ impl EventSink {
         std::mem::replace(&mut self.cause, id)
     }
 
-    /// Sends an event to the host and the transcript; false when the host
-    /// has stopped listening. Another agent's forwarded calls are not
-    /// stored again: its own transcript holds them whole.
+    /// Sends an event to the host, and to the transcript when it keeps it
+    /// ([`Event::transcribed`]: not a delta, nor another agent's forwarded
+    /// call, which its own transcript holds whole); false when the host
+    /// has stopped listening.
     pub fn send(&self, event: Event) -> bool {
         if let Some((store, session_id)) = &self.transcript
-            && !matches!(
-                event,
-                Event::AssistantDelta { .. }
-                    | Event::AgentToolCall { .. }
-                    | Event::AgentToolResult { .. }
-            )
+            && event.transcribed()
             && let Ok(json) = serde_json::to_string(&event)
         {
             store.append(session_id, Vec::new(), vec![json], Vec::new());

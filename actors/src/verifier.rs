@@ -24,7 +24,7 @@ use cadre_runtime::agent::{AgentPath, Authority, LiveAuthority};
 use cadre_runtime::config::RoleConfig;
 use cadre_runtime::goal::{VERIFIER_PROMPT, Verdict, parse_verdict};
 use cadre_runtime::permission::Posture;
-use cadre_runtime::protocol::{Envelope, Event, Usage};
+use cadre_runtime::protocol::{Envelope, Event, TurnEvent, Usage};
 use cadre_runtime::tool::{RUN_CHECK, RunCheck, ToolRegistry, ToolRunner};
 
 use crate::events::Events;
@@ -177,14 +177,15 @@ pub async fn read_verdict(
         if let Some(call) = event.forwarded_call(agent) {
             shown(call);
         }
-        match event {
-            Event::AssistantMessage { text, .. } => answer = text,
-            Event::TurnCompleted { usage, .. } => return (parse_verdict(&answer), usage),
-            Event::TurnFailed { message, usage, .. } => {
-                return (Verdict::Unavailable(message), usage);
+        match event.turn_event() {
+            Some(TurnEvent::Answer(text)) => text.clone_into(&mut answer),
+            Some(TurnEvent::Completed { usage }) => return (parse_verdict(&answer), usage),
+            Some(TurnEvent::Failed { message, usage, .. }) => {
+                return (Verdict::Unavailable(message.to_string()), usage);
             }
-            // Everything else the verifier does is its own business.
-            _ => {}
+            // Its calls reach `shown` above; everything else the verifier
+            // does is its own business.
+            Some(TurnEvent::Call { .. } | TurnEvent::Result { .. }) | None => {}
         }
     }
     (

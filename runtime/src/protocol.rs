@@ -14,11 +14,13 @@ use crate::plan::lifecycle::{ModeIntent, QuestionnaireAnswer, QuestionnaireKind}
 use crate::tool::ErrorCode;
 
 mod forward;
+mod observe;
 mod sources;
 mod status;
 
 pub use crate::context::{CompactionKind, ContextUsage};
 pub use forward::{FORWARDED_OUTPUT_BYTES, Nested};
+pub use observe::TurnEvent;
 pub use sources::{ModeSource, ModelSource};
 pub use status::{
     Activity, AgentStatus, FailureCategory, InstructionsSummary, SessionOutcome, ToolStatus, Usage,

@@ -436,18 +436,18 @@ pub struct Recorder {
 impl Recorder {
     /// The messages `event` completes.
     pub fn push(&mut self, event: &Event) -> Vec<Message> {
+        use cadre_runtime::protocol::TurnEvent;
         let mut out = Vec::new();
-        match event {
-            Event::AssistantMessage { text, .. } => {
+        match event.turn_event() {
+            Some(TurnEvent::Answer(text)) => {
                 out.extend(self.flush());
-                self.response = Some((text.clone(), Vec::new()));
+                self.response = Some((text.to_string(), Vec::new()));
             }
-            Event::ToolCall {
+            Some(TurnEvent::Call {
                 call_id,
                 name,
                 arguments,
-                ..
-            } => {
+            }) => {
                 let arguments = match arguments {
                     serde_json::Value::String(raw) => raw.clone(),
                     other => other.to_string(),
@@ -456,22 +456,25 @@ impl Recorder {
                     .get_or_insert_with(Default::default)
                     .1
                     .push(ToolCall {
-                        id: call_id.clone(),
-                        name: name.clone(),
+                        id: call_id.to_string(),
+                        name: name.to_string(),
                         arguments,
                     });
             }
-            Event::ToolResult {
+            Some(TurnEvent::Result {
                 call_id, output, ..
-            } => {
+            }) => {
                 out.extend(self.flush());
                 out.push(Message::Tool {
-                    call_id: call_id.clone(),
-                    content: output.clone(),
+                    call_id: call_id.to_string(),
+                    content: output.to_string(),
                 });
             }
-            Event::TurnCompleted { .. } | Event::TurnFailed { .. } => out.extend(self.flush()),
-            _ => {}
+            Some(TurnEvent::Completed { .. } | TurnEvent::Failed { .. }) => {
+                out.extend(self.flush())
+            }
+            // Nothing else is a message of its conversation.
+            None => {}
         }
         out
     }

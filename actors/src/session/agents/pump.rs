@@ -3,7 +3,7 @@
 //! run ends, and forwards what the host must see.
 
 use cadre_runtime::agent::{AgentPath, ReportBuilder};
-use cadre_runtime::protocol::{AgentStatus, Event};
+use cadre_runtime::protocol::Event;
 use ractor::ActorRef;
 
 use crate::events::EventSink;
@@ -44,39 +44,14 @@ async fn pump(
     parent: ActorRef<SessionMsg>,
 ) {
     let agent_id = path.to_string();
-    let own_prompts = format!("agent:{agent_id}:");
-    let status = |status: AgentStatus| Event::AgentStatusChanged {
-        agent_id: agent_id.clone(),
-        status,
-    };
     while let Some(cadre_runtime::protocol::Envelope { event, .. }) = stream.recv().await {
-        match &event {
-            Event::TurnStarted { .. } => {
-                let _ = parent_events.send(status(AgentStatus::Running));
-            }
-            Event::ApprovalRequested {
-                agent_id: asker, ..
-            } if asker == &agent_id => {
-                let _ = parent_events.send(status(AgentStatus::WaitingForUser));
-            }
-            Event::ApprovalResolved { id, .. } if id.starts_with(&own_prompts) => {
-                let _ = parent_events.send(status(AgentStatus::Running));
-            }
-            _ => {}
+        if let Some(status) = event.child_status(&agent_id) {
+            let _ = parent_events.send(Event::AgentStatusChanged {
+                agent_id: agent_id.clone(),
+                status,
+            });
         }
-        let forward = matches!(
-            event,
-            Event::ApprovalRequested { .. }
-                | Event::ApprovalResolved { .. }
-                | Event::PermissionDecision { .. }
-                | Event::AutonomyPaused { .. }
-                | Event::AgentSpawned { .. }
-                | Event::AgentStatusChanged { .. }
-                | Event::AgentCompleted { .. }
-                | Event::AgentToolCall { .. }
-                | Event::AgentToolResult { .. }
-                | Event::ContextCompacted { .. }
-        );
+        let forward = event.passes_to_parent();
         // The child's own calls, so a person sees what it does.
         if let Some(call) = event.forwarded_call(&agent_id) {
             let _ = parent_events.send(call);

@@ -3,6 +3,8 @@
 //! on an accepted answer, and the events it passes outward under the
 //! run's names.
 
+use cadre_runtime::protocol::TurnEvent;
+
 use super::*;
 
 impl StepState {
@@ -88,24 +90,23 @@ impl StepState {
 
     pub(super) fn agent_event(&mut self, event: Event) {
         self.last_progress = Instant::now();
-        match &event {
-            Event::AssistantMessage { text, .. } => self.answer.clone_from(text),
-            Event::ToolCall {
+        match event.turn_event() {
+            Some(TurnEvent::Answer(text)) => text.clone_into(&mut self.answer),
+            Some(TurnEvent::Call {
                 call_id,
                 name,
                 arguments,
-                ..
-            } => {
+            }) => {
                 let subject = self.subject(name, arguments);
                 self.calls
-                    .push((call_id.clone(), format!("{name}{subject}")));
+                    .push((call_id.to_string(), format!("{name}{subject}")));
             }
-            Event::ToolResult {
+            Some(TurnEvent::Result {
                 call_id,
                 status,
                 error_code,
                 ..
-            } => {
+            }) => {
                 if let Some((_, call)) = self.calls.iter_mut().find(|(id, _)| id == call_id) {
                     match (status, error_code) {
                         (ToolStatus::Ok, _) => call.push_str(" → ok"),
@@ -115,9 +116,9 @@ impl StepState {
                     }
                 }
             }
-            Event::TurnCompleted { usage, .. } => {
-                self.supervisor(StepReport::Tokens(spent(usage)));
-                self.supervisor(StepReport::Spent(*usage));
+            Some(TurnEvent::Completed { usage }) => {
+                self.supervisor(StepReport::Tokens(spent(&usage)));
+                self.supervisor(StepReport::Spent(usage));
                 if !std::mem::replace(&mut self.reported, true) {
                     let output = std::mem::take(&mut self.answer);
                     self.claim.clone_from(&output);
@@ -126,16 +127,15 @@ impl StepState {
                 }
                 self.agent.op(Op::Shutdown);
             }
-            Event::TurnFailed {
-                message,
-                usage,
+            Some(TurnEvent::Failed {
                 category,
+                message,
                 retryable,
-                ..
-            } => {
-                self.supervisor(StepReport::Tokens(spent(usage)));
-                self.supervisor(StepReport::Spent(*usage));
-                let infrastructure = *category == FailureCategory::Infrastructure;
+                usage,
+            }) => {
+                self.supervisor(StepReport::Tokens(spent(&usage)));
+                self.supervisor(StepReport::Spent(usage));
+                let infrastructure = category == FailureCategory::Infrastructure;
                 let refused = infrastructure && !retryable && terminal(message);
                 match &self.agent {
                     // The run's own endpoint refused: nothing more is sent.
@@ -153,16 +153,18 @@ impl StepState {
                     }
                     Agent::Starting | Agent::Local(_) | Agent::Remote(_) => {}
                 }
-                if infrastructure && *retryable {
+                if infrastructure && retryable {
                     self.report_once(StepReport::Requeue {
-                        reason: message.clone(),
+                        reason: message.to_string(),
                     });
                 } else {
-                    self.report_failure(message.clone());
+                    self.report_failure(message.to_string());
                 }
                 self.agent.op(Op::Shutdown);
             }
-            _ => {}
+            // What else the agent does passes outward below, or stays
+            // inside the step.
+            None => {}
         }
         if let Some(shown) = self.outward(event) {
             self.supervisor(StepReport::Event(Box::new(shown)));
