@@ -39,7 +39,9 @@ use crate::kernel::{AgentServices, AgentSpec, Child, SpawnedAgent, spawn_agent};
 
 /// What a tree of agents shares for its sub-agents.
 pub struct Subagents {
-    /// Configured roles.
+    /// The configured roles (`[roles.*]`). They travel with the clients
+    /// that serve them: an agent given no means to start agents (a
+    /// verifier, a step on a node) has no roles to choose from either.
     pub roles: BTreeMap<String, RoleConfig>,
     /// Model clients for roles.
     pub models: Arc<dyn ModelSource>,
