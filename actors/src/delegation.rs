@@ -6,8 +6,8 @@
 //! the agent knows it only as a mailbox ([`Delegate`]), whose messages
 //! ([`DelegationMsg`]) are declared here: it sends the engine a [`Caller`]
 //! (its spec with its authority as it is now, its live authority, its
-//! services and its event sink) and the plan, and a task of its own waits
-//! for the report. Steps run as agents under the caller's live authority,
+//! services and its event sink), the plan and the `workflow` call's reply
+//! port, which the call's own task awaits. Steps run as agents under the caller's live authority,
 //! so they never exceed it, and its later narrowing reaches them.
 
 use std::path::PathBuf;
@@ -54,8 +54,8 @@ impl std::fmt::Debug for Caller {
 /// What an agent asks of the workflow engine: the mailbox the engine
 /// serves (`cadre-workflows` spawns the actor behind it; a host without
 /// one offers no `workflow` tool). Nothing here waits for the engine: a
-/// run's report comes back on its reply port, read by a task of the
-/// caller's, and a prompt's answer needs no reply.
+/// run's report comes back on the `workflow` call's reply port, and a
+/// prompt's answer needs no reply.
 pub enum DelegationMsg {
     /// Validate and run `plan` (the workflow as JSON) for `caller`.
     /// `reply` takes the report the model reads once the run is done,
@@ -72,10 +72,11 @@ pub enum DelegationMsg {
     },
     /// A person's answer to a step's prompt
     /// (`step:<name>[<i>]:approval:<n>`), given to the session whose tree
-    /// delegated the run. It reaches only that tree's runs in progress:
-    /// another session's run with the same step names never sees it. With
-    /// none in progress the answer is refused on `events`, as the agent
-    /// refuses an id it does not know.
+    /// delegated the run. It reaches only the one run of that tree in
+    /// progress that has the step (the runs a tree has at once have
+    /// distinct step names): another session's run with the same step
+    /// names never sees it. When none has it the answer is refused on
+    /// `events`, as the agent refuses an id it does not know.
     Approve {
         /// The session (the tree's root) the answer was given to.
         session: String,

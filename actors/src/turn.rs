@@ -162,29 +162,10 @@ impl Actor for TurnActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let input = match message {
-            TurnMsg::ModelDone(Ok(response)) => TurnInput::ModelResponded(response),
-            TurnMsg::ModelDone(Err(error)) => TurnInput::ModelFailed(error),
-            TurnMsg::ToolDone { call_id, outcome } => TurnInput::ToolFinished { call_id, outcome },
-            TurnMsg::Cancel => {
-                if let Some(task) = state.inflight.take() {
-                    task.abort();
-                }
-                TurnInput::Cancel
-            }
-            TurnMsg::EndAfterTools => TurnInput::EndAfterTools,
-            TurnMsg::StopAnswered(message) => TurnInput::StopAnswered(message),
-            TurnMsg::Compact => TurnInput::Compact,
-            TurnMsg::Halt { category, message } => {
-                if let Some(task) = state.inflight.take() {
-                    task.abort();
-                }
-                TurnInput::Halt { category, message }
-            }
-        };
-        state.machine.set_elapsed(state.started.elapsed());
-        let effects = state.machine.step(input);
-        state.perform(&myself, effects)
+        // Boxed: the actor loop holds its handler's future for the
+        // actor's whole life; boxed, it lives only while a message is
+        // handled.
+        Box::pin(handle_message(myself, message, state)).await
     }
 
     async fn post_stop(
@@ -197,6 +178,37 @@ impl Actor for TurnActor {
         }
         Ok(())
     }
+}
+
+/// [`Actor::handle`]'s work, boxed by it.
+async fn handle_message(
+    myself: ActorRef<TurnMsg>,
+    message: TurnMsg,
+    state: &mut TurnState,
+) -> Result<(), ActorProcessingErr> {
+    let input = match message {
+        TurnMsg::ModelDone(Ok(response)) => TurnInput::ModelResponded(response),
+        TurnMsg::ModelDone(Err(error)) => TurnInput::ModelFailed(error),
+        TurnMsg::ToolDone { call_id, outcome } => TurnInput::ToolFinished { call_id, outcome },
+        TurnMsg::Cancel => {
+            if let Some(task) = state.inflight.take() {
+                task.abort();
+            }
+            TurnInput::Cancel
+        }
+        TurnMsg::EndAfterTools => TurnInput::EndAfterTools,
+        TurnMsg::StopAnswered(message) => TurnInput::StopAnswered(message),
+        TurnMsg::Compact => TurnInput::Compact,
+        TurnMsg::Halt { category, message } => {
+            if let Some(task) = state.inflight.take() {
+                task.abort();
+            }
+            TurnInput::Halt { category, message }
+        }
+    };
+    state.machine.set_elapsed(state.started.elapsed());
+    let effects = state.machine.step(input);
+    state.perform(&myself, effects)
 }
 
 impl TurnState {

@@ -273,7 +273,9 @@ impl RunConfig {
         };
         let guardian = GuardianConfig {
             model: settings.guardian.model.clone(),
-            choice: guardian_choice.own_client().then_some(guardian_choice),
+            choice: guardian_choice
+                .own_client()
+                .then(|| Box::new(guardian_choice)),
             timeout: settings
                 .guardian
                 .timeout_secs

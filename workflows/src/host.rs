@@ -31,9 +31,8 @@ pub struct Host {
     /// The engine every session's Operate `workflow` tool delegates to,
     /// and which routes approvals to the runs in progress.
     engine: Arc<Engine>,
-    /// The mailboxes serving the engine and the placement to sessions,
-    /// stopped with the host.
-    served: Vec<ActorCell>,
+    /// The actors serving the engine and the placement to sessions.
+    served: Served,
     /// The nodes steps and sub-agents are placed on, when there are any.
     cluster: Option<Cluster>,
 }
@@ -44,11 +43,12 @@ impl Host {
     /// run's steps (delegated or started here) may then run on them.
     pub async fn build(sessions: HostBuilder, cluster: Option<Cluster>) -> Result<Self, HostError> {
         let started = |e: SpawnErr| HostError::Start(e.into());
-        let mut served = Vec::new();
+        // Whatever fails from here, what was served stops with `served`.
+        let mut served = Served(Vec::new());
         let (sessions, engine) = match &cluster {
             Some(cluster) => {
                 let placement = child::serve(cluster.clone()).await.map_err(started)?;
-                served.push(placement.get_cell());
+                served.0.push(placement.get_cell());
                 (
                     sessions.placement(placement),
                     Engine::new().with_cluster(cluster.clone()),
@@ -58,14 +58,8 @@ impl Host {
         };
         let engine = Arc::new(engine);
         let delegate = delegate::serve(engine.clone()).await.map_err(started)?;
-        served.push(delegate.get_cell());
-        let sessions = match sessions.workflows(delegate).build().await {
-            Ok(sessions) => sessions,
-            Err(error) => {
-                stop(&served);
-                return Err(error);
-            }
-        };
+        served.0.push(delegate.get_cell());
+        let sessions = sessions.workflows(delegate).build().await?;
         Ok(Self {
             sessions,
             engine,
@@ -122,17 +116,21 @@ impl Host {
     /// Writes everything the store buffered and stops it. Call it once
     /// every session and run has stopped.
     pub async fn close(self) {
-        stop(&self.served);
+        drop(self.served);
         self.sessions.close().await;
     }
 }
 
-/// Stops the mailboxes a host served: a session still running then gets
-/// "the workflow engine has stopped" from its `workflow` tool, and runs
-/// its new children here.
-fn stop(served: &[ActorCell]) {
-    for actor in served {
-        actor.stop(None);
+/// The actors a host serves to its sessions, stopped when it is closed or
+/// dropped: a session still running then has its `workflow` calls refused
+/// and runs its new children here.
+struct Served(Vec<ActorCell>);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        for actor in &self.0 {
+            actor.stop(None);
+        }
     }
 }
 

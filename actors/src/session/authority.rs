@@ -272,7 +272,7 @@ impl SessionState {
         };
         // A guardian with a provider or parameters of its own has a client
         // of its own, built like a role's.
-        let model = match (&config.choice, &self.services.subagents) {
+        let model = match (config.choice.as_deref(), &self.services.subagents) {
             (Some(choice), Some(subagents)) => match subagents.models.client(choice) {
                 Ok(client) => client,
                 Err(error) => {

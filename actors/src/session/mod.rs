@@ -439,92 +439,10 @@ impl Actor for SessionActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        // The core decides; `run` performs, waiting only on the store. It
-        // is boxed: an agent's future (kept for its whole life by the actor
-        // loop) stays small, and the large state lives only while a
-        // message is handled.
-        let input = match message {
-            SessionMsg::Op(op) => state.op_input(&myself, op, None),
-            SessionMsg::Submit(submission) => {
-                let previous = state.events.set_cause(submission.id.clone());
-                if let Some(input) = state.op_input(&myself, submission.op, submission.id) {
-                    Box::pin(state.run(&myself, input)).await;
-                }
-                state.events.set_cause(previous);
-                return Ok(());
-            }
-            SessionMsg::Snapshot(reply) => {
-                let _ = reply.send(state.snapshot());
-                None
-            }
-            SessionMsg::Turn(TurnReport::Record { turn_id, message }) => {
-                Some(AgentInput::Recorded { turn_id, message })
-            }
-            SessionMsg::Turn(TurnReport::Finished {
-                turn_id,
-                outcome,
-                ending,
-            }) => {
-                tracing::info!(parent: &state.span, turn_id, ?outcome, "turn finished");
-                Some(AgentInput::TurnEnded {
-                    turn_id,
-                    ending: ending.map(|e| *e),
-                })
-            }
-            SessionMsg::Plan { request, reply } => Some(AgentInput::PlanTool {
-                ticket: state.replies.tool(reply),
-                request,
-                nonce: uuid::Uuid::new_v4().simple().to_string()[..12].to_string(),
-            }),
-            SessionMsg::GoalTool { request, reply } => Some(AgentInput::GoalTool {
-                ticket: state.replies.tool(reply),
-                request,
-            }),
-            SessionMsg::GoalVerdict {
-                turn_id,
-                outcome,
-                usage,
-            } => {
-                if state.core.goal().verifying() == Some(turn_id) {
-                    state.verifier = None;
-                }
-                Some(AgentInput::Verdict {
-                    turn_id,
-                    outcome,
-                    usage,
-                })
-            }
-            SessionMsg::Authorize {
-                turn_id,
-                request,
-                evaluation,
-                reply,
-            } => Some(state.authorize_input(turn_id, *request, evaluation.map(|e| *e), reply)),
-            SessionMsg::Guardian(verdict) => {
-                state.authority.guardians.remove(&verdict.review_id);
-                Some(AgentInput::Reviewed {
-                    review_id: verdict.review_id,
-                    decision: verdict.decision,
-                })
-            }
-            SessionMsg::Agent { request, reply } => {
-                Box::pin(state.agent_request(&myself, request, reply)).await
-            }
-            SessionMsg::AgentRunDone { agent, report } => Some(AgentInput::ChildDone {
-                path: agent,
-                report,
-            }),
-            SessionMsg::Placed(placing) => Box::pin(state.placed(&myself, *placing)).await,
-            SessionMsg::Workflow { plan, reply } => {
-                state.delegate(plan, reply);
-                None
-            }
-            SessionMsg::PromptHooks(answer) => state.prompt_hooks_answered(*answer),
-        };
-        if let Some(input) = input {
-            Box::pin(state.run(&myself, input)).await;
-        }
-        Ok(())
+        // Boxed: the actor loop holds its handler's future for the
+        // actor's whole life; boxed, it lives only while a message is
+        // handled.
+        Box::pin(handle_message(myself, message, state)).await
     }
 
     async fn handle_supervisor_evt(
@@ -533,41 +451,10 @@ impl Actor for SessionActor {
         event: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        // Only a failure needs handling: a turn that ends normally reports
-        // its end first and is then stopped by the session.
-        if let SupervisionEvent::ActorFailed(cell, error) = event {
-            let id = cell.get_id();
-            let error = error.to_string();
-            let input = if let Some(review_id) = state.authority.guardian_of(id) {
-                Some(AgentInput::Reviewed {
-                    review_id,
-                    decision: guardian::failed(&format!("the guardian crashed ({error})")),
-                })
-            } else if let Some(path) = state.children.crashed(id) {
-                Some(AgentInput::ChildCrashed { path, error })
-            } else if state.turn.as_ref().is_some_and(|turn| turn.get_id() == id) {
-                state.core.queue().running().map(|running| {
-                    tracing::error!(parent: &state.span, turn_id = running.turn_id, %error, "turn crashed");
-                    AgentInput::TurnEnded {
-                        turn_id: running.turn_id,
-                        ending: Some(Event::TurnFailed {
-                            turn_id: running.turn_id,
-                            category: FailureCategory::Agent,
-                            message: format!("the turn crashed: {error}"),
-                            retryable: false,
-                            usage: Usage::default(),
-                            iterations: 0,
-                        }),
-                    }
-                })
-            } else {
-                None
-            };
-            if let Some(input) = input {
-                Box::pin(state.run(&myself, input)).await;
-            }
-        }
-        Ok(())
+        // Boxed: the actor loop holds its handler's future for the
+        // actor's whole life; boxed, it lives only while a message is
+        // handled.
+        Box::pin(handle_supervision(myself, event, state)).await
     }
 
     async fn post_stop(
@@ -585,6 +472,142 @@ impl Actor for SessionActor {
         }
         Ok(())
     }
+}
+
+/// [`Actor::handle_supervisor_evt`]'s work, boxed by it.
+async fn handle_supervision(
+    myself: ActorRef<SessionMsg>,
+    event: SupervisionEvent,
+    state: &mut SessionState,
+) -> Result<(), ActorProcessingErr> {
+    // Only a failure needs handling: a turn that ends normally reports
+    // its end first and is then stopped by the session.
+    if let SupervisionEvent::ActorFailed(cell, error) = event {
+        let id = cell.get_id();
+        let error = error.to_string();
+        let input = if let Some(review_id) = state.authority.guardian_of(id) {
+            Some(AgentInput::Reviewed {
+                review_id,
+                decision: guardian::failed(&format!("the guardian crashed ({error})")),
+            })
+        } else if let Some(path) = state.children.crashed(id) {
+            Some(AgentInput::ChildCrashed { path, error })
+        } else if state.turn.as_ref().is_some_and(|turn| turn.get_id() == id) {
+            state.core.queue().running().map(|running| {
+                tracing::error!(parent: &state.span, turn_id = running.turn_id, %error, "turn crashed");
+                AgentInput::TurnEnded {
+                    turn_id: running.turn_id,
+                    ending: Some(Event::TurnFailed {
+                        turn_id: running.turn_id,
+                        category: FailureCategory::Agent,
+                        message: format!("the turn crashed: {error}"),
+                        retryable: false,
+                        usage: Usage::default(),
+                        iterations: 0,
+                    }),
+                }
+            })
+        } else {
+            None
+        };
+        if let Some(input) = input {
+            state.run(&myself, input).await;
+        }
+    }
+    Ok(())
+}
+
+/// [`Actor::handle`]'s work, boxed by it: the core decides; `run`
+/// performs, waiting only on the store.
+async fn handle_message(
+    myself: ActorRef<SessionMsg>,
+    message: SessionMsg,
+    state: &mut SessionState,
+) -> Result<(), ActorProcessingErr> {
+    // The core decides; `run` performs, waiting only on the store. It
+    // is boxed: an agent's future (kept for its whole life by the actor
+    // loop) stays small, and the large state lives only while a
+    // message is handled.
+    let input = match message {
+        SessionMsg::Op(op) => state.op_input(&myself, op, None),
+        SessionMsg::Submit(submission) => {
+            let previous = state.events.set_cause(submission.id.clone());
+            if let Some(input) = state.op_input(&myself, submission.op, submission.id) {
+                state.run(&myself, input).await;
+            }
+            state.events.set_cause(previous);
+            return Ok(());
+        }
+        SessionMsg::Snapshot(reply) => {
+            let _ = reply.send(state.snapshot());
+            None
+        }
+        SessionMsg::Turn(TurnReport::Record { turn_id, message }) => {
+            Some(AgentInput::Recorded { turn_id, message })
+        }
+        SessionMsg::Turn(TurnReport::Finished {
+            turn_id,
+            outcome,
+            ending,
+        }) => {
+            tracing::info!(parent: &state.span, turn_id, ?outcome, "turn finished");
+            Some(AgentInput::TurnEnded {
+                turn_id,
+                ending: ending.map(|e| *e),
+            })
+        }
+        SessionMsg::Plan { request, reply } => Some(AgentInput::PlanTool {
+            ticket: state.replies.tool(reply),
+            request,
+            nonce: uuid::Uuid::new_v4().simple().to_string()[..12].to_string(),
+        }),
+        SessionMsg::GoalTool { request, reply } => Some(AgentInput::GoalTool {
+            ticket: state.replies.tool(reply),
+            request,
+        }),
+        SessionMsg::GoalVerdict {
+            turn_id,
+            outcome,
+            usage,
+        } => {
+            if state.core.goal().verifying() == Some(turn_id) {
+                state.verifier = None;
+            }
+            Some(AgentInput::Verdict {
+                turn_id,
+                outcome,
+                usage,
+            })
+        }
+        SessionMsg::Authorize {
+            turn_id,
+            request,
+            evaluation,
+            reply,
+        } => Some(state.authorize_input(turn_id, *request, evaluation.map(|e| *e), reply)),
+        SessionMsg::Guardian(verdict) => {
+            state.authority.guardians.remove(&verdict.review_id);
+            Some(AgentInput::Reviewed {
+                review_id: verdict.review_id,
+                decision: verdict.decision,
+            })
+        }
+        SessionMsg::Agent { request, reply } => state.agent_request(&myself, request, reply).await,
+        SessionMsg::AgentRunDone { agent, report } => Some(AgentInput::ChildDone {
+            path: agent,
+            report,
+        }),
+        SessionMsg::Placed(placing) => state.placed(&myself, *placing).await,
+        SessionMsg::Workflow { plan, reply } => {
+            state.delegate(plan, reply);
+            None
+        }
+        SessionMsg::PromptHooks(answer) => state.prompt_hooks_answered(*answer),
+    };
+    if let Some(input) = input {
+        state.run(&myself, input).await;
+    }
+    Ok(())
 }
 
 impl SessionState {
@@ -626,14 +649,19 @@ impl SessionState {
                 },
                 Some(engine),
             ) if id.starts_with("step:") => {
-                // The engine routes it to this tree's runs, or refuses it.
-                let _ = engine.cast(crate::delegation::DelegationMsg::Approve {
+                // The engine routes it to this tree's run that has the
+                // step, or refuses it; a stopped engine has no runs.
+                let refused = format!("no approval prompt has the id '{id}'");
+                let sent = engine.cast(crate::delegation::DelegationMsg::Approve {
                     session: self.spec.session_id.clone(),
                     id,
                     decision,
                     reason,
                     events: self.events.clone(),
                 });
+                if sent.is_err() {
+                    self.reject("approve", refused);
+                }
                 None
             }
             (op, _) => self.prompted(myself, op, cause),

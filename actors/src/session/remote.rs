@@ -53,13 +53,12 @@ pub enum ChildNews {
 pub struct RemoteStart {
     /// The node's name.
     pub node: String,
-    /// Sends the child an op.
-    pub ops: Box<dyn Fn(Op) + Send + Sync>,
+    /// Sends the child an op. Dropped once the child is over here
+    /// (however it ended): the node then stops its agent and its slot is
+    /// given back.
+    pub ops: mpsc::UnboundedSender<Op>,
     /// Its news.
     pub news: mpsc::UnboundedReceiver<ChildNews>,
-    /// Called once the child is over: the node stops its agent, the slot
-    /// is given back.
-    pub done: Box<dyn FnOnce() + Send + Sync>,
 }
 
 /// What a placement answers for a new child: the child on a node,
@@ -151,8 +150,9 @@ pub struct RemoteState {
     node: String,
     /// The child's agent id (its path).
     agent: String,
-    ops: Box<dyn Fn(Op) + Send + Sync>,
-    done: Option<Box<dyn FnOnce() + Send + Sync>>,
+    /// The way to the child on its node; dropped once it is over here
+    /// (however it ended), which stops it there and frees its slot.
+    ops: Option<mpsc::UnboundedSender<Op>>,
     recorder: Recorder,
     next_seq: i64,
 }
@@ -179,7 +179,6 @@ impl Actor for RemoteChildActor {
             node,
             ops,
             mut news,
-            done,
         } = start;
         let me = myself.clone();
         tokio::spawn(async move {
@@ -207,7 +206,7 @@ impl Actor for RemoteChildActor {
         let opened = match store.ask(|reply| StoreRequest::Open(open, reply)).await {
             Ok(opened) => opened,
             Err(err) => {
-                done();
+                // `ops` is dropped with this start: the node lets it go.
                 return Err(format!("the sub-agent's row could not be stored: {err}").into());
             }
         };
@@ -217,8 +216,7 @@ impl Actor for RemoteChildActor {
             events,
             node,
             agent: spec.path.to_string(),
-            ops,
-            done: Some(done),
+            ops: Some(ops),
             recorder: Recorder::default(),
             next_seq: opened.conversation.stored() as i64,
         };
@@ -238,7 +236,9 @@ impl Actor for RemoteChildActor {
                     state.store_message(Message::user(text.clone()));
                 }
                 let shutdown = matches!(op, Op::Shutdown);
-                (state.ops)(op);
+                if let Some(ops) = &state.ops {
+                    let _ = ops.send(op);
+                }
                 if shutdown {
                     myself.stop(None);
                 }
@@ -266,9 +266,8 @@ impl Actor for RemoteChildActor {
         _myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        if let Some(done) = state.done.take() {
-            done();
-        }
+        // Over here: the node stops it and frees its slot.
+        state.ops = None;
         Ok(())
     }
 }
@@ -305,8 +304,7 @@ impl RemoteStart {
     /// Stops the child on its node and frees its slot there: nobody here
     /// will hold it.
     pub fn abandon(self) {
-        (self.ops)(Op::Shutdown);
-        (self.done)();
+        let _ = self.ops.send(Op::Shutdown);
     }
 }
 

@@ -144,6 +144,9 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
                 }
             } => match out {
                 Ok(envelope) => {
+                    if let Some(o) = overlay.as_mut() {
+                        o.saw(&envelope.event);
+                    }
                     if let Some(piece) = view.event(&envelope.event) {
                         terminal.show(piece);
                     }
@@ -279,8 +282,8 @@ fn react(
     }
 }
 
-/// Sends an op to the session, or an answer to a step's prompt to the
-/// workflow that asked it.
+/// Sends an op to the session, or an answer to one of the overlay run's
+/// prompts to that run.
 fn route(
     handle: &cadre_actors::SessionHandle,
     overlay: Option<&workflow::Overlay>,
@@ -294,7 +297,7 @@ fn route(
                 reason,
             },
             Some(o),
-        ) if id.starts_with("step:") => {
+        ) if o.asked(&id) => {
             o.handle.approve(&id, decision, reason);
         }
         // A session that is gone says so with `session.stopped`.

@@ -6,9 +6,11 @@
 //!
 //! The run has the shell's starting mode and posture, with a person to ask.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use cadre_actors::EventSink;
+use cadre_runtime::protocol::Event;
 use cadre_workflows::Host;
 use cadre_workflows::diagnostic::Source;
 use cadre_workflows::engine::{Launch, RunHandle, RunSettings};
@@ -51,6 +53,26 @@ pub struct Overlay {
     pub handle: RunHandle,
     /// Its events.
     pub events: cadre_actors::events::Events,
+    /// The ids of its prompts still open: only answers to these go to it
+    /// (a run the session's model delegated shows `step:` prompts too).
+    asked: HashSet<String>,
+}
+
+impl Overlay {
+    /// Notes the prompts `event` opens or closes.
+    pub fn saw(&mut self, event: &Event) {
+        if let Event::ApprovalRequested { id, .. } = event {
+            self.asked.insert(id.clone());
+        }
+        if let Event::ApprovalResolved { id, .. } = event {
+            self.asked.remove(id);
+        }
+    }
+
+    /// Whether `id` is one of its open prompts.
+    pub fn asked(&self, id: &str) -> bool {
+        self.asked.contains(id)
+    }
 }
 
 /// Validates and starts `file` (relative to the workspace); the error is
@@ -79,7 +101,11 @@ pub async fn run(host: &Host, config: &RunConfig, file: &str) -> Result<Overlay,
         .run(launch, &session_options(config, true), EventSink::new(tx))
         .await
         .map_err(|e| e.to_string())?;
-    Ok(Overlay { handle, events })
+    Ok(Overlay {
+        handle,
+        events,
+        asked: HashSet::new(),
+    })
 }
 
 #[cfg(test)]

@@ -24,8 +24,9 @@ pub struct GuardianConfig {
     pub model: Option<String>,
     /// The guardian's model choice when it needs a client of its own (a
     /// provider, or parameters such as a reasoning effort): built like a
-    /// role's. `None`: the agent's client answers.
-    pub choice: Option<crate::config::RoleConfig>,
+    /// role's. `None`: the agent's client answers. Boxed: every agent's
+    /// spec and authority carry this config, and few name a choice.
+    pub choice: Option<Box<crate::config::RoleConfig>>,
     /// How long the review may take before it denies.
     pub timeout: Duration,
     /// The largest held call (its JSON) that is reviewed; larger ones are

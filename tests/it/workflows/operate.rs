@@ -291,3 +291,79 @@ async fn an_answer_to_a_steps_prompt_reaches_only_the_run_its_own_session_delega
         started.handle.stopped().await;
     }
 }
+
+#[tokio::test]
+async fn a_run_reusing_a_step_name_of_a_run_in_progress_is_refused_so_one_answer_reaches_one_step()
+{
+    // A session's runs at once must not share a step name: an answer names
+    // the step, and two held calls must never take one answer.
+    let mock = MockServer::start().await;
+    mock.respond_with(|request| {
+        Some(match (prompt_of(request).as_str(), answered(request)) {
+            ("write one.txt", 0) => Reply::sse(&tool_call_chunks(
+                "c1",
+                "write_file",
+                &json!({"path": "one.txt", "content": "one\n"}),
+            )),
+            (_, _) => Reply::sse(&text_chunks("step done")),
+        })
+    });
+    let h = Harness::new(&mock).await;
+    let mut options = h.options(Posture::Suggest);
+    options.interactive = true;
+    let (tx, mut rx) = cadre::actors::events::channel();
+    let caller = h
+        .host
+        .sessions()
+        .workflow_caller(&options, cadre::actors::EventSink::new(tx))
+        .expect("caller");
+    let plan = |prompt: &str| {
+        json!({
+            "workflow": {"name": "same"},
+            "steps": [{"name": "w", "prompt": prompt}]
+        })
+    };
+    let engine = h.host.engine();
+    let first = engine.run(caller.clone(), plan("write one.txt"));
+    tokio::pin!(first);
+    // The first run's step asks; meanwhile a second run with a step `w`
+    // is refused before anything of it runs.
+    let id = loop {
+        tokio::select! {
+            report = &mut first => panic!("the run ended before it asked: {report:?}"),
+            envelope = rx.recv() => {
+                if let Some(Event::ApprovalRequested { id, .. }) = envelope.map(|e| e.event) {
+                    break id;
+                }
+            }
+        }
+    };
+    let refused = engine
+        .run(caller.clone(), plan("write two.txt"))
+        .await
+        .expect_err("refused");
+    assert!(
+        refused.message.contains("step named 'w'") && refused.message.contains("Nothing ran"),
+        "{}",
+        refused.message
+    );
+    assert!(
+        !mock
+            .requests()
+            .iter()
+            .any(|r| prompt_of(r) == "write two.txt")
+    );
+    // The answer reaches the one step that asked, and its run finishes.
+    assert!(engine.approve("", &id, ApprovalDecision::AllowOnce, None));
+    let report = tokio::time::timeout(PATIENCE * 3, first)
+        .await
+        .expect("in time")
+        .expect("a report");
+    assert!(report.contains("- w (finalized)"), "{report}");
+    assert_eq!(
+        std::fs::read_to_string(h.path("one.txt")).expect("written"),
+        "one\n"
+    );
+    // Its names are free again, and an answer for it now is refused.
+    assert!(!engine.approve("", &id, ApprovalDecision::AllowOnce, None));
+}

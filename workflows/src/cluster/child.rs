@@ -116,15 +116,20 @@ async fn place(cluster: Cluster, child: RemoteChild) -> Placed {
             }
         }
     });
-    let (sender, forget) = (remote.clone(), remote);
+    let (ops, mut orders) = tokio::sync::mpsc::unbounded_channel::<Op>();
+    tokio::spawn(async move {
+        while let Some(op) = orders.recv().await {
+            remote.op(op);
+        }
+        // The child is over on the coordinator: its agent stops on the
+        // node and its slot is free.
+        remote.forget();
+        cluster.release(&place);
+    });
     Ok(Some(RemoteStart {
         node,
-        ops: Box::new(move |op: Op| sender.op(op)),
+        ops,
         news: rx,
-        done: Box::new(move || {
-            forget.forget();
-            cluster.release(&place);
-        }),
     }))
 }
 

@@ -16,17 +16,20 @@
 //! - `verify`: a verifier agent's check: its authority, request, verdict.
 //! - `ids`: `step:<name>[<i>]:approval:<n>` and back.
 //! - `delegate`: the actor serving the engine's mailbox to sessions.
+//! - `live`: the delegated runs in progress, and where an answer to a
+//!   step's prompt goes.
 //! - `meter`: a step's sub-agents' tokens, counted as the step's.
 
 pub mod delegate;
 pub mod ids;
+mod live;
 mod meter;
 mod step;
 pub mod supervisor;
 pub mod verify;
 pub mod worktree;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, PoisonError};
 
 use cadre_actors::delegation::Caller;
@@ -44,6 +47,7 @@ use crate::format::json_to_toml;
 use crate::model::Workflow;
 use crate::scheduler::{Report, Scheduler, Settings, State, Stored};
 use crate::validate::{Options, validate};
+use live::{Answer, Delegations, Routed};
 use supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg, role_names};
 
 /// What a run was started with besides its text, stored with it so a
@@ -241,19 +245,25 @@ pub async fn start_on(
 /// Sessions reach it through its mailbox ([`delegate::serve`]).
 #[derive(Default)]
 pub struct Engine {
-    /// The runs in progress, by run id: the session (the tree's root) that
-    /// delegated each, and its supervisor, to which that session's answers
-    /// to a step's prompt are passed.
-    live: Mutex<HashMap<String, LiveRun>>,
+    /// The delegated runs in progress: the session tree that delegated
+    /// each, the step names its prompts carry and its supervisor, to which
+    /// that session's answers to those prompts are passed (`live.rs`).
+    live: Mutex<Delegations<ActorRef<SupervisorMsg>>>,
     /// The nodes its runs' steps may run on.
     cluster: Option<Cluster>,
 }
 
-/// A delegated run in progress.
-struct LiveRun {
-    /// The session whose tree delegated it.
-    session: String,
-    supervisor: ActorRef<SupervisorMsg>,
+/// A delegated run's place in [`Engine::live`], given up however its
+/// `run` ends (done, failed, or dropped by its caller).
+struct Admitted<'a> {
+    engine: &'a Engine,
+    key: u64,
+}
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        self.engine.runs().ended(self.key);
+    }
 }
 
 impl Engine {
@@ -271,7 +281,9 @@ impl Engine {
     /// Validates and runs `plan` (the workflow as JSON) for `caller`;
     /// resolves, once the run is done, blocked or out of budget, to the
     /// report the model reads. An invalid plan is an error naming each
-    /// problem, and nothing runs.
+    /// problem, and nothing runs; so is a plan whose step names a run of
+    /// the same session in progress also has (their prompts would share
+    /// ids).
     pub async fn run(&self, caller: Caller, plan: serde_json::Value) -> ToolOutcome {
         let text = json_to_toml(&plan).map_err(|e| ToolError::invalid(e.to_string()))?;
         let source = Source {
@@ -289,6 +301,21 @@ impl Engine {
                 invalid.render()
             ))
         })?;
+        // A run that asks nobody shows no prompt, so it reserves no names.
+        let steps = match caller.spec.interactive {
+            true => validated
+                .workflow
+                .steps
+                .iter()
+                .map(|s| s.name.clone())
+                .collect(),
+            false => BTreeSet::new(),
+        };
+        let key = self
+            .runs()
+            .admit(&caller.spec.session_id, steps)
+            .map_err(|clash| ToolError::invalid(clash.to_string()))?;
+        let _admitted = Admitted { engine: self, key };
         let launch = Launch {
             workflow: validated.workflow,
             source,
@@ -297,19 +324,15 @@ impl Engine {
             resume: None,
             retry_failed: false,
         };
-        let session = caller.spec.session_id.clone();
         let handle = start_on(caller, launch, self.cluster.clone())
             .await
             .map_err(|e| ToolError::failed(e.to_string()))?;
         let run_id = handle.run_id.clone();
-        let run = LiveRun {
-            session,
-            supervisor: handle.supervisor.clone(),
-        };
-        self.runs().insert(run_id.clone(), run);
-        let report = handle.done.await;
-        self.runs().remove(&run_id);
-        let report = report.map_err(|_| {
+        let held = self.runs().started(key, handle.supervisor.clone());
+        for answer in held {
+            pass(&handle.supervisor, answer);
+        }
+        let report = handle.done.await.map_err(|_| {
             ToolError::failed(format!("workflow run {run_id} stopped without a report"))
         })?;
         Ok(format!(
@@ -319,8 +342,8 @@ impl Engine {
     }
 
     /// Passes a person's answer to a step's prompt (`id`, given to
-    /// `session`) to that session's runs in progress; false when it has
-    /// none, and nobody asked it.
+    /// `session`) to the one run of that session's tree in progress that
+    /// has the step; false when none has it (the answer is refused).
     pub fn approve(
         &self,
         session: &str,
@@ -328,22 +351,35 @@ impl Engine {
         decision: ApprovalDecision,
         reason: Option<String>,
     ) -> bool {
-        let runs = self.runs();
-        let mut routed = false;
-        for run in runs.values().filter(|run| run.session == session) {
-            routed = true;
-            let _ = run.supervisor.cast(SupervisorMsg::Approve {
-                id: id.to_string(),
-                decision,
-                reason: reason.clone(),
-            });
+        let answer = Answer {
+            id: id.to_string(),
+            decision,
+            reason,
+        };
+        // Routed under the lock, passed on after it.
+        let routed = self.runs().route(session, answer);
+        match routed {
+            Routed::To(supervisor, answer) => {
+                pass(&supervisor, answer);
+                true
+            }
+            Routed::Held => true,
+            Routed::Nobody(_) => false,
         }
-        routed
     }
 
-    fn runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, LiveRun>> {
+    fn runs(&self) -> std::sync::MutexGuard<'_, Delegations<ActorRef<SupervisorMsg>>> {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Gives a run's supervisor a person's answer to one of its prompts.
+fn pass(supervisor: &ActorRef<SupervisorMsg>, answer: Answer) {
+    let _ = supervisor.cast(SupervisorMsg::Approve {
+        id: answer.id,
+        decision: answer.decision,
+        reason: answer.reason,
+    });
 }
 
 /// The cap on each output in a report the model reads.

@@ -320,141 +320,10 @@ impl Actor for StepActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        match message {
-            StepMsg::Agent(envelope) => state.agent_event(envelope.event),
-            StepMsg::AgentGone => {
-                state.report_failure("the step's agent stopped before it answered".into());
-            }
-            StepMsg::Lost(reason) => {
-                if state.checking {
-                    let _ = myself.cast(StepMsg::Checked(
-                        false,
-                        format!("the check did not finish: {reason}"),
-                    ));
-                } else if state.reported {
-                    state.lost = Some(reason);
-                } else {
-                    state.report_failure(reason);
-                }
-            }
-            StepMsg::Timeout => {
-                if !state.reported {
-                    let limit = state.args.timeout.unwrap_or_default();
-                    state.stop_agent();
-                    state.report_failure(format!(
-                        "timed out after {}; {}",
-                        human(limit),
-                        state.transcript_note()
-                    ));
-                }
-            }
-            StepMsg::Watch => {
-                if let Some(idle) = state.args.idle_timeout
-                    && !state.reported
-                    && state.last_progress.elapsed() >= idle
-                {
-                    state.stop_agent();
-                    state.report_failure(format!(
-                        "no model or tool progress for {}; {}",
-                        human(idle),
-                        state.transcript_note()
-                    ));
-                }
-            }
-            StepMsg::Check {
-                check: Check::Verifier,
-                verifier,
-                ..
-            } => {
-                state.checking = true;
-                // Boxed: a large future that only a verifier check needs;
-                // inline, every step's message loop would carry its size.
-                Box::pin(state.verify(&myself, verifier)).await;
-            }
-            StepMsg::Verdict(verdict, usage) => {
-                state.verifier = None;
-                state.supervisor(StepReport::Tokens(usage.total()));
-                state.supervisor(StepReport::Spent(usage));
-                let (passed, detail) = outcome(&verdict);
-                let _ = myself.cast(StepMsg::Checked(passed, detail));
-            }
-            StepMsg::Merge => {
-                let me = myself.clone();
-                let Some(worktree) = state.worktree.clone() else {
-                    let _ = me.cast(StepMsg::Merged(Err(MergeFailure::NoWorktree)));
-                    return Ok(());
-                };
-                // Held to what the step's own writes may reach.
-                let rules = MergeRules {
-                    scopes: state.args.spec.authority.file_scopes.clone(),
-                    protected: (*state.args.spec.protected).clone(),
-                };
-                tokio::task::spawn_blocking(move || {
-                    let _ = me.cast(StepMsg::Merged(merge_back(&worktree, &rules)));
-                });
-            }
-            StepMsg::Merged(result) => {
-                state.supervisor(StepReport::Merged(result));
-                myself.stop(None);
-            }
-            StepMsg::Check {
-                check: Check::Command(command),
-                env,
-                ..
-            } => {
-                state.checking = true;
-                if let Agent::Remote(remote) = &state.agent {
-                    let timeout = state.args.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT);
-                    if let Some(reason) = &state.lost {
-                        let why = format!("the check did not run: {reason}");
-                        let _ = myself.cast(StepMsg::Checked(false, why));
-                        return Ok(());
-                    }
-                    remote.check(command, env, timeout);
-                    // The node's answer is awaited no longer than the check
-                    // may run there, and a heartbeat timeout more.
-                    let node = remote.node.clone();
-                    let wait = timeout + HEARTBEAT_TIMEOUT;
-                    myself.send_after(wait, move || {
-                        StepMsg::Checked(
-                            false,
-                            format!(
-                                "node {node} did not send the check's result within {}",
-                                human(wait)
-                            ),
-                        )
-                    });
-                    return Ok(());
-                }
-                let workspace = state.args.spec.workspace.root().to_path_buf();
-                let sandbox = state.args.sandbox.clone();
-                let tmp = state.args.tmp.clone();
-                let timeout = state.args.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT);
-                let me = myself.clone();
-                tokio::spawn(async move {
-                    let ran = run_check(&command, &env, &workspace, &tmp, &sandbox, timeout).await;
-                    let _ = me.cast(StepMsg::Checked(ran.passed(), ran.detail().to_string()));
-                });
-            }
-            StepMsg::Checked(passed, detail) => {
-                if !std::mem::replace(&mut state.checking, false) {
-                    return Ok(());
-                }
-                // The actor stays: a passed check of a merging step is
-                // followed by its merge; the supervisor stops it otherwise.
-                let _ = state.args.supervisor.cast(SupervisorMsg::Step(
-                    state.args.id,
-                    StepReport::Checked { passed, detail },
-                ));
-            }
-            StepMsg::Stop => {
-                state.reported = true;
-                state.stop_agent();
-                myself.stop(None);
-            }
-            StepMsg::Approve(op) => state.agent.op(op),
-        }
-        Ok(())
+        // Boxed: the actor loop holds its handler's future for the
+        // actor's whole life; boxed, it lives only while a message is
+        // handled.
+        Box::pin(handle_message(myself, message, state)).await
     }
 
     async fn post_stop(
@@ -475,21 +344,175 @@ impl Actor for StepActor {
         event: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        // The agents end when told to; only a crash matters.
-        if let SupervisionEvent::ActorFailed(cell, error) = event {
-            let verifier = state.verifier.as_ref().map(|v| v.get_id());
-            if verifier == Some(cell.get_id()) {
-                state.verifier = None;
-                let (passed, detail) =
-                    outcome(&Verdict::Unavailable(format!("it crashed: {error}")));
-                let _ = myself.cast(StepMsg::Checked(passed, detail));
-                return Ok(());
+        // Boxed: the actor loop holds its handler's future for the
+        // actor's whole life; boxed, it lives only while a message is
+        // handled.
+        Box::pin(handle_supervision(myself, event, state)).await
+    }
+}
+
+/// [`Actor::handle_supervisor_evt`]'s work, boxed by it.
+async fn handle_supervision(
+    myself: ActorRef<StepMsg>,
+    event: SupervisionEvent,
+    state: &mut StepState,
+) -> Result<(), ActorProcessingErr> {
+    // The agents end when told to; only a crash matters.
+    if let SupervisionEvent::ActorFailed(cell, error) = event {
+        let verifier = state.verifier.as_ref().map(|v| v.get_id());
+        if verifier == Some(cell.get_id()) {
+            state.verifier = None;
+            let (passed, detail) = outcome(&Verdict::Unavailable(format!("it crashed: {error}")));
+            let _ = myself.cast(StepMsg::Checked(passed, detail));
+            return Ok(());
+        }
+        state.report_failure(format!("the step's agent crashed: {error}"));
+        myself.stop(None);
+    }
+    Ok(())
+}
+
+/// [`Actor::handle`]'s work, boxed by it.
+async fn handle_message(
+    myself: ActorRef<StepMsg>,
+    message: StepMsg,
+    state: &mut StepState,
+) -> Result<(), ActorProcessingErr> {
+    match message {
+        StepMsg::Agent(envelope) => state.agent_event(envelope.event),
+        StepMsg::AgentGone => {
+            state.report_failure("the step's agent stopped before it answered".into());
+        }
+        StepMsg::Lost(reason) => {
+            if state.checking {
+                let _ = myself.cast(StepMsg::Checked(
+                    false,
+                    format!("the check did not finish: {reason}"),
+                ));
+            } else if state.reported {
+                state.lost = Some(reason);
+            } else {
+                state.report_failure(reason);
             }
-            state.report_failure(format!("the step's agent crashed: {error}"));
+        }
+        StepMsg::Timeout => {
+            if !state.reported {
+                let limit = state.args.timeout.unwrap_or_default();
+                state.stop_agent();
+                state.report_failure(format!(
+                    "timed out after {}; {}",
+                    human(limit),
+                    state.transcript_note()
+                ));
+            }
+        }
+        StepMsg::Watch => {
+            if let Some(idle) = state.args.idle_timeout
+                && !state.reported
+                && state.last_progress.elapsed() >= idle
+            {
+                state.stop_agent();
+                state.report_failure(format!(
+                    "no model or tool progress for {}; {}",
+                    human(idle),
+                    state.transcript_note()
+                ));
+            }
+        }
+        StepMsg::Check {
+            check: Check::Verifier,
+            verifier,
+            ..
+        } => {
+            state.checking = true;
+            // Boxed: a large future that only a verifier check needs;
+            // inline, every step's message loop would carry its size.
+            Box::pin(state.verify(&myself, verifier)).await;
+        }
+        StepMsg::Verdict(verdict, usage) => {
+            state.verifier = None;
+            state.supervisor(StepReport::Tokens(usage.total()));
+            state.supervisor(StepReport::Spent(usage));
+            let (passed, detail) = outcome(&verdict);
+            let _ = myself.cast(StepMsg::Checked(passed, detail));
+        }
+        StepMsg::Merge => {
+            let me = myself.clone();
+            let Some(worktree) = state.worktree.clone() else {
+                let _ = me.cast(StepMsg::Merged(Err(MergeFailure::NoWorktree)));
+                return Ok(());
+            };
+            // Held to what the step's own writes may reach.
+            let rules = MergeRules {
+                scopes: state.args.spec.authority.file_scopes.clone(),
+                protected: (*state.args.spec.protected).clone(),
+            };
+            tokio::task::spawn_blocking(move || {
+                let _ = me.cast(StepMsg::Merged(merge_back(&worktree, &rules)));
+            });
+        }
+        StepMsg::Merged(result) => {
+            state.supervisor(StepReport::Merged(result));
             myself.stop(None);
         }
-        Ok(())
+        StepMsg::Check {
+            check: Check::Command(command),
+            env,
+            ..
+        } => {
+            state.checking = true;
+            if let Agent::Remote(remote) = &state.agent {
+                let timeout = state.args.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT);
+                if let Some(reason) = &state.lost {
+                    let why = format!("the check did not run: {reason}");
+                    let _ = myself.cast(StepMsg::Checked(false, why));
+                    return Ok(());
+                }
+                remote.check(command, env, timeout);
+                // The node's answer is awaited no longer than the check
+                // may run there, and a heartbeat timeout more.
+                let node = remote.node.clone();
+                let wait = timeout + HEARTBEAT_TIMEOUT;
+                myself.send_after(wait, move || {
+                    StepMsg::Checked(
+                        false,
+                        format!(
+                            "node {node} did not send the check's result within {}",
+                            human(wait)
+                        ),
+                    )
+                });
+                return Ok(());
+            }
+            let workspace = state.args.spec.workspace.root().to_path_buf();
+            let sandbox = state.args.sandbox.clone();
+            let tmp = state.args.tmp.clone();
+            let timeout = state.args.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT);
+            let me = myself.clone();
+            tokio::spawn(async move {
+                let ran = run_check(&command, &env, &workspace, &tmp, &sandbox, timeout).await;
+                let _ = me.cast(StepMsg::Checked(ran.passed(), ran.detail().to_string()));
+            });
+        }
+        StepMsg::Checked(passed, detail) => {
+            if !std::mem::replace(&mut state.checking, false) {
+                return Ok(());
+            }
+            // The actor stays: a passed check of a merging step is
+            // followed by its merge; the supervisor stops it otherwise.
+            let _ = state.args.supervisor.cast(SupervisorMsg::Step(
+                state.args.id,
+                StepReport::Checked { passed, detail },
+            ));
+        }
+        StepMsg::Stop => {
+            state.reported = true;
+            state.stop_agent();
+            myself.stop(None);
+        }
+        StepMsg::Approve(op) => state.agent.op(op),
     }
+    Ok(())
 }
 
 impl StepState {
