@@ -169,6 +169,18 @@ async fn a_valid_plan_runs_and_its_report_names_completed_and_blocked_steps() {
     assert!(events.iter().any(|e| matches!(e, Event::StepState { step, state, .. } if step == "ship" && *state == State::Blocked)));
 }
 
+/// A person's answer to prompt `id`, given to `started`.
+fn answer(started: &Started, id: &str, decision: ApprovalDecision) {
+    started
+        .handle
+        .submit(Op::Approve {
+            id: id.to_string(),
+            decision,
+            reason: None,
+        })
+        .expect("answered");
+}
+
 /// Reads `started`'s events until one matches `want`, and returns it.
 async fn until(started: &mut Started, want: impl Fn(&Event) -> bool) -> Event {
     loop {
@@ -237,13 +249,7 @@ async fn an_answer_to_a_steps_prompt_reaches_only_the_run_its_own_session_delega
     let [mut a, mut b] = <[Started; 2]>::try_from(sessions).ok().expect("two");
 
     // Session a allows its step's write; its run finishes.
-    a.handle
-        .submit(Op::Approve {
-            id: ids[0].clone(),
-            decision: ApprovalDecision::AllowOnce,
-            reason: None,
-        })
-        .expect("answered");
+    answer(&a, &ids[0], ApprovalDecision::AllowOnce);
     until(&mut a, |e| matches!(e, Event::TurnCompleted { .. })).await;
     assert_eq!(
         std::fs::read_to_string(h.path("a.txt")).expect("a's step wrote"),
@@ -253,13 +259,7 @@ async fn an_answer_to_a_steps_prompt_reaches_only_the_run_its_own_session_delega
     assert!(!h.path("b.txt").exists(), "b's step wrote on a's answer");
 
     // b refuses its own; its step's write never happens.
-    b.handle
-        .submit(Op::Approve {
-            id: ids[1].clone(),
-            decision: ApprovalDecision::Deny,
-            reason: None,
-        })
-        .expect("answered");
+    answer(&b, &ids[1], ApprovalDecision::Deny);
     let resolved = until(&mut b, |e| {
         matches!(e, Event::ApprovalResolved { .. } | Event::OpRejected { .. })
     })
@@ -273,13 +273,7 @@ async fn an_answer_to_a_steps_prompt_reaches_only_the_run_its_own_session_delega
 
     // An answer for a run nobody delegated any more is refused, as an
     // unknown id is.
-    a.handle
-        .submit(Op::Approve {
-            id: ids[0].clone(),
-            decision: ApprovalDecision::AllowOnce,
-            reason: None,
-        })
-        .expect("answered");
+    answer(&a, &ids[0], ApprovalDecision::AllowOnce);
     let refused = until(&mut a, |e| matches!(e, Event::OpRejected { .. })).await;
     assert!(
         matches!(&refused, Event::OpRejected { op, message, .. }
