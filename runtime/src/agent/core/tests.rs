@@ -847,9 +847,9 @@ fn a_shutdown_mid_turn_cancels_it_and_stops_once_its_end_is_stored() {
 > authorize
   emit as Some("s1") {"type":"approval.requested","id":"approval:1","agent_id":"main","call_id":"c5","tool":"bash","arguments":{"command":"make"},"reason":"runs a program"}
 > op
+  cancel turn
   emit {"type":"approval.resolved","id":"approval:1","outcome":"withdrawn"}
   drop #5
-  cancel turn
 > op
   emit {"type":"op.rejected","op":"user_input","message":"the session is shutting down"}
 > turn ended

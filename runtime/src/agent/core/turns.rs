@@ -179,18 +179,22 @@ impl AgentCore {
         }));
     }
 
-    /// Held calls are settled first, so their denials come before the
-    /// turn's end in the event stream; then the turn is told to stop. A
-    /// turn held by its claim's verifier: stopping the verifier moves the
-    /// queue on.
+    /// The turn is told to stop, then its held calls are settled: their
+    /// denials still come before the turn's end in the event stream (the
+    /// turn's end comes back as a message, after these effects). A turn
+    /// held by its claim's verifier: stopping the verifier moves the queue
+    /// on.
     pub(super) fn cancel(&mut self, turn_id: u64, out: &mut Vec<AgentEffect>) {
         if self.goal.verifying().is_some() {
             out.push(AgentEffect::StopVerifier);
         }
-        self.withdraw(turn_id, out);
+        // The turn is told first: a withdrawn prompt lets its held call
+        // go on (refused), and the turn must read the cancel before that
+        // result, or it asks the model again.
         if self.turn_live {
             out.push(AgentEffect::CancelTurn);
         }
+        self.withdraw(turn_id, out);
     }
 
     /// A turn ended (normally, failed, or crashed): its held calls are
