@@ -16,7 +16,7 @@ use std::sync::Arc;
 use cadre_runtime::agent::LiveAuthority;
 use cadre_runtime::protocol::ApprovalDecision;
 use cadre_runtime::tool::ToolOutcome;
-use ractor::{ActorRef, RpcReplyPort};
+use ractor::ActorRef;
 
 use crate::events::EventSink;
 use crate::kernel::{AgentServices, AgentSpec};
@@ -67,8 +67,10 @@ pub enum DelegationMsg {
         caller: Box<Caller>,
         /// The workflow, as the model wrote it.
         plan: serde_json::Value,
-        /// Where the report goes.
-        reply: RpcReplyPort<ToolOutcome>,
+        /// Where the report goes: the `workflow` call's own port, closed
+        /// if the call is cancelled (with its turn), which cancels the
+        /// run.
+        reply: tokio::sync::oneshot::Sender<ToolOutcome>,
     },
     /// A person's answer to a step's prompt
     /// (`step:<name>[<i>]:approval:<n>`), given to the session whose tree

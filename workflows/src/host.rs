@@ -74,7 +74,7 @@ impl Host {
     }
 
     /// The workflow engine sessions delegate to.
-    pub fn engine(&self) -> &Engine {
+    pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
     }
 

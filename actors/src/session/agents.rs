@@ -218,10 +218,7 @@ impl cadre_runtime::tool::WorkflowHost for SessionWorkflowHost {
         Box::pin(async move {
             let (reply, answer) = tokio::sync::oneshot::channel();
             session
-                .cast(SessionMsg::Workflow {
-                    plan,
-                    reply: reply.into(),
-                })
+                .cast(SessionMsg::Workflow { plan, reply })
                 .map_err(|_| ToolError::failed("the session has stopped"))?;
             answer
                 .await
@@ -272,7 +269,11 @@ impl SessionState {
     /// now is: its steps narrow its current authority, live. The request
     /// carries the tool's reply port: the mailbox does not wait for the
     /// run.
-    pub(super) fn delegate(&self, plan: serde_json::Value, reply: RpcReplyPort<ToolOutcome>) {
+    pub(super) fn delegate(
+        &self,
+        plan: serde_json::Value,
+        reply: tokio::sync::oneshot::Sender<ToolOutcome>,
+    ) {
         let Some(engine) = self.services.subagents.as_ref().and_then(|s| s.workflows()) else {
             let _ = reply.send(Err(ToolError::failed(
                 "workflows are not available in this host",

@@ -114,8 +114,9 @@ pub enum SessionMsg {
     Workflow {
         /// The plan, as the model wrote it.
         plan: serde_json::Value,
-        /// Where the report goes.
-        reply: RpcReplyPort<ToolOutcome>,
+        /// Where the report goes; closed when the call is cancelled,
+        /// which cancels the run.
+        reply: tokio::sync::oneshot::Sender<ToolOutcome>,
     },
     /// A goal tool asks (from the turn's goal host).
     GoalTool {

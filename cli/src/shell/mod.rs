@@ -171,7 +171,7 @@ pub async fn run(config: RunConfig, settings: Option<Settings>) -> Result<u8, Cl
                             "a workflow is running; /workflow cancel stops it\n".to_string()
                         }
                         Some(Ok(workflow::Request::Run(file))) => {
-                            match workflow::run(&host, &config, &file).await {
+                            match workflow::run(&host, &config, &lookups.session_id, &file).await {
                                 Ok(started) => {
                                     overlay = Some(started);
                                     String::new()

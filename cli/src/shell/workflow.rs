@@ -13,7 +13,7 @@ use cadre_actors::EventSink;
 use cadre_runtime::protocol::Event;
 use cadre_workflows::Host;
 use cadre_workflows::diagnostic::Source;
-use cadre_workflows::engine::{Launch, RunHandle, RunSettings};
+use cadre_workflows::engine::{Launch, Reserved, RunHandle, RunSettings};
 use cadre_workflows::validate::{Options, validate};
 
 use crate::config::RunConfig;
@@ -56,6 +56,9 @@ pub struct Overlay {
     /// The ids of its prompts still open: only answers to these go to it
     /// (a run the session's model delegated shows `step:` prompts too).
     asked: HashSet<String>,
+    /// Its step names, kept from the session's delegated runs while it
+    /// runs.
+    _reserved: Reserved,
 }
 
 impl Overlay {
@@ -75,9 +78,14 @@ impl Overlay {
     }
 }
 
-/// Validates and starts `file` (relative to the workspace); the error is
-/// what to show.
-pub async fn run(host: &Host, config: &RunConfig, file: &str) -> Result<Overlay, String> {
+/// Validates and starts `file` (relative to the workspace) beside session
+/// `session`; the error is what to show.
+pub async fn run(
+    host: &Host,
+    config: &RunConfig,
+    session: &str,
+    file: &str,
+) -> Result<Overlay, String> {
     let path = config.workspace.join(Path::new(file));
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let source = Source::file(file, text);
@@ -88,6 +96,13 @@ pub async fn run(host: &Host, config: &RunConfig, file: &str) -> Result<Overlay,
     let workflow = validate(&source, &options)
         .map_err(|invalid| invalid.render())?
         .workflow;
+    // Its prompts' ids name its steps: while it runs, a run the session's
+    // model delegates must use other names, so an answer reaches one step.
+    let steps = workflow.steps.iter().map(|s| s.name.clone()).collect();
+    let reserved = host
+        .engine()
+        .reserve(session, steps)
+        .map_err(|taken| taken.to_string())?;
     let (tx, events) = cadre_actors::events::channel();
     let launch = Launch {
         workflow,
@@ -105,6 +120,7 @@ pub async fn run(host: &Host, config: &RunConfig, file: &str) -> Result<Overlay,
         handle,
         events,
         asked: HashSet::new(),
+        _reserved: reserved,
     })
 }
 

@@ -361,3 +361,71 @@ async fn a_run_reusing_a_step_name_of_a_run_in_progress_is_refused_so_one_answer
     // Its names are free again, and an answer for it now is refused.
     assert!(!engine.approve("", &id, ApprovalDecision::AllowOnce, None));
 }
+
+#[tokio::test]
+async fn cancelling_the_turn_cancels_its_delegated_run_and_gives_its_step_names_back() {
+    let mock = MockServer::start().await;
+    mock.respond_with(|request| {
+        // The session's requests end with its newest message: a person's
+        // asks for the workflow, a tool result for the closing answer.
+        let last = &request["messages"]
+            .as_array()
+            .expect("messages")
+            .last()
+            .cloned();
+        let asked = last.as_ref().is_some_and(|m| m["role"] == "user");
+        Some(match (prompt_of(request).as_str(), answered(request)) {
+            ("delegate", _) if asked => Reply::sse(&tool_call_chunks(
+                "w1",
+                "workflow",
+                &json!({
+                    "workflow": {"name": "wf"},
+                    "steps": [{"name": "w", "prompt": "write x.txt"}]
+                }),
+            )),
+            ("write x.txt", 0) => Reply::sse(&tool_call_chunks(
+                "c1",
+                "write_file",
+                &json!({"path": "x.txt", "content": "x\n"}),
+            )),
+            (_, _) => Reply::sse(&text_chunks("done")),
+        })
+    });
+    let h = Harness::new(&mock).await;
+    let mut options = h.options(Posture::Suggest);
+    options.mode = Some(Mode::Operate);
+    options.interactive = true;
+    let mut s = h.host.start(options).await.expect("session");
+    s.handle.submit(Op::user("delegate")).expect("submitted");
+    until(&mut s, |e| matches!(e, Event::ApprovalRequested { .. })).await;
+
+    // The person cancels the turn while the step waits for them.
+    s.handle.submit(Op::Cancel).expect("cancelled");
+    until(&mut s, |e| matches!(e, Event::TurnFailed { .. })).await;
+    // The run is cancelled with it: its step does not go on for nobody.
+    let cancelled = until(&mut s, |e| {
+        matches!(e, Event::StepState { step, state, .. }
+            if step == "w" && *state == State::Cancelled)
+    })
+    .await;
+    assert!(matches!(cancelled, Event::StepState { .. }));
+
+    // The same plan again is not refused for its step names: it asks anew.
+    s.handle
+        .submit(Op::user("delegate again"))
+        .expect("submitted");
+    let next = until(&mut s, |e| {
+        matches!(
+            e,
+            Event::ApprovalRequested { .. } | Event::ToolResult { .. }
+        )
+    })
+    .await;
+    assert!(
+        matches!(next, Event::ApprovalRequested { .. }),
+        "the second run was refused: {next:?}"
+    );
+    assert!(!h.path("x.txt").exists(), "nothing was allowed");
+    let _ = s.handle.submit(Op::Shutdown);
+    s.handle.stopped().await;
+}

@@ -1,7 +1,8 @@
 //! The engine's mailbox: the actor sessions send their `workflow` plans
 //! and their answers to a step's prompt to ([`DelegationMsg`], declared by
 //! `cadre-actors`, which cannot name the engine). It waits on nothing: a
-//! run goes on in a task of its own, which answers the tool's reply port.
+//! run goes on in a task of its own, which answers the tool's reply port,
+//! and cancels the run if that port closes first (the call was cancelled).
 
 use std::sync::Arc;
 
@@ -46,8 +47,16 @@ impl Actor for EngineActor {
                 reply,
             } => {
                 let engine = engine.clone();
+                let mut reply = reply;
                 tokio::spawn(async move {
-                    let _ = reply.send(engine.run(*caller, plan).await);
+                    // A `workflow` call cancelled with its turn closes its
+                    // port: the run is dropped, which cancels it.
+                    tokio::select! {
+                        outcome = engine.run(*caller, plan) => {
+                            let _ = reply.send(outcome);
+                        }
+                        () = reply.closed() => {}
+                    }
                 });
             }
             DelegationMsg::Approve {

@@ -7,7 +7,9 @@
 //! disjoint: a run whose step shares a name with one in progress is
 //! refused before it starts, and an answer goes to the one run of the
 //! answering session that has the step, or is refused. A run that asks
-//! nobody (its caller is not interactive) reserves no names.
+//! nobody (its caller is not interactive) reserves no names. A run a host
+//! answers itself (the shell's `/workflow`) reserves its names without
+//! being reachable here.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -42,6 +44,8 @@ struct Delegated<S> {
     supervisor: Option<S>,
     /// Answers that came before its supervisor was known.
     held: Vec<Answer>,
+    /// Its prompts are answered by its host, not through here.
+    elsewhere: bool,
 }
 
 /// A person's answer to a step's prompt.
@@ -63,14 +67,18 @@ pub(crate) enum Routed<S> {
     Nobody(Answer),
 }
 
-/// Why a run could not be admitted.
+/// Why a run could not be admitted: it shares step names with a run of
+/// the same session in progress. Retryable once that run has ended, or
+/// at once with other names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Clash {
+pub struct StepsInUse {
     /// The step names it shares with a run in progress.
     pub steps: Vec<String>,
 }
 
-impl std::fmt::Display for Clash {
+impl std::error::Error for StepsInUse {}
+
+impl std::fmt::Display for StepsInUse {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names: Vec<String> = self.steps.iter().map(|s| format!("'{s}'")).collect();
         write!(
@@ -86,7 +94,31 @@ impl std::fmt::Display for Clash {
 impl<S: Clone> Delegations<S> {
     /// Admits a run of `session` with `steps` (empty for a run that asks
     /// nobody); its key, or the names it shares with a run in progress.
-    pub(crate) fn admit(&mut self, session: &str, steps: BTreeSet<String>) -> Result<u64, Clash> {
+    pub(crate) fn admit(
+        &mut self,
+        session: &str,
+        steps: BTreeSet<String>,
+    ) -> Result<u64, StepsInUse> {
+        self.insert(session, steps, false)
+    }
+
+    /// Keeps `steps` for a run of `session` that its host answers itself:
+    /// no run admitted meanwhile may use them, and an answer naming them
+    /// is not routed here.
+    pub(crate) fn reserve(
+        &mut self,
+        session: &str,
+        steps: BTreeSet<String>,
+    ) -> Result<u64, StepsInUse> {
+        self.insert(session, steps, true)
+    }
+
+    fn insert(
+        &mut self,
+        session: &str,
+        steps: BTreeSet<String>,
+        elsewhere: bool,
+    ) -> Result<u64, StepsInUse> {
         let shared: BTreeSet<&String> = self
             .runs
             .values()
@@ -94,7 +126,7 @@ impl<S: Clone> Delegations<S> {
             .flat_map(|run| run.steps.intersection(&steps))
             .collect();
         if !shared.is_empty() {
-            return Err(Clash {
+            return Err(StepsInUse {
                 steps: shared.into_iter().cloned().collect(),
             });
         }
@@ -107,6 +139,7 @@ impl<S: Clone> Delegations<S> {
                 steps,
                 supervisor: None,
                 held: Vec::new(),
+                elsewhere,
             },
         );
         Ok(key)
@@ -139,6 +172,9 @@ impl<S: Clone> Delegations<S> {
             .values_mut()
             .find(|run| run.session == session && run.steps.contains(step));
         match run {
+            Some(Delegated {
+                elsewhere: true, ..
+            }) => Routed::Nobody(answer),
             Some(Delegated {
                 supervisor: Some(supervisor),
                 ..

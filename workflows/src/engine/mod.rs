@@ -30,7 +30,7 @@ pub mod verify;
 pub mod worktree;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use cadre_actors::delegation::Caller;
 use cadre_actors::store::{RunDraft, StoreRequest};
@@ -47,6 +47,7 @@ use crate::format::json_to_toml;
 use crate::model::Workflow;
 use crate::scheduler::{Report, Scheduler, Settings, State, Stored};
 use crate::validate::{Options, validate};
+pub use live::StepsInUse;
 use live::{Answer, Delegations, Routed};
 use supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg, role_names};
 
@@ -266,6 +267,38 @@ impl Drop for Admitted<'_> {
     }
 }
 
+/// A delegated run whose caller may go away before its report: dropped
+/// unanswered (the `workflow` call cancelled with its turn), it cancels
+/// the run, whose steps would otherwise go on for nobody.
+struct Orphanable(Option<ActorRef<SupervisorMsg>>);
+
+impl Drop for Orphanable {
+    fn drop(&mut self) {
+        if let Some(supervisor) = self.0.take() {
+            let _ = supervisor.cast(SupervisorMsg::Cancel("*".into()));
+        }
+    }
+}
+
+/// Step names a host keeps for a run of a session it answers itself (the
+/// shell's `/workflow`), from [`Engine::reserve`]; given back when dropped.
+pub struct Reserved {
+    engine: Arc<Engine>,
+    key: u64,
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        self.engine.runs().ended(self.key);
+    }
+}
+
+impl std::fmt::Debug for Reserved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reserved").field("key", &self.key).finish()
+    }
+}
+
 impl Engine {
     /// An engine with no runs.
     pub fn new() -> Self {
@@ -314,7 +347,7 @@ impl Engine {
         let key = self
             .runs()
             .admit(&caller.spec.session_id, steps)
-            .map_err(|clash| ToolError::invalid(clash.to_string()))?;
+            .map_err(|taken| ToolError::invalid(taken.to_string()))?;
         let _admitted = Admitted { engine: self, key };
         let launch = Launch {
             workflow: validated.workflow,
@@ -328,11 +361,17 @@ impl Engine {
             .await
             .map_err(|e| ToolError::failed(e.to_string()))?;
         let run_id = handle.run_id.clone();
-        let held = self.runs().started(key, handle.supervisor.clone());
-        for answer in held {
-            pass(&handle.supervisor, answer);
+        let mut orphanable = Orphanable(Some(handle.supervisor.clone()));
+        {
+            // Passed under the lock, so no newer answer overtakes them.
+            let mut runs = self.runs();
+            for answer in runs.started(key, handle.supervisor.clone()) {
+                pass(&handle.supervisor, answer);
+            }
         }
-        let report = handle.done.await.map_err(|_| {
+        let report = handle.done.await;
+        orphanable.0 = None;
+        let report = report.map_err(|_| {
             ToolError::failed(format!("workflow run {run_id} stopped without a report"))
         })?;
         Ok(format!(
@@ -356,9 +395,10 @@ impl Engine {
             decision,
             reason,
         };
-        // Routed under the lock, passed on after it.
-        let routed = self.runs().route(session, answer);
-        match routed {
+        // Passed under the lock (a cast does not wait), so answers reach
+        // a run in the order they were given.
+        let mut runs = self.runs();
+        match runs.route(session, answer) {
             Routed::To(supervisor, answer) => {
                 pass(&supervisor, answer);
                 true
@@ -366,6 +406,22 @@ impl Engine {
             Routed::Held => true,
             Routed::Nobody(_) => false,
         }
+    }
+
+    /// Keeps `steps` for a run of `session` that the host answers itself
+    /// (the shell's `/workflow`), while the returned [`Reserved`] lives: a
+    /// run the session delegates meanwhile must use other names, so every
+    /// prompt id of the session stays one step's.
+    pub fn reserve(
+        self: &Arc<Self>,
+        session: &str,
+        steps: BTreeSet<String>,
+    ) -> Result<Reserved, StepsInUse> {
+        let key = self.runs().reserve(session, steps)?;
+        Ok(Reserved {
+            engine: self.clone(),
+            key,
+        })
     }
 
     fn runs(&self) -> std::sync::MutexGuard<'_, Delegations<ActorRef<SupervisorMsg>>> {

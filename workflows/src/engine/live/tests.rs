@@ -71,12 +71,33 @@ fn a_run_sharing_a_step_name_with_one_in_progress_is_refused_until_it_ends() {
 }
 
 #[test]
+fn names_a_host_keeps_for_its_own_run_block_delegated_runs_and_are_not_routed() {
+    let mut live: Delegations<&str> = Delegations::default();
+    let kept = live.reserve("A", steps(&["w"])).expect("reserved");
+    let taken = live.admit("A", steps(&["w", "v"])).expect_err("kept");
+    assert_eq!(taken.steps, vec!["w".to_string()]);
+    live.admit("B", steps(&["w"]))
+        .expect("another session's names are its own");
+    // The host answers its own run's prompts: nothing is routed or held.
+    let id = "step:w[0]:approval:1";
+    assert_eq!(live.route("A", answer(id)), Routed::Nobody(answer(id)));
+    assert!(live.started(kept, "ignored").is_empty());
+    assert_eq!(live.route("A", answer(id)), Routed::Nobody(answer(id)));
+    live.ended(kept);
+    live.admit("A", steps(&["w"])).expect("given back");
+}
+
+#[test]
 fn an_answer_before_the_run_is_known_waits_for_it() {
     let mut live: Delegations<&str> = Delegations::default();
     let a = live.admit("A", steps(&["w"])).expect("admitted");
     let id = "step:w[0]:approval:1";
+    let second = "step:w[0]:approval:2";
     assert_eq!(live.route("A", answer(id)), Routed::Held);
-    assert_eq!(live.started(a, "run-a"), vec![answer(id)]);
+    assert_eq!(live.route("A", answer(second)), Routed::Held);
+    // Delivered once, in the order given.
+    assert_eq!(live.started(a, "run-a"), vec![answer(id), answer(second)]);
+    assert!(live.started(a, "run-a").is_empty());
     assert_eq!(live.route("A", answer(id)), Routed::To("run-a", answer(id)));
     // A run that ended before it started takes its held answers with it.
     let b = live.admit("A", steps(&["v"])).expect("admitted");
@@ -91,16 +112,35 @@ fn an_answer_before_the_run_is_known_waits_for_it() {
 /// What the generated cases do.
 #[derive(Debug, Clone)]
 enum Act {
-    Admit { session: u8, steps: Vec<u8> },
-    Start { nth: u8 },
-    End { nth: u8 },
-    Answer { session: u8, step: u8 },
+    Admit {
+        session: u8,
+        steps: Vec<u8>,
+        elsewhere: bool,
+    },
+    Start {
+        nth: u8,
+    },
+    End {
+        nth: u8,
+    },
+    Answer {
+        session: u8,
+        step: u8,
+    },
 }
 
 fn act() -> impl Strategy<Value = Act> {
     prop_oneof![
-        (0..3u8, proptest::collection::vec(0..5u8, 0..3))
-            .prop_map(|(session, steps)| Act::Admit { session, steps }),
+        (
+            0..3u8,
+            proptest::collection::vec(0..5u8, 0..3),
+            any::<bool>()
+        )
+            .prop_map(|(session, steps, elsewhere)| Act::Admit {
+                session,
+                steps,
+                elsewhere
+            }),
         any::<u8>().prop_map(|nth| Act::Start { nth }),
         any::<u8>().prop_map(|nth| Act::End { nth }),
         (0..3u8, 0..5u8).prop_map(|(session, step)| Act::Answer { session, step }),
@@ -119,20 +159,26 @@ proptest! {
     ) {
         let mut live: Delegations<u64> = Delegations::default();
         // The model: each admitted run's session and steps, by key.
-        let mut runs: BTreeMap<u64, (String, BTreeSet<String>, bool)> = BTreeMap::new();
+        // The model: each admitted run's session, steps, whether it has
+        // started and whether its host answers it, by key.
+        let mut runs: BTreeMap<u64, (String, BTreeSet<String>, bool, bool)> = BTreeMap::new();
         let mut held: BTreeMap<u64, usize> = BTreeMap::new();
         for act in acts {
             match act {
-                Act::Admit { session, steps } => {
+                Act::Admit { session, steps, elsewhere } => {
                     let session = format!("s{session}");
                     let names: BTreeSet<String> = steps.iter().map(|s| format!("n{s}")).collect();
                     let clashes = runs
                         .values()
-                        .any(|(s, n, _)| *s == session && !n.is_disjoint(&names));
-                    match live.admit(&session, names.clone()) {
+                        .any(|(s, n, _, _)| *s == session && !n.is_disjoint(&names));
+                    let admitted = match elsewhere {
+                        true => live.reserve(&session, names.clone()),
+                        false => live.admit(&session, names.clone()),
+                    };
+                    match admitted {
                         Ok(key) => {
                             prop_assert!(!clashes, "admitted a clash");
-                            runs.insert(key, (session, names, false));
+                            runs.insert(key, (session, names, false, elsewhere));
                         }
                         Err(clash) => {
                             prop_assert!(clashes, "refused no clash: {clash}");
@@ -146,7 +192,10 @@ proptest! {
                     };
                     let was_started = std::mem::replace(&mut runs.get_mut(&key).expect("run").2, true);
                     let delivered = live.started(key, key);
-                    let expected = if was_started { 0 } else { held.remove(&key).unwrap_or(0) };
+                    let expected = match was_started {
+                        true => 0,
+                        false => held.remove(&key).unwrap_or(0),
+                    };
                     prop_assert_eq!(delivered.len(), expected);
                 }
                 Act::End { nth } => {
@@ -162,12 +211,13 @@ proptest! {
                     let step = format!("n{step}");
                     let owners: Vec<u64> = runs
                         .iter()
-                        .filter(|(_, (s, n, _))| *s == session && n.contains(&step))
+                        .filter(|(_, (s, n, _, _))| *s == session && n.contains(&step))
                         .map(|(key, _)| *key)
                         .collect();
                     prop_assert!(owners.len() <= 1, "two runs of one session share a step");
                     let id = format!("step:{step}[0]:approval:1");
-                    match (live.route(&session, answer(&id)), owners.first()) {
+                    let owner = owners.first().filter(|owner| !runs[*owner].3);
+                    match (live.route(&session, answer(&id)), owner) {
                         (Routed::To(key, given), Some(owner)) => {
                             prop_assert_eq!(key, *owner);
                             prop_assert!(runs[owner].2, "routed to a run not started");
