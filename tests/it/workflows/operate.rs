@@ -358,8 +358,13 @@ async fn a_run_reusing_a_step_name_of_a_run_in_progress_is_refused_so_one_answer
         std::fs::read_to_string(h.path("one.txt")).expect("written"),
         "one\n"
     );
-    // Its names are free again, and an answer for it now is refused.
+    // An answer for it now is refused, and its names are free again.
     assert!(!engine.approve("", &id, ApprovalDecision::AllowOnce, None));
+    let again = engine
+        .run(caller.clone(), plan("say hello"))
+        .await
+        .expect("the name is free again");
+    assert!(again.contains("- w (finalized)"), "{again}");
 }
 
 #[tokio::test]
