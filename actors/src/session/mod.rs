@@ -525,10 +525,6 @@ async fn handle_message(
     message: SessionMsg,
     state: &mut SessionState,
 ) -> Result<(), ActorProcessingErr> {
-    // The core decides; `run` performs, waiting only on the store. It
-    // is boxed: an agent's future (kept for its whole life by the actor
-    // loop) stays small, and the large state lives only while a
-    // message is handled.
     let input = match message {
         SessionMsg::Op(op) => state.op_input(&myself, op, None),
         SessionMsg::Submit(submission) => {
