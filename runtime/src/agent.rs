@@ -30,7 +30,7 @@ use crate::mode::Mode;
 use crate::model::ModelClient;
 use crate::permission::Posture;
 use crate::permission::rules::RuleSet;
-use crate::protocol::{Event, FailureCategory, ToolStatus};
+use crate::protocol::{Event, FailureCategory, ToolStatus, TurnEvent};
 use crate::tool::{ToolDefinition, builtin_definitions};
 
 /// Where a role's model client comes from.
@@ -312,12 +312,14 @@ impl ReportBuilder {
 
     /// Takes one event of the agent's run; returns the report when the run ends.
     pub fn push(&mut self, event: &Event) -> Option<AgentReport> {
-        match event {
-            Event::ToolCall {
+        // A turn's parts are read through the one closed list of them
+        // (`Event::turn_event`); nothing else is evidence, a change or the
+        // run's end, and another agent's calls are its own report's.
+        match event.turn_event()? {
+            TurnEvent::Call {
                 call_id,
                 name,
                 arguments,
-                ..
             } => {
                 let subject = match self.kinds.get(name) {
                     Some(Kind::Shell) => arguments.get("command"),
@@ -328,9 +330,10 @@ impl ReportBuilder {
                     .and_then(|v| v.as_str())
                     .unwrap_or_default()
                     .to_string();
-                self.pending.push((call_id.clone(), name.clone(), subject));
+                self.pending
+                    .push((call_id.to_string(), name.to_string(), subject));
             }
-            Event::ToolResult {
+            TurnEvent::Result {
                 call_id,
                 status,
                 output,
@@ -344,16 +347,16 @@ impl ReportBuilder {
                         exit_code: exit_code(output),
                     }),
                     Some(Kind::Writer(_))
-                        if *status == ToolStatus::Ok && !self.report.changes.contains(&subject) =>
+                        if status == ToolStatus::Ok && !self.report.changes.contains(&subject) =>
                     {
                         self.report.changes.push(subject);
                     }
                     Some(Kind::Writer(_)) | None => {}
                 }
             }
-            Event::AssistantMessage { text, .. } => self.report.summary.clone_from(text),
-            Event::TurnCompleted { .. } => return Some(self.finish("completed", None)),
-            Event::TurnFailed {
+            TurnEvent::Answer(text) => text.clone_into(&mut self.report.summary),
+            TurnEvent::Completed { .. } => return Some(self.finish("completed", None)),
+            TurnEvent::Failed {
                 category, message, ..
             } => {
                 let status = match category {
@@ -361,49 +364,8 @@ impl ReportBuilder {
                     FailureCategory::PausedByDenials => "paused_by_denials",
                     FailureCategory::Agent | FailureCategory::Infrastructure => "failed",
                 };
-                return Some(self.finish(status, Some(message.clone())));
+                return Some(self.finish(status, Some(message.to_string())));
             }
-            // Nothing else is evidence, a change or the run's end; another
-            // agent's calls are its own report's.
-            Event::AgentToolCall { .. }
-            | Event::AgentToolResult { .. }
-            | Event::SessionStarted { .. }
-            | Event::InputAdmitted { .. }
-            | Event::TurnStarted { .. }
-            | Event::AssistantDelta { .. }
-            | Event::AssistantReasoning { .. }
-            | Event::ModelRetry { .. }
-            | Event::ModelParamDropped { .. }
-            | Event::PermissionDecision { .. }
-            | Event::ApprovalRequested { .. }
-            | Event::ApprovalResolved { .. }
-            | Event::PostureChanged { .. }
-            | Event::ModelChanged { .. }
-            | Event::AutonomyPaused { .. }
-            | Event::AgentSpawned { .. }
-            | Event::AgentStatusChanged { .. }
-            | Event::AgentCompleted { .. }
-            | Event::PlanEntered { .. }
-            | Event::QuestionnaireOpened { .. }
-            | Event::QuestionnaireAnswered { .. }
-            | Event::PlanStatus { .. }
-            | Event::PlanView { .. }
-            | Event::WorkspaceRestored { .. }
-            | Event::SessionIdle { .. }
-            | Event::ModeChanged { .. }
-            | Event::OpRejected { .. }
-            | Event::SessionStatus { .. }
-            | Event::SessionStopped { .. }
-            | Event::WorkflowStarted { .. }
-            | Event::StepState { .. }
-            | Event::StepOutput { .. }
-            | Event::WorkflowCompleted { .. }
-            | Event::GoalUpdated { .. }
-            | Event::GoalVerification { .. }
-            | Event::GoalContinuation { .. }
-            | Event::GoalCleared { .. }
-            | Event::ContextCompacted { .. }
-            | Event::SessionCompleted { .. } => {}
         }
         None
     }
